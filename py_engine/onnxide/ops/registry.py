@@ -1,0 +1,99 @@
+"""The op registry: each op defined once — (domain, name, since-version) → numpy kernel with its attributes.
+
+A kernel is a plain function registered with `@op`:
+
+    @op("LeakyRelu", since=6)
+    def leaky_relu(x, *, alpha=0.01):
+        return np.where(x >= 0, x, x * np.asarray(alpha, x.dtype))
+
+- Positional parameters are the node's inputs in order; an omitted optional input arrives as None.
+  A `*inputs` parameter takes variadic inputs.
+- Keyword-only parameters are the ONNX attributes; their defaults are the ONNX defaults. An attribute without a
+  default is required. A node carrying an attribute the kernel does not declare is refused at session creation
+  (never silently ignored) unless the kernel takes `**attrs`.
+- A keyword-only parameter named `ctx` receives the `KernelContext` (number of outputs, opset, node name,
+  subgraph execution for If/Loop/Scan).
+- Return one array, or a tuple/list of arrays for several outputs (sequence outputs are Python lists, an absent
+  optional is None). Kernels must return the ONNX output dtype exactly.
+
+Lookup picks the registration with the largest `since` not above the model's opset for that domain.
+"""
+import inspect
+
+from ..errors import NotImplemented as OrtNotImplemented
+
+_REGISTRY = {}  # (domain, op_type) -> sorted list of OpDef by since
+
+ONNX_DOMAIN = ""
+ML_DOMAIN = "ai.onnx.ml"
+MS_DOMAIN = "com.microsoft"
+
+
+class OpDef:
+    """One registered version of an op: its kernel and the attribute names/defaults read from the signature."""
+
+    __slots__ = ("domain", "op_type", "since", "kernel", "attrs", "required", "any_attrs", "wants_ctx",
+                 "n_inputs", "variadic", "infer")
+
+    def __init__(self, domain, op_type, since, kernel, infer=None):
+        self.domain, self.op_type, self.since, self.kernel, self.infer = domain, op_type, since, kernel, infer
+        self.attrs, self.required = {}, set()
+        self.any_attrs = self.wants_ctx = self.variadic = False
+        self.n_inputs = 0
+        for p in inspect.signature(kernel).parameters.values():
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                self.n_inputs += 1
+            elif p.kind == p.VAR_POSITIONAL:
+                self.variadic = True
+            elif p.kind == p.VAR_KEYWORD:
+                self.any_attrs = True
+            elif p.name == "ctx":
+                self.wants_ctx = True
+            elif p.default is p.empty:
+                self.required.add(p.name)
+            else:
+                self.attrs[p.name] = p.default
+
+    def __repr__(self):
+        return f"OpDef({self.domain or 'ai.onnx'}::{self.op_type} since {self.since})"
+
+
+def op(op_type, since=1, domain=ONNX_DOMAIN, infer=None):
+    """Register the decorated function as the kernel of `op_type` from opset `since` on (see module doc)."""
+
+    def deco(fn):
+        defs = _REGISTRY.setdefault((domain, op_type), [])
+        if any(d.since == since for d in defs):
+            raise ValueError(f"{domain}::{op_type} since {since} registered twice")
+        defs.append(OpDef(domain, op_type, since, fn, infer))
+        defs.sort(key=lambda d: d.since)
+        return fn
+
+    return deco
+
+
+def normalize_domain(domain):
+    return "" if domain in ("", "ai.onnx") else domain
+
+
+def lookup(domain, op_type, opset):
+    """The OpDef for `op_type` at `opset` of `domain`, or raise onnxide's NotImplemented naming the op."""
+    domain = normalize_domain(domain)
+    defs = _REGISTRY.get((domain, op_type))
+    if not defs:
+        raise OrtNotImplemented(
+            f"Could not find an implementation for {op_type}({opset}) node of domain '{domain or 'ai.onnx'}'")
+    best = None
+    for d in defs:
+        if d.since <= opset:
+            best = d
+    if best is None:
+        raise OrtNotImplemented(
+            f"Could not find an implementation for {op_type}({opset}) node of domain '{domain or 'ai.onnx'}'"
+            f" (implemented from opset {defs[0].since})")
+    return best
+
+
+def registered_ops():
+    """{(domain, op_type): [since, ...]} for reports."""
+    return {k: [d.since for d in v] for k, v in _REGISTRY.items()}

@@ -1,0 +1,18 @@
+"""Pure-Python ONNX protobuf codec: read and write ModelProto and everything it holds (no onnx, no protobuf)."""
+from ..errors import InvalidProtobuf
+from .schema import (  # noqa: F401
+    AttributeProto, Dimension, FunctionProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    SparseTensorProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoMap,
+    TypeProtoOptional, TypeProtoSequence, TypeProtoTensor, ValueInfoProto,
+)
+from .wire import decode, encode  # noqa: F401
+
+
+def parse(cls, data):
+    """Decode `data` (bytes-like) as message class `cls`; any malformation raises InvalidProtobuf."""
+    try:
+        return decode(cls, data)
+    except InvalidProtobuf:
+        raise
+    except (IndexError, ValueError, KeyError, RecursionError, TypeError, OverflowError) as e:
+        raise InvalidProtobuf(f"Failed to load model: protobuf parsing failed ({type(e).__name__})") from None

@@ -1,0 +1,254 @@
+"""Protocol-buffer wire format: a schema-driven decoder and encoder in pure Python (no compiled protobuf).
+
+A schema is a dict {field_number: Field}. Decoding yields `Message` objects whose attributes carry the field names;
+bytes fields decode to memoryview slices of the input so large tensors are never copied.
+"""
+import struct
+
+import numpy as np
+
+from ..errors import InvalidProtobuf
+
+VARINT, I64, LEN, I32 = 0, 1, 2, 5
+
+# field kinds
+INT, UINT, FLOAT, DOUBLE, STRING, BYTES, MESSAGE = "int", "uint", "float", "double", "string", "bytes", "message"
+_SCALAR_DEFAULT = {INT: 0, UINT: 0, FLOAT: 0.0, DOUBLE: 0.0, STRING: "", BYTES: b""}
+_NUMERIC = (INT, UINT, FLOAT, DOUBLE)
+
+
+class Field:
+    __slots__ = ("number", "name", "kind", "repeated", "message", "presence")
+
+    def __init__(self, number, name, kind, repeated=False, message=None, presence=False):
+        self.number, self.name, self.kind, self.repeated = number, name, kind, repeated
+        self.message = message  # message class name for MESSAGE fields, resolved lazily
+        self.presence = presence  # oneof member: None when absent, written whenever set
+
+
+class Message:
+    """Base of generated message classes; fields become attributes with proto defaults."""
+
+    FIELDS = {}  # number -> Field (set per subclass)
+    _BY_NAME = {}
+
+    def __init__(self, **kwargs):
+        for f in self.FIELDS.values():
+            if f.repeated:
+                v = []
+            elif f.kind == MESSAGE or f.presence:
+                v = None
+            else:
+                v = _SCALAR_DEFAULT[f.kind]
+            setattr(self, f.name, v)
+        for k, v in kwargs.items():
+            if k not in self._BY_NAME:
+                raise TypeError(f"{type(self).__name__} has no field {k!r}")
+            setattr(self, k, list(v) if self._BY_NAME[k].repeated else v)
+
+    def __repr__(self):
+        parts = []
+        for f in self.FIELDS.values():
+            v = getattr(self, f.name)
+            if v in (None, [], 0, 0.0, "", b"") and not f.presence:
+                continue
+            if v is None:
+                continue
+            if isinstance(v, memoryview):
+                v = f"<{len(v)} bytes>"
+            parts.append(f"{f.name}={v!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and all(
+            _eq(getattr(self, f.name), getattr(other, f.name)) for f in self.FIELDS.values())
+
+    def SerializeToString(self):  # noqa: N802 - protobuf's name, so ORT-style code keeps working
+        return encode(self)
+
+
+def _eq(a, b):
+    if isinstance(a, memoryview) or isinstance(b, memoryview):
+        return bytes(a) == bytes(b)
+    return a == b
+
+
+CLASSES = {}
+
+
+def message_class(name, fields):
+    """Create and register a Message subclass from a list of Field."""
+    by_num = {f.number: f for f in fields}
+    cls = type(name, (Message,), {"FIELDS": by_num, "_BY_NAME": {f.name: f for f in fields}})
+    CLASSES[name] = cls
+    return cls
+
+
+def _read_varint(buf, pos):
+    b = buf[pos]
+    pos += 1
+    if b < 0x80:
+        return b, pos
+    result = b & 0x7F
+    shift = 7
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 70:
+            raise InvalidProtobuf("Failed to load model: malformed varint in protobuf")
+
+
+def _signed64(v):
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def _packed_varints(data, signed):
+    """Decode a packed run of varints with numpy (vectorised: ends are bytes with the high bit clear)."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    if a.size == 0:
+        return []
+    ends = np.flatnonzero(a < 0x80)
+    if ends.size == 0 or ends[-1] != a.size - 1:
+        raise InvalidProtobuf("Failed to load model: truncated packed varint field")
+    if ends.size == a.size:  # all one-byte values
+        vals = a.astype(np.uint64)
+    else:
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        lens = ends - starts + 1
+        vals = np.zeros(ends.size, dtype=np.uint64)
+        for k in range(int(lens.max())):
+            m = lens > k
+            vals[m] |= (a[starts[m] + k].astype(np.uint64) & np.uint64(0x7F)) << np.uint64(7 * k)
+    return (vals.view(np.int64) if signed else vals).tolist()
+
+
+def decode(cls, buf, pos=0, end=None, mv=None):
+    """Decode bytes `buf[pos:end]` as message class `cls`."""
+    if mv is None:
+        if not isinstance(buf, bytes):
+            buf = bytes(buf)
+        mv = memoryview(buf)
+    if end is None:
+        end = len(buf)
+    msg = cls()
+    fields = cls.FIELDS
+    while pos < end:
+        key, pos = _read_varint(buf, pos)
+        num, wt = key >> 3, key & 7
+        f = fields.get(num)
+        if wt == VARINT:
+            v, pos = _read_varint(buf, pos)
+        elif wt == LEN:
+            n, pos = _read_varint(buf, pos)
+            if pos + n > end:
+                raise InvalidProtobuf(f"Failed to load model: truncated field {f.name if f else num} "
+                                      f"in {cls.__name__}")
+            start, pos = pos, pos + n
+            if f is None:
+                continue
+            kind = f.kind
+            if kind == MESSAGE:
+                v = decode(CLASSES[f.message], buf, start, pos, mv)
+            elif kind == STRING:
+                try:
+                    v = str(mv[start:pos], "utf-8")
+                except UnicodeDecodeError:
+                    raise InvalidProtobuf(f"Failed to load model: invalid UTF-8 in {cls.__name__}.{f.name}") from None
+            elif kind == BYTES:
+                v = mv[start:pos]
+            elif f.repeated:  # packed numeric
+                chunk = mv[start:pos]
+                if kind == FLOAT:
+                    getattr(msg, f.name).extend(np.frombuffer(chunk, "<f4").tolist())
+                elif kind == DOUBLE:
+                    getattr(msg, f.name).extend(np.frombuffer(chunk, "<f8").tolist())
+                else:
+                    getattr(msg, f.name).extend(_packed_varints(chunk, kind == INT))
+                continue
+            else:
+                raise InvalidProtobuf(f"Failed to load model: wrong wire type for {cls.__name__}.{f.name}")
+        elif wt == I32:
+            if pos + 4 > end:
+                raise InvalidProtobuf(f"Failed to load model: truncated {cls.__name__}")
+            v = struct.unpack_from("<f", buf, pos)[0] if f is not None and f.kind == FLOAT else None
+            pos += 4
+        elif wt == I64:
+            if pos + 8 > end:
+                raise InvalidProtobuf(f"Failed to load model: truncated {cls.__name__}")
+            v = struct.unpack_from("<d", buf, pos)[0] if f is not None and f.kind == DOUBLE else None
+            pos += 8
+        else:
+            raise InvalidProtobuf(f"Failed to load model: invalid wire type {wt} in {cls.__name__}")
+        if f is None:
+            continue
+        if wt == VARINT and f.kind == INT:
+            v = _signed64(v)
+        if f.repeated:
+            getattr(msg, f.name).append(v)
+        else:
+            setattr(msg, f.name, v)
+    if pos != end:
+        raise InvalidProtobuf(f"Failed to load model: truncated {cls.__name__}")
+    return msg
+
+
+def _varint_bytes(v):
+    if v < 0:
+        v += 1 << 64
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _encode_packed(kind, values):
+    if kind == FLOAT:
+        return np.asarray(values, dtype="<f4").tobytes()
+    if kind == DOUBLE:
+        return np.asarray(values, dtype="<f8").tobytes()
+    return b"".join(_varint_bytes(int(v)) for v in values)
+
+
+def encode(msg):
+    """Serialize a Message to protobuf bytes (fields in number order; packed numeric repeats)."""
+    out = []
+    for num in sorted(msg.FIELDS):
+        f = msg.FIELDS[num]
+        v = getattr(msg, f.name)
+        if f.repeated:
+            if not v:
+                continue
+            if f.kind in _NUMERIC:
+                data = _encode_packed(f.kind, v)
+                out += [_varint_bytes(num << 3 | LEN), _varint_bytes(len(data)), data]
+            else:
+                for item in v:
+                    out.append(_encode_one(f, item))
+        elif v is None:
+            continue
+        elif f.kind == MESSAGE or f.presence or v != _SCALAR_DEFAULT[f.kind]:
+            out.append(_encode_one(f, v))
+    return b"".join(out)
+
+
+def _encode_one(f, v):
+    num, kind = f.number, f.kind
+    if kind in (INT, UINT):
+        return _varint_bytes(num << 3 | VARINT) + _varint_bytes(int(v))
+    if kind == FLOAT:
+        return _varint_bytes(num << 3 | I32) + struct.pack("<f", v)
+    if kind == DOUBLE:
+        return _varint_bytes(num << 3 | I64) + struct.pack("<d", v)
+    if kind == STRING:
+        data = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+    elif kind == BYTES:
+        data = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+    else:
+        data = encode(v)
+    return _varint_bytes(num << 3 | LEN) + _varint_bytes(len(data)) + data

@@ -1,0 +1,220 @@
+"""Execution plan and executor: kernels resolved once per session, values released after their last use."""
+import numpy as np
+
+from ..errors import Fail, InvalidArgument, NotImplemented as OrtNotImplemented, OnnxideError, RuntimeException
+from .providers import resolve_opdef
+
+
+class KernelContext:
+    """What a kernel may ask about its node at run time (see ops/registry.py)."""
+
+    __slots__ = ("num_outputs", "opset", "node_name", "input_types", "_executor", "_env")
+
+    def __init__(self, step, executor, env):
+        self.num_outputs = step.num_outputs
+        self.opset = step.opset
+        self.node_name = step.node.name
+        self.input_types = step.input_types
+        self._executor, self._env = executor, env
+
+    def run_graph(self, graph, inputs):
+        """Run a subgraph with positional `inputs`; values of the enclosing scopes are visible to it."""
+        return self._executor.run_subgraph(graph, list(inputs), self._env)
+
+
+class Step:
+    """One planned node: its kernel, resolved attribute kwargs and which values die after it."""
+
+    __slots__ = ("node", "kernel", "kwargs", "wants_ctx", "inputs", "outputs", "release", "num_outputs",
+                 "opset", "input_types", "ep")
+
+    def __init__(self, node, kernel, kwargs, wants_ctx, opset, input_types, ep):
+        self.node, self.kernel, self.kwargs, self.wants_ctx = node, kernel, kwargs, wants_ctx
+        self.inputs = list(node.inputs)
+        while self.inputs and not self.inputs[-1]:
+            self.inputs.pop()
+        self.outputs = list(node.outputs)
+        self.num_outputs = len(node.outputs)
+        self.opset, self.input_types, self.ep = opset, input_types, ep
+        self.release = ()
+
+
+class Plan:
+    """The steps of one graph in execution order and the names that must come from outside."""
+
+    def __init__(self, steps, outer_names, keep):
+        self.steps, self.outer_names, self.keep = steps, outer_names, keep
+
+
+def _node_label(node):
+    return f"{node.op_type} node. Name:'{node.name}'"
+
+
+def build_plan(graph, opsets, providers, outer_known=frozenset()):
+    """Topologically order the graph's nodes, bind kernels from the first EP that claims each, plan releases."""
+    available = set(graph.initializers) | {v.name for v in graph.inputs}
+    pending = list(graph.nodes)
+    ordered, produced = [], set(available)
+    while pending:
+        progress, rest = False, []
+        for n in pending:
+            if all((not x) or x in produced or x in outer_known for x in n.inputs):
+                ordered.append(n)
+                produced.update(o for o in n.outputs if o)
+                progress = True
+            else:
+                rest.append(n)
+        if not progress:
+            missing = sorted({x for n in rest for x in n.inputs if x and x not in produced and x not in outer_known})
+            raise Fail(f"Graph '{graph.name}' has a cycle or undefined inputs: {missing[:5]}")
+        pending = rest
+    steps = []
+    outer = set()
+    for n in ordered:
+        opdef, version = resolve_opdef(n, opsets)
+        unknown = set(n.attrs) - set(opdef.attrs) - opdef.required
+        if unknown and not opdef.any_attrs:
+            raise OrtNotImplemented(
+                f"{_node_label(n)}: attribute(s) {sorted(unknown)} not supported by onnxide's {n.op_type}"
+                f"({version})")
+        missing = opdef.required - set(n.attrs)
+        if missing:
+            raise InvalidArgument(f"{_node_label(n)}: required attribute(s) {sorted(missing)} missing")
+        if not opdef.variadic and len([x for x in n.inputs]) > opdef.n_inputs:
+            raise InvalidArgument(f"{_node_label(n)}: {len(n.inputs)} inputs given, {n.op_type}({version}) takes "
+                                  f"at most {opdef.n_inputs}")
+        kernel, ep = None, None
+        for p in providers:
+            kernel = p.claim(n, opdef)
+            if kernel is not None:
+                ep = p
+                break
+        if kernel is None:
+            raise OrtNotImplemented(f"No execution provider claims {_node_label(n)}")
+        kwargs = dict(n.attrs)
+        types = [graph.value_type(x) if x else None for x in n.inputs]
+        steps.append(Step(n, kernel, kwargs, opdef.wants_ctx, version, types, ep))
+        for x in n.inputs:
+            if x and x not in available and x not in produced:
+                outer.add(x)
+    # outer-scope names used by nested subgraphs must be kept alive too
+    keep = {o.name for o in graph.outputs}
+    last_use = {}
+    for i, s in enumerate(steps):
+        for x in s.inputs:
+            if x:
+                last_use[x] = i
+        for name in _subgraph_free_names(s.node):
+            last_use[name] = i
+            if name not in available and name not in produced:
+                outer.add(name)
+    releases = [[] for _ in steps]
+    for name, i in last_use.items():
+        if name not in keep and name not in graph.initializers:
+            releases[i].append(name)
+    for s, r in zip(steps, releases):
+        s.release = tuple(r)
+    return Plan(steps, sorted(outer), keep)
+
+
+def _subgraph_free_names(node):
+    names = set()
+    for v in node.attrs.values():
+        for g in (v if isinstance(v, list) else [v]):
+            if hasattr(g, "nodes"):
+                names |= free_names(g)
+    return names
+
+
+def free_names(graph):
+    """Names a graph (and its nested subgraphs) reads from enclosing scopes."""
+    cache = graph.plan_cache.get("free")
+    if cache is not None:
+        return cache
+    local = set(graph.initializers) | {v.name for v in graph.inputs}
+    free = set()
+    for n in graph.nodes:
+        for x in n.inputs:
+            if x and x not in local:
+                free.add(x)
+        for x in _subgraph_free_names(n):
+            if x not in local:
+                free.add(x)
+        local.update(n.outputs)
+    free |= {o.name for o in graph.outputs if o.name not in local}
+    graph.plan_cache["free"] = free
+    return free
+
+
+class Executor:
+    """Runs a model's main graph (and subgraphs on demand) with the session's providers."""
+
+    def __init__(self, model, providers):
+        self.model, self.providers = model, providers
+        self.main_plan = self.plan_for(model.graph, frozenset())
+
+    def plan_for(self, graph, outer_known):
+        plan = graph.plan_cache.get("plan")
+        if plan is None:
+            plan = build_plan(graph, self.model.opsets, self.providers, outer_known)
+            graph.plan_cache["plan"] = plan
+        return plan
+
+    def run(self, feeds, output_names):
+        env = dict(self.model.graph.initializers)
+        env.update(feeds)
+        self._execute(self.main_plan, env)
+        return [env[n] for n in output_names]
+
+    def run_subgraph(self, graph, inputs, outer_env):
+        plan = self.plan_for(graph, frozenset(outer_env))
+        env = {name: outer_env[name] for name in plan.outer_names if name in outer_env}
+        env.update(graph.initializers)
+        for vi, value in zip(graph.inputs, inputs):
+            env[vi.name] = value
+        if len(inputs) < len(graph.inputs):
+            raise Fail(f"Subgraph '{graph.name}' expects {len(graph.inputs)} inputs, got {len(inputs)}")
+        self._execute(plan, env)
+        return [env[o.name] if o.name in env else outer_env[o.name] for o in graph.outputs]
+
+    def _execute(self, plan, env):
+        for step in plan.steps:
+            args = [env[x] if x else None for x in step.inputs]
+            try:
+                if step.wants_ctx:
+                    result = step.kernel(*args, ctx=KernelContext(step, self, env), **step.kwargs)
+                else:
+                    result = step.kernel(*args, **step.kwargs)
+            except OnnxideError as e:
+                raise type(e)(f"Non-zero status code returned while running {_node_label(step.node)} "
+                              f"Status Message: {e}") from None
+            except KeyError as e:
+                raise RuntimeException(f"Non-zero status code returned while running {_node_label(step.node)} "
+                                       f"Status Message: missing value {e}") from e
+            except Exception as e:  # a kernel's numpy error: report it against the node
+                raise RuntimeException(f"Non-zero status code returned while running {_node_label(step.node)} "
+                                       f"Status Message: {type(e).__name__}: {e}") from e
+            outs = step.outputs
+            if len(outs) == 1:
+                if isinstance(result, tuple):
+                    result = result[0]
+                if outs[0]:
+                    env[outs[0]] = _as_value(result)
+            else:
+                if not isinstance(result, (tuple, list)):
+                    result = (result,)
+                for name, value in zip(outs, result):
+                    if name:
+                        env[name] = _as_value(value)
+                if len(result) < len([o for o in outs if o]):
+                    for name in outs[len(result):]:
+                        if name:
+                            raise RuntimeException(f"{_node_label(step.node)} did not produce output '{name}'")
+            for name in step.release:
+                env.pop(name, None)
+
+
+def _as_value(v):
+    if isinstance(v, np.generic):
+        return np.asarray(v)
+    return v

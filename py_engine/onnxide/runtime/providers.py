@@ -1,0 +1,61 @@
+"""The execution-provider interface: each EP claims the nodes it can run and owns where its tensors live.
+
+The CPU EP (numpy kernels of the op registry) claims every node it has a kernel for and is always last in the
+list. Device EPs (WASM, WebGPU, CUDA) override `claim` to return a faster kernel for the nodes they support and
+`to_host` / `from_host` to move tensors across their border; kernels of an EP with `is_async` may return
+awaitables (GPU readback in the page), which `Executor.run_async` awaits.
+"""
+from ..ops import registry
+
+
+class ExecutionProvider:
+    name = "AbstractExecutionProvider"
+    device = "CPU"
+    is_async = False
+
+    def __init__(self, options=None):
+        self.options = dict(options or {})
+
+    def claim(self, node, opdef):
+        """A kernel callable for `node` (same calling convention as `opdef.kernel`), or None to decline."""
+        return None
+
+    def from_host(self, array):
+        return array
+
+    def to_host(self, value):
+        return value
+
+
+class CPUExecutionProvider(ExecutionProvider):
+    name = "CPUExecutionProvider"
+
+    def claim(self, node, opdef):
+        return opdef.kernel
+
+
+_PROVIDERS = {"CPUExecutionProvider": CPUExecutionProvider}
+
+
+def register_provider(cls):
+    """Make an EP class available by its name (EP modules call this when their runtime is present)."""
+    _PROVIDERS[cls.name] = cls
+    return cls
+
+
+def available_providers():
+    return list(_PROVIDERS)
+
+
+def create(name, options=None):
+    return _PROVIDERS[name](options)
+
+
+def resolve_opdef(node, opsets):
+    """The OpDef for `node` under the model's opsets (a node may carry its own opset from a function body)."""
+    domain = registry.normalize_domain(node.domain)
+    version = node.opset if node.opset is not None else opsets.get(domain)
+    if version is None:
+        version = {"ai.onnx.ml": 5, "com.microsoft": 1, "ai.onnx.preview.training": 1,
+                   "ai.onnx.preview": 1}.get(domain, 1)
+    return registry.lookup(domain, node.op_type, version), version

@@ -1,0 +1,230 @@
+"""InferenceSession and its companions (NodeArg, ModelMetadata), mirroring onnxruntime's Python API."""
+import os
+import warnings
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import proto as P
+from ..errors import (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
+from ..ir import load_model
+from ..ir.to_proto import model_to_proto
+from . import providers as eps
+from .executor import Executor
+from .options import SessionOptions
+
+
+def _type_string(tp):
+    if tp is None:
+        return "unknown"
+    if tp.tensor_type is not None:
+        return dt.type_string(tp.tensor_type.elem_type)
+    if tp.sparse_tensor_type is not None:
+        return f"sparse_tensor({dt.NAMES.get(tp.sparse_tensor_type.elem_type, 'undefined')})"
+    if tp.sequence_type is not None:
+        return f"seq({_type_string(tp.sequence_type.elem_type)})"
+    if tp.map_type is not None:
+        return f"map({dt.NAMES.get(tp.map_type.key_type, 'undefined')},{_type_string(tp.map_type.value_type)})"
+    if tp.optional_type is not None:
+        return f"optional({_type_string(tp.optional_type.elem_type)})"
+    return "unknown"
+
+
+class NodeArg:
+    """A graph input or output as ORT describes it: name, type string, shape with symbolic names kept."""
+
+    def __init__(self, name, type_str, shape):
+        self.name, self.type, self.shape = name, type_str, shape
+
+    def __repr__(self):
+        return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
+
+    @classmethod
+    def from_value_info(cls, vi):
+        return cls(vi.name, _type_string(vi.type), vi.shape)
+
+
+class ModelMetadata:
+    def __init__(self, model):
+        self.producer_name = model.producer_name
+        self.graph_name = model.graph.name
+        self.domain = model.domain
+        self.description = model.doc
+        self.graph_description = model.graph.doc
+        self.version = model.model_version
+        self.custom_metadata_map = dict(model.metadata)
+
+
+def _read_model_bytes(path_or_bytes):
+    """(bytes, folder for external data) from a path, bytes-like or file object."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        return bytes(path_or_bytes), None
+    if hasattr(path_or_bytes, "read"):
+        name = getattr(path_or_bytes, "name", None)
+        base = os.path.dirname(os.path.abspath(name)) if isinstance(name, str) else None
+        return path_or_bytes.read(), base
+    if isinstance(path_or_bytes, (str, os.PathLike)):
+        path = os.fspath(path_or_bytes)
+        if not os.path.isfile(path):
+            raise NoSuchFile(f"Load model from {path} failed: File doesn't exist")
+        with open(path, "rb") as f:
+            return f.read(), os.path.dirname(os.path.abspath(path))
+    raise InvalidArgument(f"InferenceSession needs a path, bytes or a file object, not {type(path_or_bytes).__name__}")
+
+
+def _normalize_providers(providers, provider_options):
+    names, opts = [], []
+    for i, p in enumerate(providers or ["CPUExecutionProvider"]):
+        if isinstance(p, (tuple, list)):
+            name, o = p[0], dict(p[1])
+        else:
+            name, o = p, {}
+            if provider_options and i < len(provider_options):
+                o = dict(provider_options[i])
+        if name not in eps.available_providers():
+            warnings.warn(f"Specified provider '{name}' is not in available provider names. "
+                          f"Available providers: '{', '.join(eps.available_providers())}'")
+            continue
+        names.append(name)
+        opts.append(o)
+    if "CPUExecutionProvider" not in names:
+        names.append("CPUExecutionProvider")
+        opts.append({})
+    return [eps.create(n, o) for n, o in zip(names, opts)]
+
+
+class InferenceSession:
+    """Load a model and run it: `InferenceSession(path_or_bytes, sess_options=None, providers=None)`."""
+
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        data, base_dir = _read_model_bytes(path_or_bytes)
+        self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
+        if not data:
+            raise InvalidProtobuf("Failed to load model: the model is empty (0 bytes)")
+        mp = P.parse(P.ModelProto, data)
+        if mp.graph is None:
+            raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
+        self._model = load_model(mp, base_dir)
+        self._providers = _normalize_providers(providers, provider_options)
+        self._executor = Executor(self._model, self._providers)
+        g = self._model.graph
+        self._inputs = [v for v in g.inputs if v.name not in g.initializers]
+        self._overridable = [v for v in g.inputs if v.name in g.initializers]
+        self._input_by_name = {v.name: v for v in g.inputs}
+        self._output_names = [v.name for v in g.outputs]
+        path = self._sess_options.optimized_model_filepath
+        if path:
+            with open(path, "wb") as f:
+                f.write(model_to_proto(self._model).SerializeToString())
+
+    # --- introspection -------------------------------------------------------------------------
+    def get_inputs(self):
+        return [NodeArg.from_value_info(v) for v in self._inputs]
+
+    def get_outputs(self):
+        return [NodeArg.from_value_info(v) for v in self._model.graph.outputs]
+
+    def get_overridable_initializers(self):
+        return [NodeArg.from_value_info(v) for v in self._overridable]
+
+    def get_modelmeta(self):
+        return ModelMetadata(self._model)
+
+    def get_providers(self):
+        return [p.name for p in self._providers]
+
+    def get_provider_options(self):
+        return {p.name: dict(p.options) for p in self._providers}
+
+    def get_session_options(self):
+        return self._sess_options
+
+    def set_providers(self, providers=None, provider_options=None):
+        self._providers = _normalize_providers(providers, provider_options)
+        self._executor = Executor(self._model, self._providers)
+
+    def end_profiling(self):
+        return ""
+
+    def get_profiling_start_time_ns(self):
+        return 0
+
+    # --- running -------------------------------------------------------------------------------
+    def run(self, output_names, input_feed, run_options=None):
+        """Outputs (numpy arrays; lists for sequences) for `output_names` (None: all) given `input_feed`."""
+        if output_names is None or len(output_names) == 0:
+            output_names = self._output_names
+        else:
+            for name in output_names:
+                if name not in self._output_names:
+                    raise InvalidArgument(f"Invalid output name: {name}")
+        if not isinstance(input_feed, dict):
+            raise InvalidArgument(f"input_feed must be a dict of input name to value, not "
+                                  f"{type(input_feed).__name__}")
+        feeds = self._check_feeds(input_feed)
+        try:
+            return self._executor.run(feeds, list(output_names))
+        except OnnxideError:
+            raise
+        except RecursionError:
+            raise Fail("Model execution exceeded the maximum nesting depth") from None
+
+    def _check_feeds(self, input_feed):
+        feeds = {}
+        for name, value in input_feed.items():
+            vi = self._input_by_name.get(name)
+            if vi is None:
+                raise InvalidArgument(f"Invalid input name: {name}")
+            feeds[name] = _check_feed(vi, value)
+        missing = [v.name for v in self._inputs if v.name not in feeds]
+        if missing:
+            raise InvalidArgument(f"Required inputs ({missing}) are missing from input feed ({list(feeds)}).")
+        return feeds
+
+    def io_binding(self):
+        from .iobinding import IOBinding
+        return IOBinding(self)
+
+    def run_with_iobinding(self, binding, run_options=None):
+        binding._run(run_options)
+
+
+def _check_feed(vi, value):
+    tp = vi.type
+    if tp is None or tp.tensor_type is None:
+        return value  # sequences, maps, optionals: passed as given
+    code = tp.tensor_type.elem_type
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        value = value.numpy()  # OrtValue-like objects
+    if not isinstance(value, np.ndarray):
+        try:
+            value = np.asarray(value, dtype=dt.np_dtype(code) if code else None)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgument(f"Input '{vi.name}' cannot be converted to {dt.type_string(code)}: {e}") from None
+    if code:
+        try:
+            got = dt.code_of(value.dtype)
+        except KeyError:
+            raise InvalidArgument(f"Unexpected input data type for '{vi.name}'. Actual: ({value.dtype}), "
+                                  f"expected: ({dt.type_string(code)})") from None
+        if got != code:
+            raise InvalidArgument(f"Unexpected input data type for '{vi.name}'. Actual: ({dt.type_string(got)}) , "
+                                  f"expected: ({dt.type_string(code)})")
+        if code == dt.STRING and value.dtype != object:
+            value = value.astype(object)
+    shape = vi.shape
+    if shape is not None:
+        if len(shape) != value.ndim:
+            raise InvalidArgument(f"Invalid rank for input: {vi.name} Got: {value.ndim} Expected: {len(shape)} "
+                                  f"Please fix either the inputs/outputs or the model.")
+        bad = [(i, got, want) for i, (got, want) in enumerate(zip(value.shape, shape))
+               if isinstance(want, int) and want != got]
+        if bad:
+            detail = ", ".join(f"index: {i} Got: {g} Expected: {w}" for i, g, w in bad)
+            raise InvalidArgument(f"Got invalid dimensions for input: {vi.name} for the following indices: {detail}."
+                                  f" Please fix either the inputs/outputs or the model.")
+    return value
+
+
+__all__ = ["InferenceSession", "NodeArg", "ModelMetadata", "InvalidGraph"]

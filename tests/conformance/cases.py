@@ -1,0 +1,141 @@
+"""The 2,033 ONNX backend cases (onnx's node cases built in memory + its data folders), loaded via onnx (tests only)."""
+import glob
+import os
+import warnings
+
+import numpy as np
+
+
+class Case:
+    """One backend case: model bytes (or path), input/expected-output data sets, tolerances, ops used."""
+
+    def __init__(self, name, source, model, data_sets, rtol=1e-3, atol=1e-7, model_path=None):
+        self.name, self.source, self.model, self.data_sets = name, source, model, data_sets
+        self.rtol, self.atol, self.model_path = rtol, atol, model_path
+        self.ops = sorted({(n.domain or "ai.onnx", n.op_type) for n in model.graph.node})
+
+    def model_bytes(self):
+        return self.model.SerializeToString()
+
+
+def _onnx_dir():
+    import onnx
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+
+
+def _read_value(path, type_proto):
+    import onnx
+    from onnx import numpy_helper
+
+    with open(path, "rb") as f:
+        data = f.read()
+    which = type_proto.WhichOneof("value") if type_proto is not None else "tensor_type"
+    if which == "sequence_type":
+        p = onnx.SequenceProto()
+        p.ParseFromString(data)
+        return numpy_helper.to_list(p)
+    if which == "optional_type":
+        p = onnx.OptionalProto()
+        p.ParseFromString(data)
+        return numpy_helper.to_optional(p)
+    if which == "map_type":
+        p = onnx.MapProto()
+        p.ParseFromString(data)
+        return numpy_helper.to_dict(p)
+    t = onnx.TensorProto()
+    t.ParseFromString(data)
+    return numpy_helper.to_array(t)
+
+
+def _folder_cases(kind):
+    import onnx
+
+    out = []
+    for d in sorted(glob.glob(os.path.join(_onnx_dir(), kind, "*"))):
+        path = os.path.join(d, "model.onnx")
+        if not os.path.isfile(path):
+            continue
+        model = onnx.load(path)
+        inits = {t.name for t in model.graph.initializer}
+        ins = [i for i in model.graph.input if i.name not in inits]
+        sets = []
+        for ds in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
+            n_in = len(glob.glob(os.path.join(ds, "input_*.pb")))
+            n_out = len(glob.glob(os.path.join(ds, "output_*.pb")))
+            inputs = [_read_value(os.path.join(ds, f"input_{i}.pb"), ins[i].type if i < len(ins) else None)
+                      for i in range(n_in)]
+            outputs = [_read_value(os.path.join(ds, f"output_{i}.pb"), model.graph.output[i].type)
+                       for i in range(n_out)]
+            sets.append((inputs, outputs))
+        out.append(Case(os.path.basename(d), kind, model, sets, model_path=path))
+    return out
+
+
+def _light_cases():
+    import onnx
+    from onnx.backend.test.runner import Runner
+
+    out = []
+    for path in sorted(glob.glob(os.path.join(_onnx_dir(), "light", "*.onnx"))):
+        model = onnx.load(path)
+        prefix = os.path.splitext(path)[0]
+        inits = {t.name for t in model.graph.initializer}
+        name = os.path.basename(prefix)
+        inputs = [Runner.generate_dummy_data(x, seed=0, name=name[len("light_"):], random=False)
+                  for x in model.graph.input if x.name not in inits]
+        outputs = [_read_value(f"{prefix}_output_{i}.pb", o.type) for i, o in enumerate(model.graph.output)]
+        out.append(Case(name, "light", model, [(inputs, outputs)], model_path=path))
+    return out
+
+
+def load_cases():
+    """Every case, node cases first; names are unique."""
+    from onnx.backend.test.loader import load_node_model_tests
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            node = [Case(c.name, "node", c.model, c.data_sets, c.rtol, c.atol) for c in load_node_model_tests()]
+    cases = node
+    for kind in ("simple", "pytorch-converted", "pytorch-operator"):
+        cases += _folder_cases(kind)
+    cases += _light_cases()
+    return cases
+
+
+def compare(expected, got, rtol, atol):
+    """None when `got` matches `expected` like onnx's backend runner would accept; else a one-line reason."""
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            return f"expected a sequence, got {type(got).__name__}"
+        if len(got) != len(expected):
+            return f"sequence length {len(got)} != {len(expected)}"
+        for e, g in zip(expected, got):
+            r = compare(e, g, rtol, atol)
+            if r:
+                return r
+        return None
+    if expected is None:
+        return None if got is None else f"expected None, got {type(got).__name__}"
+    if not isinstance(got, np.ndarray):
+        if isinstance(got, np.generic):
+            got = np.asarray(got)
+        else:
+            return f"expected an array, got {type(got).__name__}"
+    expected = np.asarray(expected)
+    if got.shape != expected.shape:
+        return f"shape {got.shape} != expected {expected.shape}"
+    if expected.dtype == object:
+        return None if np.array_equal(got.astype(object), expected) else "string values differ"
+    if got.dtype != expected.dtype:
+        return f"dtype {got.dtype} != expected {expected.dtype}"
+    if expected.dtype.kind in "biu" or expected.dtype == np.bool_:
+        return None if np.array_equal(got, expected) else f"values differ at {int(np.sum(got != expected))} places"
+    e = expected.astype(np.float64) if expected.dtype.kind != "c" else expected
+    g = got.astype(np.float64) if got.dtype.kind != "c" else got
+    with np.errstate(all="ignore"):
+        ok = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+    if ok.all():
+        return None
+    diff = np.nanmax(np.abs(g - e)[~ok]) if (~ok).any() else 0
+    return f"values differ at {int((~ok).sum())}/{ok.size} places (max abs diff {diff:.3g})"

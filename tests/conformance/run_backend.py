@@ -1,0 +1,130 @@
+"""Run the ONNX backend cases through onnxide.InferenceSession with a chosen EP; print results, write reports.
+
+usage: python tests/conformance/run_backend.py [-k REGEX] [-v] [--list] [--provider NAME] [--report]
+       [--opt-level disable|basic|extended|all] [--timeout S]
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import signal
+import sys
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "py_engine"))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from conformance.cases import compare, load_cases  # noqa: E402
+
+LEVELS = {"disable": 0, "basic": 1, "extended": 2, "all": 99}
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def run_case(case, provider, opt_level, timeout):
+    """(passed: bool, reason: str) for one case."""
+    import numpy as np
+    import onnxide
+
+    so = onnxide.SessionOptions()
+    so.graph_optimization_level = opt_level
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            src = case.model_path if case.model_path else case.model_bytes()
+            sess = onnxide.InferenceSession(src, so, providers=[provider])
+            names = [i.name for i in sess.get_inputs()]
+            for inputs, expected in case.data_sets:
+                feed = dict(zip(names, inputs))
+                got = sess.run(None, feed)
+                if len(got) != len(expected):
+                    return False, f"{len(got)} outputs, expected {len(expected)}"
+                for i, (e, g) in enumerate(zip(expected, got)):
+                    why = compare(e, g, case.rtol, case.atol)
+                    if why:
+                        return False, f"output {i}: {why}"
+        return True, ""
+    except _Timeout:
+        return False, f"timeout after {timeout}s"
+    except Exception as e:  # record and go on: the report lists the reason
+        msg = str(e).splitlines()[0] if str(e) else ""
+        return False, f"{type(e).__name__}: {msg[:300]}"
+    finally:
+        signal.alarm(0)
+
+
+def write_report(results, cases, provider, out_dir):
+    by_op = collections.defaultdict(lambda: [0, 0])
+    for c in cases:
+        ok = results[c.name][0]
+        for op in c.ops:
+            by_op[op][1] += 1
+            by_op[op][0] += ok
+    passed = sum(1 for r in results.values() if r[0])
+    short = {"CPUExecutionProvider": "cpu", "WasmExecutionProvider": "wasm", "WebGpuExecutionProvider": "webgpu",
+             "CUDAExecutionProvider": "cuda"}.get(provider, provider)
+    os.makedirs(out_dir, exist_ok=True)
+    data = {"provider": provider, "passed": passed, "total": len(results),
+            "cases": {k: {"passed": v[0], "reason": v[1]} for k, v in sorted(results.items())}}
+    with open(os.path.join(out_dir, f"{short}.json"), "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    lines = [f"# Conformance: {provider}", "",
+             f"ONNX backend cases passed: **{passed} / {len(results)}** "
+             f"(written by `tests/conformance/run_backend.py --report --provider {provider}`).", "",
+             "| domain | op | passed | cases |", "|---|---|---|---|"]
+    for (dom, op), (p, t) in sorted(by_op.items()):
+        lines.append(f"| {dom} | {op} | {p} | {t} |")
+    lines += ["", "## Failing cases", "", "| case | reason |", "|---|---|"]
+    for k, (ok, why) in sorted(results.items()):
+        if not ok:
+            lines.append(f"| {k} | {why.replace('|', '/')} |")
+    with open(os.path.join(out_dir, f"{short}.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-k", default=None, help="regex on case names")
+    ap.add_argument("-v", action="store_true", help="print every case")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--provider", default="CPUExecutionProvider")
+    ap.add_argument("--opt-level", default="all", choices=LEVELS)
+    ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--report", action="store_true", help="write docs/conformance/<ep>.md and .json")
+    args = ap.parse_args(argv)
+    cases = load_cases()
+    if args.k:
+        rx = re.compile(args.k)
+        cases = [c for c in cases if rx.search(c.name)]
+    if args.list:
+        for c in cases:
+            print(c.name, c.source, " ".join(f"{d}:{o}" for d, o in c.ops))
+        return 0
+    results, t0 = {}, time.time()
+    for c in cases:
+        t = time.time()
+        ok, why = run_case(c, args.provider, LEVELS[args.opt_level], args.timeout)
+        results[c.name] = (ok, why)
+        if args.v or not ok:
+            print(f"{'PASS' if ok else 'FAIL'} {c.name} ({time.time() - t:.2f}s) {why}", flush=True)
+    passed = sum(1 for r in results.values() if r[0])
+    print(f"{passed} passed, {len(results) - passed} failed  [{args.provider}, {time.time() - t0:.0f}s]")
+    if args.report:
+        write_report(results, cases, args.provider, os.path.join(ROOT, "docs", "conformance"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
