@@ -1,0 +1,103 @@
+"""The bundled default model (a small image CNN built in code, fixed seed) and the native main job that runs it."""
+import time
+
+import numpy as np
+
+from . import proto as P
+from .tensors import from_numpy
+
+INPUT_SHAPE = (1, 3, 64, 64)
+
+
+def _vi(name, shape, elem=1):
+    dims = [P.Dimension(dim_param=d) if isinstance(d, str) else P.Dimension(dim_value=d) for d in shape]
+    return P.ValueInfoProto(name=name, type=P.TypeProto(tensor_type=P.TypeProtoTensor(
+        elem_type=elem, shape=P.TensorShapeProto(dim=dims))))
+
+
+def _attr(name, value):
+    from .ir.to_proto import make_attribute
+    return make_attribute(name, value)
+
+
+def default_model_bytes():
+    """A 4-conv CNN classifier (BatchNorm, Relu, MaxPool, GlobalAveragePool, Gemm, Softmax) as ONNX bytes."""
+    rng = np.random.default_rng(2026)
+    inits, nodes = [], []
+
+    def weight(name, shape, scale):
+        inits.append(from_numpy((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    x, c_in = "image", 3
+    for i, c_out in enumerate((16, 32, 64, 64)):
+        w = weight(f"conv{i}.w", (c_out, c_in, 3, 3), (2.0 / (c_in * 9)) ** 0.5)
+        b = weight(f"conv{i}.b", (c_out,), 0.05)
+        nodes.append(P.NodeProto(op_type="Conv", name=f"conv{i}", input=[x, w, b], output=[f"c{i}"],
+                                 attribute=[_attr("kernel_shape", [3, 3]), _attr("pads", [1, 1, 1, 1])]))
+        stats = {"scale": 1 + rng.standard_normal(c_out) * 0.1, "bias": rng.standard_normal(c_out) * 0.1,
+                 "mean": rng.standard_normal(c_out) * 0.1, "var": rng.random(c_out) + 0.5}
+        inits += [from_numpy(v.astype(np.float32), f"bn{i}.{k}") for k, v in stats.items()]
+        nodes.append(P.NodeProto(op_type="BatchNormalization", name=f"bn{i}",
+                                 input=[f"c{i}"] + [f"bn{i}.{k}" for k in stats], output=[f"n{i}"]))
+        nodes.append(P.NodeProto(op_type="Relu", name=f"relu{i}", input=[f"n{i}"], output=[f"r{i}"]))
+        x = f"r{i}"
+        if i < 3:
+            nodes.append(P.NodeProto(op_type="MaxPool", name=f"pool{i}", input=[x], output=[f"p{i}"],
+                                     attribute=[_attr("kernel_shape", [2, 2]), _attr("strides", [2, 2])]))
+            x = f"p{i}"
+        c_in = c_out
+    nodes.append(P.NodeProto(op_type="GlobalAveragePool", name="gap", input=[x], output=["g"]))
+    nodes.append(P.NodeProto(op_type="Flatten", name="flatten", input=["g"], output=["f"]))
+    w, b = weight("fc.w", (10, c_in), 0.2), weight("fc.b", (10,), 0.05)
+    nodes.append(P.NodeProto(op_type="Gemm", name="fc", input=["f", w, b], output=["logits"],
+                             attribute=[_attr("transB", 1)]))
+    nodes.append(P.NodeProto(op_type="Softmax", name="softmax", input=["logits"], output=["probs"],
+                             attribute=[_attr("axis", 1)]))
+    graph = P.GraphProto(name="onnxide_default_cnn", node=nodes, initializer=inits,
+                         input=[_vi("image", ("batch", 3, 64, 64))], output=[_vi("probs", ("batch", 10))])
+    model = P.ModelProto(ir_version=8, producer_name="onnxide", graph=graph,
+                         opset_import=[P.OperatorSetIdProto(domain="", version=17)])
+    return model.SerializeToString()
+
+
+def default_input():
+    return np.random.default_rng(7).random(INPUT_SHAPE, dtype=np.float32)
+
+
+def _median_ms(fn, n):
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return float(np.median(times))
+
+
+def main(iterations=20):
+    """Run the default model natively with onnxide (and onnxruntime when installed); print results and timings."""
+    import onnxide
+
+    data, x = default_model_bytes(), default_input()
+    t = time.perf_counter()
+    sess = onnxide.InferenceSession(data)
+    create_ms = (time.perf_counter() - t) * 1e3
+    probs = sess.run(None, {"image": x})[0]
+    run_ms = _median_ms(lambda: sess.run(None, {"image": x}), iterations)
+    top = np.argsort(-probs[0])[:3]
+    print(f"onnxide {onnxide.__version__} (native, CPUExecutionProvider): default CNN {INPUT_SHAPE}")
+    print("  top-3 classes: " + ", ".join(f"{int(i)} ({probs[0, i]:.4f})" for i in top))
+    print(f"  session creation {create_ms:.1f} ms, run median {run_ms:.2f} ms over {iterations} runs")
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        print("  onnxruntime not installed: no side-by-side numbers")
+        return 0
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref_sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    ref = ref_sess.run(None, {"image": x})[0]
+    ref_ms = _median_ms(lambda: ref_sess.run(None, {"image": x}), iterations)
+    print(f"onnxruntime {ort.__version__} (1 thread): run median {ref_ms:.2f} ms; "
+          f"onnxide/onnxruntime = {run_ms / ref_ms:.2f}x; max |diff| = {float(np.abs(ref - probs).max()):.2e}")
+    return 0
