@@ -1,0 +1,116 @@
+"""The onnxruntime-compatible Python API: introspection, feeds checking, errors, saving models ORT can load."""
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxide as ort
+
+
+def _model(opset=17):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
+    w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3) / 10, "w")
+    b = numpy_helper.from_array(np.array([0.5, -0.5, 0.25], np.float32), "b")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["h"]),
+                           helper.make_node("Add", ["h", "b"], ["y"])], "g", [x], [y], [w, b])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="test")
+
+
+def test_ort_style_script_runs_unchanged():
+    m = _model()
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    (i,) = sess.get_inputs()
+    assert (i.name, i.type, i.shape) == ("x", "tensor(float)", ["batch", 4])
+    (o,) = sess.get_outputs()
+    assert (o.name, o.type, o.shape) == ("y", "tensor(float)", ["batch", 3])
+    x = np.random.default_rng(0).random((2, 4), dtype=np.float32)
+    (got,) = sess.run(None, {"x": x})
+    ref = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+    assert sess.run(["y"], {"x": x})[0].shape == (2, 3)
+    assert sess.get_modelmeta().producer_name == "test"
+    assert "CPUExecutionProvider" in ort.get_available_providers()
+    assert ort.get_device() == "CPU"
+
+
+def test_load_from_path_and_file_object(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(_model(), str(p))
+    x = np.ones((1, 4), np.float32)
+    a = ort.InferenceSession(str(p)).run(None, {"x": x})[0]
+    with open(p, "rb") as f:
+        b = ort.InferenceSession(f).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(a, b)
+
+
+def test_saved_model_loads_in_onnxruntime_with_equal_outputs(tmp_path):
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    m = _model()
+    ort.InferenceSession(m.SerializeToString(), so)
+    onnx.checker.check_model(onnx.load(so.optimized_model_filepath))
+    x = np.random.default_rng(1).random((3, 4), dtype=np.float32)
+    a = onnxruntime.InferenceSession(so.optimized_model_filepath).run(None, {"x": x})[0]
+    b = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("feed, exc, text", [
+    ({"x": np.ones((2, 4), np.float64)}, ort.InvalidArgument, "Unexpected input data type"),
+    ({"x": np.ones((2, 4, 1), np.float32)}, ort.InvalidArgument, "Invalid rank for input: x"),
+    ({"x": np.ones((2, 5), np.float32)}, ort.InvalidArgument, "invalid dimensions for input: x"),
+    ({}, ort.InvalidArgument, "Required inputs (['x']) are missing"),
+    ({"x": np.ones((2, 4), np.float32), "z": np.ones(1)}, ort.InvalidArgument, "Invalid input name: z"),
+])
+def test_wrong_feeds_give_one_line_errors(feed, exc, text):
+    sess = ort.InferenceSession(_model().SerializeToString())
+    with pytest.raises(exc) as e:
+        sess.run(None, feed)
+    assert text in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unknown_output_name():
+    sess = ort.InferenceSession(_model().SerializeToString())
+    with pytest.raises(ort.InvalidArgument, match="Invalid output name: nope"):
+        sess.run(["nope"], {"x": np.ones((1, 4), np.float32)})
+
+
+def test_bad_models_give_one_line_errors(tmp_path):
+    data = _model().SerializeToString()
+    cases = [(data[: len(data) // 2], ort.InvalidProtobuf), (bytes(np.random.default_rng(3).integers(
+        0, 256, 500, dtype=np.uint8)), ort.InvalidProtobuf), (b"", ort.InvalidProtobuf)]
+    m = _model()
+    del m.graph.initializer[0]
+    cases.append((m.SerializeToString(), ort.InvalidGraph))
+    m = _model()
+    m.graph.node[0].op_type = "NoSuchOp"
+    cases.append((m.SerializeToString(), ort.NotImplemented))
+    for bad, exc in cases:
+        with pytest.raises(exc) as e:
+            ort.InferenceSession(bad)
+        assert "\n" not in str(e.value) and str(e.value)
+    with pytest.raises(ort.NoSuchFile):
+        ort.InferenceSession(str(tmp_path / "missing.onnx"))
+
+
+def test_every_truncation_of_a_model_fails_cleanly():
+    data = _model().SerializeToString()
+    for n in range(0, len(data), 7):
+        try:
+            ort.InferenceSession(data[:n])
+        except ort.errors.OnnxideError:
+            pass
+
+
+def test_session_options_names():
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.intra_op_num_threads = 2
+    so.add_session_config_entry("session.x", "1")
+    assert so.get_session_config_entry("session.x") == "1"
+    assert ort.GraphOptimizationLevel.ORT_ENABLE_ALL == 99
+    ort.InferenceSession(_model().SerializeToString(), so, providers=["CPUExecutionProvider"]).run(
+        None, {"x": np.ones((1, 4), np.float32)}, ort.RunOptions())
