@@ -8,6 +8,7 @@ from .runtime.options import (  # noqa: F401
     ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions,
 )
 from .runtime.providers import available_providers as get_available_providers  # noqa: F401
+from .runtime.iobinding import IOBinding, OrtValue  # noqa: F401
 from .runtime.session import InferenceSession, ModelMetadata, NodeArg  # noqa: F401
 from . import ops as _ops  # noqa: F401  (registers every kernel)
 

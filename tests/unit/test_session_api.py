@@ -114,3 +114,21 @@ def test_session_options_names():
     assert ort.GraphOptimizationLevel.ORT_ENABLE_ALL == 99
     ort.InferenceSession(_model().SerializeToString(), so, providers=["CPUExecutionProvider"]).run(
         None, {"x": np.ones((1, 4), np.float32)}, ort.RunOptions())
+
+
+def test_io_binding_and_ort_values():
+    sess = ort.InferenceSession(_model().SerializeToString())
+    x = np.random.default_rng(2).random((2, 4), dtype=np.float32)
+    expected = sess.run(None, {"x": x})[0]
+    b = sess.io_binding()
+    b.bind_cpu_input("x", x)
+    b.bind_output("y")
+    sess.run_with_iobinding(b)
+    np.testing.assert_array_equal(b.copy_outputs_to_cpu()[0], expected)
+    out = ort.OrtValue.ortvalue_from_shape_and_type([2, 3], np.float32)
+    b.bind_ortvalue_output("y", out)
+    sess.run_with_iobinding(b)
+    np.testing.assert_array_equal(out.numpy(), expected)
+    (v,) = sess.run_with_ort_values(["y"], {"x": ort.OrtValue.ortvalue_from_numpy(x)})
+    assert v.shape() == [2, 3] and v.data_type() == "tensor(float)"
+    np.testing.assert_array_equal(v.numpy(), expected)

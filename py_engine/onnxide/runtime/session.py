@@ -11,6 +11,7 @@ from ..ir import load_model
 from ..ir.to_proto import model_to_proto
 from . import providers as eps
 from .executor import Executor
+from .iobinding import IOBinding, OrtValue
 from .options import SessionOptions
 
 
@@ -182,8 +183,11 @@ class InferenceSession:
             raise InvalidArgument(f"Required inputs ({missing}) are missing from input feed ({list(feeds)}).")
         return feeds
 
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        feeds = {k: v.numpy() for k, v in input_dict_ort_values.items()}
+        return [OrtValue(v) for v in self.run(output_names, feeds, run_options)]
+
     def io_binding(self):
-        from .iobinding import IOBinding
         return IOBinding(self)
 
     def run_with_iobinding(self, binding, run_options=None):
