@@ -88,6 +88,14 @@ def _light_cases():
     return out
 
 
+def _normalize(value):
+    """onnx's node cases hold some values as TensorProto (exotic dtypes): make them numpy like onnx's runner."""
+    import onnx
+    from onnx import numpy_helper
+
+    return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else value
+
+
 def load_cases():
     """Every case, node cases first; names are unique."""
     from onnx.backend.test.loader import load_node_model_tests
@@ -95,7 +103,9 @@ def load_cases():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
-            node = [Case(c.name, "node", c.model, c.data_sets, c.rtol, c.atol) for c in load_node_model_tests()]
+            node = [Case(c.name, "node", c.model, [([_normalize(v) for v in ins], [_normalize(v) for v in outs])
+                                                   for ins, outs in c.data_sets], c.rtol, c.atol)
+                    for c in load_node_model_tests()]
     cases = node
     for kind in ("simple", "pytorch-converted", "pytorch-operator"):
         cases += _folder_cases(kind)

@@ -1,0 +1,64 @@
+"""Constant kernels: Constant (value, sparse_value and every value_* attribute) and ConstantOfShape."""
+import numpy as np
+
+from ..errors import InvalidArgument
+from .registry import op
+
+
+def _constant(**given):
+    set_ = {k: v for k, v in given.items() if v is not None}
+    if len(set_) != 1:
+        raise InvalidArgument(f"Constant: exactly one value attribute must be set, got {sorted(set_) or 'none'}")
+    (name, v), = set_.items()
+    if name in ("value", "sparse_value"):
+        return np.asarray(v)
+    if name == "value_float":
+        return np.asarray(v, dtype=np.float32)
+    if name == "value_floats":
+        return np.asarray(list(v), dtype=np.float32).reshape(-1)
+    if name == "value_int":
+        return np.asarray(v, dtype=np.int64)
+    if name == "value_ints":
+        return np.asarray(list(v), dtype=np.int64).reshape(-1)
+    if name == "value_string":
+        return np.asarray(_text(v), dtype=object)
+    if name == "value_strings":
+        out = np.empty(len(v), dtype=object)
+        out[:] = [_text(s) for s in v]
+        return out
+    raise InvalidArgument(f"Constant: unknown attribute {name}")  # pragma: no cover
+
+
+def _text(s):
+    return s.decode("utf-8") if isinstance(s, (bytes, bytearray)) else s
+
+
+@op("Constant", since=1)
+def constant_v1(*, value):
+    return _constant(value=value)
+
+
+@op("Constant", since=11)
+def constant_v11(*, value=None, sparse_value=None):
+    return _constant(value=value, sparse_value=sparse_value)
+
+
+@op("Constant", since=12)
+def constant(*, value=None, sparse_value=None, value_float=None, value_floats=None, value_int=None,
+             value_ints=None, value_string=None, value_strings=None):
+    return _constant(value=value, sparse_value=sparse_value, value_float=value_float, value_floats=value_floats,
+                     value_int=value_int, value_ints=value_ints, value_string=value_string,
+                     value_strings=value_strings)
+
+
+@op("ConstantOfShape", since=9)
+def constant_of_shape(input, *, value=None):  # noqa: A002
+    shape = np.asarray(input).astype(np.int64).reshape(-1).tolist()
+    if any(d < 0 for d in shape):
+        raise InvalidArgument(f"ConstantOfShape: negative dimension in {shape}")
+    if value is None:
+        return np.zeros(shape, dtype=np.float32)
+    v = np.asarray(value)
+    if v.size != 1:
+        raise InvalidArgument("ConstantOfShape: 'value' must hold exactly one element")
+    return np.full(shape, v.reshape(-1)[0], dtype=v.dtype)

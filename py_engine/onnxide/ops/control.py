@@ -1,0 +1,242 @@
+"""Control flow: If, Loop, Scan (opset 8 batched form and opset 9+ form) and SequenceMap, run through ctx.run_graph."""
+import numpy as np
+
+from .. import dtypes
+from ..errors import Fail, InvalidArgument
+from .registry import op
+
+
+def _scalar_bool(v, what):
+    a = np.asarray(v)
+    if a.size != 1:
+        raise InvalidArgument(f"{what} must hold a single element, got shape {a.shape}")
+    return bool(a.reshape(-1)[0])
+
+
+def _result(outs, n):
+    """A kernel result from a list of output values: the single value, or a tuple for several."""
+    outs = list(outs)
+    if n <= 1 and len(outs) == 1:
+        return outs[0]
+    return tuple(outs)
+
+
+def _declared_empty(graph, index, lead_shape):
+    """An empty array for a scan output that got no iterations, typed by the body's declared output when known."""
+    dt, shape = np.dtype(np.float32), None
+    try:
+        vi = graph.outputs[index]
+        if vi.elem_type:
+            dt = dtypes.np_dtype(vi.elem_type)
+        shape = vi.shape
+    except (AttributeError, IndexError, KeyError, TypeError):
+        pass
+    if shape is not None and all(isinstance(d, int) for d in shape):
+        return lead_shape, [int(d) for d in shape], dt
+    return lead_shape, None, dt
+
+
+def _empty_output(graph, index, axis=0):
+    lead, shape, dt = _declared_empty(graph, index, None)
+    if shape is None:
+        return np.zeros((0,), dtype=dt)
+    shape = list(shape)
+    axis = axis % (len(shape) + 1)
+    shape.insert(axis, 0)
+    return np.zeros(shape, dtype=dt)
+
+
+def _stack(values, axis, what):
+    arrs = [np.asarray(v) for v in values]
+    for v in values:
+        if isinstance(v, list) or v is None:
+            raise InvalidArgument(f"{what}: scan outputs must be tensors")
+    try:
+        return np.stack(arrs, axis=axis)
+    except ValueError as e:
+        raise InvalidArgument(f"{what}: scan output shapes differ between iterations: {e}") from None
+
+
+# ---------------------------------------------------------------- If
+
+
+@op("If", since=1)
+def if_(cond, *, then_branch, else_branch, ctx):
+    branch = then_branch if _scalar_bool(cond, "If: cond") else else_branch
+    outs = ctx.run_graph(branch, [])
+    if len(outs) != ctx.num_outputs:
+        raise Fail(f"If: the chosen branch produced {len(outs)} outputs, the node declares {ctx.num_outputs}")
+    return _result(outs, ctx.num_outputs)
+
+
+# ---------------------------------------------------------------- Loop
+
+
+@op("Loop", since=1)
+def loop(M=None, cond=None, *v_initial, body, ctx):
+    n_carried = len(v_initial)
+    n_body_in = len(body.inputs)
+    if n_body_in != n_carried + 2:
+        raise Fail(f"Loop: the body takes {n_body_in} inputs, expected 2 + {n_carried} loop-carried values")
+    trip = None
+    if M is not None:
+        m = np.asarray(M)
+        if m.size != 1:
+            raise InvalidArgument(f"Loop: M must hold a single element, got shape {m.shape}")
+        trip = int(m.reshape(-1)[0])
+    go = True if cond is None else _scalar_bool(cond, "Loop: cond")
+    carried = list(v_initial)
+    n_scan = len(body.outputs) - 1 - n_carried
+    if n_scan < 0:
+        raise Fail(f"Loop: the body has {len(body.outputs)} outputs, fewer than 1 + {n_carried}")
+    scans = [[] for _ in range(n_scan)]
+    i = 0
+    while go and (trip is None or i < trip):
+        outs = ctx.run_graph(body, [np.asarray(i, dtype=np.int64), np.asarray(go, dtype=np.bool_)] + carried)
+        # like onnxruntime, the body's condition output ends the loop even when the `cond` input is omitted
+        go = _scalar_bool(outs[0], "Loop: the body's condition output")
+        carried = list(outs[1:1 + n_carried])
+        for k, v in enumerate(outs[1 + n_carried:]):
+            scans[k].append(v)
+        i += 1
+    results = carried
+    for k in range(n_scan):
+        if scans[k]:
+            results.append(_stack(scans[k], 0, "Loop"))
+        else:
+            results.append(_empty_output(body, 1 + n_carried + k))
+    return _result(results[:max(ctx.num_outputs, 1)], ctx.num_outputs)
+
+
+# ---------------------------------------------------------------- Scan
+
+
+def _norm_axis(axis, rank, what):
+    if not -rank <= axis < rank:
+        raise InvalidArgument(f"Scan: {what} axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+@op("Scan", since=8)
+def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
+    m = num_scan_inputs
+    n = len(inputs) - m
+    if n < 0 or m < 1:
+        raise InvalidArgument(f"Scan: num_scan_inputs={m} but only {len(inputs)} state/scan inputs given")
+    states0 = [np.asarray(s) for s in inputs[:n]]
+    xs = [np.asarray(x) for x in inputs[n:]]
+    dirs = list(directions) if directions else [0] * m
+    if len(dirs) != m:
+        raise InvalidArgument(f"Scan: directions has {len(dirs)} entries, expected {m}")
+    batch, max_len = xs[0].shape[0], xs[0].shape[1]
+    for x in xs:
+        if x.ndim < 2 or x.shape[:2] != (batch, max_len):
+            raise InvalidArgument(f"Scan: scan inputs must share [batch, sequence] dims, got {x.shape}")
+    for s in states0:
+        if s.ndim < 1 or s.shape[0] != batch:
+            raise InvalidArgument(f"Scan: state inputs must have batch dim {batch}, got {s.shape}")
+    if sequence_lens is None:
+        lens = np.full(batch, max_len, dtype=np.int64)
+    else:
+        lens = np.asarray(sequence_lens).astype(np.int64).reshape(-1)
+        if lens.shape != (batch,) or (lens < 0).any() or (lens > max_len).any():
+            raise InvalidArgument(f"Scan: sequence_lens {lens.tolist()} invalid for batch {batch}, length {max_len}")
+    k_out = len(body.outputs) - n
+    final_states = [[] for _ in range(n)]
+    scan_vals = [[] for _ in range(k_out)]  # per output: per batch: list of per-step values
+    for b in range(batch):
+        st = [s[b] for s in states0]
+        per = [[] for _ in range(k_out)]
+        L = int(lens[b])
+        for t in range(L):
+            step_in = [x[b, (L - 1 - t) if d else t] for x, d in zip(xs, dirs)]
+            outs = ctx.run_graph(body, st + step_in)
+            st = list(outs[:n])
+            for k, v in enumerate(outs[n:]):
+                per[k].append(np.asarray(v))
+        for j in range(n):
+            final_states[j].append(np.asarray(st[j]))
+        for k in range(k_out):
+            scan_vals[k].append(per[k])
+    results = [_stack(fs, 0, "Scan") for fs in final_states]
+    for k in range(k_out):
+        sample = next((p[0] for p in scan_vals[k] if p), None)
+        if sample is None:
+            _, shape, dt = _declared_empty(body, n + k, None)
+            out = np.zeros((batch, max_len, *(shape or [])), dtype=dt)
+        else:
+            out = np.zeros((batch, max_len) + sample.shape, dtype=sample.dtype)
+            for b, p in enumerate(scan_vals[k]):
+                if p:
+                    out[b, :len(p)] = _stack(p, 0, "Scan")
+        results.append(out)
+    return _result(results, ctx.num_outputs)
+
+
+@op("Scan", since=9)
+def scan_9(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_directions=None, scan_output_axes=None,
+           scan_output_directions=None, ctx):
+    m = num_scan_inputs
+    n = len(inputs) - m
+    if n < 0 or m < 1:
+        raise InvalidArgument(f"Scan: num_scan_inputs={m} but only {len(inputs)} inputs given")
+    states = list(inputs[:n])
+    xs = [np.asarray(x) for x in inputs[n:]]
+    in_axes = list(scan_input_axes) if scan_input_axes else [0] * m
+    in_dirs = list(scan_input_directions) if scan_input_directions else [0] * m
+    if len(in_axes) != m or len(in_dirs) != m:
+        raise InvalidArgument(f"Scan: scan_input_axes/directions must have {m} entries")
+    in_axes = [_norm_axis(a, x.ndim, "input") for a, x in zip(in_axes, xs)]
+    lengths = {x.shape[a] for x, a in zip(xs, in_axes)}
+    if len(lengths) != 1:
+        raise InvalidArgument(f"Scan: scan inputs have different sequence lengths {sorted(lengths)}")
+    L = lengths.pop()
+    k_out = len(body.outputs) - n
+    out_axes = list(scan_output_axes) if scan_output_axes else [0] * k_out
+    out_dirs = list(scan_output_directions) if scan_output_directions else [0] * k_out
+    if len(out_axes) != k_out or len(out_dirs) != k_out:
+        raise InvalidArgument(f"Scan: scan_output_axes/directions must have {k_out} entries")
+    # move each scan axis first (views) so a step is a plain index
+    xs = [np.moveaxis(x, a, 0) for x, a in zip(xs, in_axes)]
+    per = [[] for _ in range(k_out)]
+    for t in range(L):
+        step_in = [x[L - 1 - t] if d else x[t] for x, d in zip(xs, in_dirs)]
+        outs = ctx.run_graph(body, states + step_in)
+        states = list(outs[:n])
+        for k, v in enumerate(outs[n:]):
+            per[k].append(v)
+    results = states
+    for k in range(k_out):
+        vals = per[k][::-1] if out_dirs[k] else per[k]
+        if vals:
+            rank = np.asarray(vals[0]).ndim + 1
+            results.append(_stack(vals, _norm_axis(out_axes[k], rank, "output"), "Scan"))
+        else:
+            _, shape, dt = _declared_empty(body, n + k, None)
+            if shape is None:
+                results.append(np.zeros((0,), dtype=dt))
+            else:
+                shape.insert(_norm_axis(out_axes[k], len(shape) + 1, "output"), 0)
+                results.append(np.zeros(shape, dtype=dt))
+    return _result(results, ctx.num_outputs)
+
+
+# ---------------------------------------------------------------- SequenceMap
+
+
+@op("SequenceMap", since=17)
+def sequence_map(input_sequence, *additional_inputs, body, ctx):
+    if not isinstance(input_sequence, list):
+        raise InvalidArgument("SequenceMap: the first input must be a sequence")
+    count = len(input_sequence)
+    for a in additional_inputs:
+        if isinstance(a, list) and len(a) != count:
+            raise InvalidArgument(f"SequenceMap: input sequences have different lengths ({len(a)} vs {count})")
+    n_out = len(body.outputs)
+    results = [[] for _ in range(n_out)]
+    for i in range(count):
+        args = [input_sequence[i]] + [a[i] if isinstance(a, list) else a for a in additional_inputs]
+        outs = ctx.run_graph(body, args)
+        for k, v in enumerate(outs):
+            results[k].append(v)
+    return _result(results, ctx.num_outputs)

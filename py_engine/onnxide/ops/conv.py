@@ -1,0 +1,346 @@
+"""Convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, Col2Im (im2col / col2im with numpy strided views)."""
+import itertools
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from .registry import op
+
+
+def compute_dtype(dtype):
+    """The dtype a float kernel computes in: float64 stays, everything else (float16, bfloat16, ...) is float32."""
+    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
+
+
+def _ints(v, n, fill, what, name):
+    if v is None or len(v) == 0:
+        return [fill] * n
+    v = [int(a) for a in v]
+    if len(v) != n:
+        raise InvalidArgument(f"{name}: attribute '{what}' has {len(v)} values, expected {n}")
+    return v
+
+
+def spatial_geometry(in_shape, kernel, strides, dilations, pads, auto_pad, name, ceil_mode=False):
+    """Output spatial shape and (begin, end) pads, per ONNX's conv/pool rules.
+
+    `pads` is the ONNX attribute (begin..., end...) or None.  Returns (out, pad_begin, pad_end, strides,
+    dilations); with ceil_mode the last window may reach past pad_end (see `window_end_pads`).
+    """
+    nd = len(in_shape)
+    strides = _ints(strides, nd, 1, "strides", name)
+    dilations = _ints(dilations, nd, 1, "dilations", name)
+    dk = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    auto_pad = auto_pad or "NOTSET"
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-i // s) for i, s in zip(in_shape, strides)]
+        total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(out, strides, dk, in_shape)]
+        if auto_pad == "SAME_UPPER":
+            pb = [t // 2 for t in total]
+        else:
+            pb = [t - t // 2 for t in total]
+        pe = [t - b for t, b in zip(total, pb)]
+        return out, pb, pe, strides, dilations
+    if auto_pad == "VALID":
+        pb = pe = [0] * nd
+    elif auto_pad == "NOTSET":
+        p = _ints(pads, 2 * nd, 0, "pads", name)
+        pb, pe = p[:nd], p[nd:]
+    else:
+        raise InvalidArgument(f"{name}: unsupported auto_pad '{auto_pad}'")
+    out = []
+    for a in range(nd):
+        span = in_shape[a] + pb[a] + pe[a] - dk[a]
+        if ceil_mode:
+            o = -(-span // strides[a]) + 1
+            if (o - 1) * strides[a] >= in_shape[a] + pb[a]:
+                o -= 1
+        else:
+            o = span // strides[a] + 1
+        if o <= 0:
+            raise InvalidArgument(f"{name}: input spatial shape {tuple(in_shape)} too small for kernel {kernel}")
+        out.append(o)
+    return out, list(pb), pe, strides, dilations
+
+
+def window_end_pads(in_shape, out, pb, pe, strides, kernel, dilations):
+    """End pads large enough for every window of `out` to fit (ceil_mode windows may overrun the pads)."""
+    return [max(e, (o - 1) * s + (k - 1) * d + 1 - i - b)
+            for i, o, b, e, s, k, d in zip(in_shape, out, pb, pe, strides, kernel, dilations)]
+
+
+def pad_spatial(x, pb, pe, value=0):
+    """Pad the spatial axes (2..) of x; negative pads crop."""
+    if not any(pb) and not any(pe):
+        return x
+    if min(pb) < 0 or min(pe) < 0:
+        sl = (slice(None), slice(None)) + tuple(
+            slice(max(0, -b), x.shape[2 + i] - max(0, -e) or None) for i, (b, e) in enumerate(zip(pb, pe)))
+        x = x[sl]
+        pb, pe = [max(0, b) for b in pb], [max(0, e) for e in pe]
+    return np.pad(x, [(0, 0), (0, 0)] + [(b, e) for b, e in zip(pb, pe)], mode="constant", constant_values=value)
+
+
+def windows(xp, kernel, strides, dilations, out):
+    """Read-only strided view (N, C, *out, *kernel) of the windows of padded xp."""
+    nd = len(kernel)
+    st = xp.strides
+    shape = xp.shape[:2] + tuple(out) + tuple(kernel)
+    strides_ = st[:2] + tuple(st[2 + i] * strides[i] for i in range(nd)) + tuple(
+        st[2 + i] * dilations[i] for i in range(nd))
+    return np.lib.stride_tricks.as_strided(xp, shape=shape, strides=strides_, writeable=False)
+
+
+def conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, name):
+    """Grouped N-D correlation of x (N,C,*S) with w (M,C/group,*K) — no bias; computes in x's dtype."""
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    nd = len(kernel)
+    if group <= 0 or c % group or m % group or w.shape[1] * group != c:
+        raise InvalidArgument(f"{name}: X channels {c}, W shape {w.shape} and group {group} are inconsistent")
+    cg, mg = c // group, m // group
+    kp = int(np.prod(kernel)) if nd else 1
+    p = int(np.prod(out)) if nd else 1
+    xp = pad_spatial(x, pb, pe)
+    cols = windows(xp, kernel, strides, dilations, out)  # N, C, *O, *K
+    perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+    cols = cols.transpose(perm).reshape(n, group, cg * kp, p)
+    wg = w.reshape(group, mg, cg * kp)
+    y = np.matmul(wg, cols)  # N, G, Mg, P
+    return y.reshape((n, m) + tuple(out))
+
+
+def _kernel_shape(kernel_shape, w, name):
+    ks = [int(k) for k in kernel_shape] if kernel_shape else list(w.shape[2:])
+    if list(w.shape[2:]) != ks:
+        raise InvalidArgument(f"{name}: kernel_shape {ks} does not match W shape {w.shape}")
+    return ks
+
+
+def _float_in(a):
+    ct = compute_dtype(a.dtype)
+    return a if a.dtype == ct else a.astype(ct)
+
+
+@op("Conv", since=1)
+def conv(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
+         ctx=None):
+    name = f"Conv node '{ctx.node_name}'" if ctx is not None else "Conv"
+    if x.ndim < 3:
+        raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {x.shape}")
+    ks = _kernel_shape(kernel_shape, w, name)
+    out, pb, pe, st, dil = spatial_geometry(x.shape[2:], ks, strides, dilations, pads, auto_pad, name)
+    y = conv_nd(_float_in(x), _float_in(w), group, ks, st, dil, pb, pe, out, name)
+    if b is not None:
+        y += _float_in(b).reshape((1, -1) + (1,) * len(ks))
+    return y.astype(x.dtype, copy=False)
+
+
+@op("ConvInteger", since=10)
+def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET", dilations=None, group=1,
+                 kernel_shape=None, pads=None, strides=None, ctx=None):
+    name = f"ConvInteger node '{ctx.node_name}'" if ctx is not None else "ConvInteger"
+    ks = _kernel_shape(kernel_shape, w, name)
+    out, pb, pe, st, dil = spatial_geometry(x.shape[2:], ks, strides, dilations, pads, auto_pad, name)
+    xf = x.astype(np.float64)
+    if x_zero_point is not None:
+        xf -= np.asarray(x_zero_point).astype(np.float64).reshape(())
+    wf = w.astype(np.float64)
+    if w_zero_point is not None:
+        wz = np.asarray(w_zero_point).astype(np.float64)
+        wf -= wz.reshape((-1,) + (1,) * (w.ndim - 1)) if wz.size > 1 else wz.reshape(())
+    y = conv_nd(xf, wf, group, ks, st, dil, pb, pe, out, name)
+    return np.rint(y).astype(np.int32)
+
+
+@op("ConvTranspose", since=1)
+def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+                   output_padding=None, output_shape=None, pads=None, strides=None, ctx=None):
+    name = f"ConvTranspose node '{ctx.node_name}'" if ctx is not None else "ConvTranspose"
+    if x.ndim < 3:
+        raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {x.shape}")
+    n, c = x.shape[:2]
+    ins = list(x.shape[2:])
+    nd = len(ins)
+    ks = _kernel_shape(kernel_shape, w, name)
+    if w.shape[0] != c or c % group:
+        raise InvalidArgument(f"{name}: X channels {c}, W shape {w.shape} and group {group} are inconsistent")
+    st = _ints(strides, nd, 1, "strides", name)
+    dil = _ints(dilations, nd, 1, "dilations", name)
+    opad = _ints(output_padding, nd, 0, "output_padding", name)
+    dk = [(k - 1) * d + 1 for k, d in zip(ks, dil)]
+    natural = [s * (i - 1) + o + k for s, i, o, k in zip(st, ins, opad, dk)]
+    auto_pad = auto_pad or "NOTSET"
+    if output_shape:
+        os_ = [int(v) for v in output_shape]
+        if len(os_) == nd + 2:
+            os_ = os_[2:]
+        if len(os_) != nd:
+            raise InvalidArgument(f"{name}: output_shape {output_shape} does not have {nd} spatial dims")
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        os_ = [i * s for i, s in zip(ins, st)]
+    else:
+        os_ = None
+    if os_ is not None:
+        total = [nat - o for nat, o in zip(natural, os_)]
+        if auto_pad == "SAME_UPPER":
+            pb = [t // 2 for t in total]
+        else:
+            pb = [t - t // 2 for t in total]
+        out = os_
+    else:
+        p = [0] * (2 * nd) if auto_pad == "VALID" else _ints(pads, 2 * nd, 0, "pads", name)
+        pb = p[:nd]
+        out = [nat - p[a] - p[nd + a] for a, nat in enumerate(natural)]
+    if min(out) <= 0:
+        raise InvalidArgument(f"{name}: computed output shape {out} is not positive")
+    cg = c // group
+    mg = w.shape[1]
+    m = mg * group
+    kp = int(np.prod(ks))
+    pin = int(np.prod(ins))
+    xf, wf = _float_in(x), _float_in(w)
+    xg = xf.reshape(n, group, cg, pin)
+    wg = wf.reshape(group, cg, mg * kp).transpose(0, 2, 1)
+    cols = np.matmul(wg, xg).reshape((n, m) + tuple(ks) + tuple(ins))  # N, M, *K, *I
+    full = [(i - 1) * s + k for i, s, k in zip(ins, st, dk)]
+    # place the full (uncropped) result into a buffer covering both it and the requested window
+    off = [max(0, -b) for b in pb]
+    buf_shape = [max(o + f, o + b + ou) for o, f, b, ou in zip(off, full, pb, out)]
+    buf = np.zeros((n, m) + tuple(buf_shape), dtype=xf.dtype)
+    for kidx in itertools.product(*[range(k) for k in ks]):
+        sl = tuple(slice(o + k * d, o + k * d + (i - 1) * s + 1, s) for o, k, d, i, s in zip(off, kidx, dil, ins, st))
+        buf[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + kidx]
+    y = buf[(slice(None), slice(None)) + tuple(slice(o + b, o + b + ou) for o, b, ou in zip(off, pb, out))]
+    if b is not None:
+        y = y + _float_in(b).reshape((1, -1) + (1,) * nd)
+    return np.ascontiguousarray(y).astype(x.dtype, copy=False)
+
+
+@op("Col2Im", since=18)
+def col2im(x, image_shape, block_shape, *, dilations=None, pads=None, strides=None, ctx=None):
+    name = f"Col2Im node '{ctx.node_name}'" if ctx is not None else "Col2Im"
+    img = [int(v) for v in np.asarray(image_shape).reshape(-1)]
+    blk = [int(v) for v in np.asarray(block_shape).reshape(-1)]
+    nd = len(img)
+    if len(blk) != nd:
+        raise InvalidArgument(f"{name}: image_shape and block_shape lengths differ")
+    st = _ints(strides, nd, 1, "strides", name)
+    dil = _ints(dilations, nd, 1, "dilations", name)
+    p = _ints(pads, 2 * nd, 0, "pads", name)
+    pb, pe = p[:nd], p[nd:]
+    kp = int(np.prod(blk))
+    n, ck, length = x.shape
+    if ck % kp:
+        raise InvalidArgument(f"{name}: input dim 1 ({ck}) is not a multiple of prod(block_shape) {kp}")
+    c = ck // kp
+    dk = [(k - 1) * d + 1 for k, d in zip(blk, dil)]
+    nb = [(i + b + e - k) // s + 1 for i, b, e, k, s in zip(img, pb, pe, dk, st)]
+    if int(np.prod(nb)) != length:
+        raise InvalidArgument(f"{name}: input dim 2 ({length}) does not match the {nb} blocks the shapes give")
+    cols = x.reshape((n, c) + tuple(blk) + tuple(nb))
+    padded = [i + b + e for i, b, e in zip(img, pb, pe)]
+    buf = np.zeros((n, c) + tuple(padded), dtype=x.dtype)
+    for kidx in itertools.product(*[range(k) for k in blk]):
+        sl = tuple(slice(k * d, k * d + (q - 1) * s + 1, s) for k, d, q, s in zip(kidx, dil, nb, st))
+        buf[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + kidx]
+    return np.ascontiguousarray(buf[(slice(None), slice(None)) + tuple(slice(b, b + i) for b, i in zip(pb, img))])
+
+
+def _multilinear_gather(x, pos):
+    """Sample x (N, C, *S) at fractional positions pos (N, C, *Q, nd) with zero outside: (N, C, *Q)."""
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    nd = len(sp)
+    qshape = pos.shape[2:-1]
+    flat = x.reshape(n, c, -1)
+    lo = np.floor(pos)
+    frac = pos - lo
+    lo = lo.astype(np.int64)
+    res = np.zeros((n, c) + qshape, dtype=x.dtype)
+    q = int(np.prod(qshape)) if qshape else 1
+    for corner in itertools.product((0, 1), repeat=nd):
+        wgt = np.ones((n, c) + qshape, dtype=x.dtype)
+        idx = np.zeros((n, c) + qshape, dtype=np.int64)
+        valid = np.ones((n, c) + qshape, dtype=bool)
+        for a in range(nd):
+            ia = lo[..., a] + corner[a]
+            fa = frac[..., a]
+            wgt *= fa if corner[a] else (1 - fa)
+            valid &= (ia >= 0) & (ia < sp[a])
+            idx = idx * sp[a] + np.clip(ia, 0, sp[a] - 1)
+        vals = np.take_along_axis(flat, idx.reshape(n, c, q), axis=2).reshape((n, c) + qshape)
+        res += np.where(valid, vals * wgt, 0)
+    return res
+
+
+@op("DeformConv", since=19)
+def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, kernel_shape=None, offset_group=1,
+                pads=None, strides=None, ctx=None):
+    name = f"DeformConv node '{ctx.node_name}'" if ctx is not None else "DeformConv"
+    n, c = x.shape[:2]
+    sp = list(x.shape[2:])
+    nd = len(sp)
+    ks = _kernel_shape(kernel_shape, w, name)
+    st = _ints(strides, nd, 1, "strides", name)
+    dil = _ints(dilations, nd, 1, "dilations", name)
+    p = _ints(pads, 2 * nd, 0, "pads", name)
+    out = list(offset.shape[2:])
+    kp = int(np.prod(ks))
+    og = offset_group
+    if og <= 0 or c % og or offset.shape[1] != og * kp * nd:
+        raise InvalidArgument(f"{name}: offset shape {offset.shape} inconsistent with offset_group {og}, kernel {ks}")
+    m = w.shape[0]
+    if c % group or m % group or w.shape[1] * group != c:
+        raise InvalidArgument(f"{name}: X channels {c}, W shape {w.shape} and group {group} are inconsistent")
+    xf = _float_in(x)
+    ct = xf.dtype
+    off = offset.astype(ct).reshape((n, og) + tuple(ks) + (nd,) + tuple(out))
+    # base sampling position per kernel tap and output position: (*K, *O, nd)
+    grids = np.meshgrid(*[np.arange(k) * d for k, d in zip(ks, dil)],
+                        *[np.arange(o) * s - pb for o, s, pb in zip(out, st, p[:nd])], indexing="ij")
+    base = np.stack([grids[a] + grids[nd + a] for a in range(nd)], axis=-1).astype(ct)
+    # positions (N, og, *K, *O, nd)
+    pos = base + np.moveaxis(off, 2 + nd, -1)
+    cpg = c // og
+    xs = xf.reshape((n * og, cpg) + tuple(sp))
+    q_shape = tuple(ks) + tuple(out)
+    pos_b = np.broadcast_to(pos.reshape((n * og, 1) + q_shape + (nd,)), (n * og, cpg) + q_shape + (nd,))
+    sampled = _multilinear_gather(xs, pos_b)  # (N*og, cpg, *K, *O)
+    if mask is not None:
+        mk = mask.astype(ct).reshape((n * og, 1) + q_shape)
+        sampled = sampled * mk
+    sampled = sampled.reshape((n, c, kp, int(np.prod(out))))
+    cg, mg = c // group, m // group
+    cols = sampled.reshape(n, group, cg * kp, -1)
+    y = np.matmul(_float_in(w).reshape(group, mg, cg * kp), cols).reshape((n, m) + tuple(out))
+    if b is not None:
+        y = y + _float_in(b).reshape((1, -1) + (1,) * nd)
+    return y.astype(x.dtype, copy=False)
+
+
+@op("CausalConvWithState", since=27)
+def causal_conv_with_state(x, w, b=None, past_state=None, *, activation="none", ctx=None):
+    name = f"CausalConvWithState node '{ctx.node_name}'" if ctx is not None else "CausalConvWithState"
+    if x.ndim != 3 or w.ndim != 3 or w.shape[0] != x.shape[1] or w.shape[1] != 1:
+        raise InvalidArgument(f"{name}: input {x.shape} / weight {w.shape} shapes are inconsistent")
+    n, c, length = x.shape
+    k = w.shape[2]
+    xf = _float_in(x)
+    if past_state is not None:
+        if past_state.shape != (n, c, k - 1):
+            raise InvalidArgument(f"{name}: past_state shape {past_state.shape} is not {(n, c, k - 1)}")
+        seq = np.concatenate([_float_in(past_state).astype(xf.dtype, copy=False), xf], axis=2)
+    else:
+        seq = np.concatenate([np.zeros((n, c, k - 1), xf.dtype), xf], axis=2)
+    win = windows(seq, [k], [1], [1], [length])  # N, C, L, K
+    y = np.einsum("nclk,ck->ncl", win, _float_in(w).reshape(c, k).astype(xf.dtype, copy=False))
+    if b is not None:
+        y = y + _float_in(b).reshape(1, c, 1)
+    act = (activation or "none").lower()
+    if act in ("silu", "swish"):
+        y = y / (1 + np.exp(-y))
+    elif act != "none":
+        raise InvalidArgument(f"{name}: unsupported activation '{activation}'")
+    present = np.ascontiguousarray(seq[:, :, seq.shape[2] - (k - 1):]) if k > 1 else np.zeros((n, c, 0), xf.dtype)
+    return y.astype(x.dtype, copy=False), present.astype(x.dtype, copy=False)

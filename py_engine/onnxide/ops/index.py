@@ -1,0 +1,462 @@
+"""Indexing kernels: Gather*, Scatter*, TensorScatter, Slice, Compress, NonZero, Unique, ReverseSequence, OneHot,
+TopK, ArgMax/ArgMin, CumSum/CumProd, Range."""
+import math
+
+import numpy as np
+
+from ..dtypes import np_dtype
+from ..errors import InvalidArgument
+from .registry import op
+
+
+def _ints(x):
+    if x is None:
+        return None
+    return [int(v) for v in np.asarray(x).reshape(-1).tolist()]
+
+
+def _axis(axis, rank, name):
+    a = int(axis)
+    if not -rank <= a < max(rank, 1):
+        raise InvalidArgument(f"{name}: axis {axis} is out of range for rank {rank}")
+    return a + rank if a < 0 else a
+
+
+def _norm_indices(idx, dim, name):
+    """int64 indices with negatives wrapped by `dim`; out-of-range ones are refused."""
+    idx = np.asarray(idx).astype(np.int64, copy=False)
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < -dim or hi >= dim:
+            bad = lo if lo < -dim else hi
+            raise InvalidArgument(f"{name}: index {bad} is out of bounds for a dimension of size {dim}")
+        if lo < 0:
+            idx = np.where(idx < 0, idx + dim, idx)
+    return idx
+
+
+def _norm_indices_by(idx, dims, name):
+    """Like _norm_indices with a per-position bound broadcast against idx (for GatherND/ScatterND tuples)."""
+    idx = np.asarray(idx).astype(np.int64, copy=False)
+    dims = np.asarray(dims, dtype=np.int64)
+    if idx.size:
+        if np.any(idx < -dims) or np.any(idx >= dims):
+            raise InvalidArgument(f"{name}: index out of bounds for dimensions {dims.tolist()}")
+        idx = np.where(idx < 0, idx + dims, idx)
+    return idx
+
+
+def _elements_index(indices, axis, data_shape, name):
+    """Full advanced-index tuple addressing data[..., indices[...], ...] element-wise along `axis`."""
+    if indices.ndim != len(data_shape):
+        raise InvalidArgument(f"{name}: indices rank {indices.ndim} differs from data rank {len(data_shape)}")
+    idx = _norm_indices(indices, data_shape[axis], name)
+    grids = list(np.ix_(*[np.arange(s) for s in indices.shape])) if indices.ndim else []
+    grids[axis] = idx
+    return tuple(grids)
+
+
+# ---------------------------------------------------------------------------------------------------- Gather family
+
+@op("Gather", since=1)
+def gather(data, indices, *, axis=0):
+    a = _axis(axis, data.ndim, "Gather")
+    return np.take(data, _norm_indices(indices, data.shape[a], "Gather"), axis=a)
+
+
+@op("GatherElements", since=11)
+def gather_elements(data, indices, *, axis=0):
+    a = _axis(axis, data.ndim, "GatherElements")
+    return data[_elements_index(indices, a, data.shape, "GatherElements")]
+
+
+def _nd_setup(data, indices, batch_dims, name):
+    b = batch_dims
+    k = indices.shape[-1] if indices.ndim else 0
+    if indices.ndim < 1 or k > data.ndim - b or indices.shape[:b] != data.shape[:b]:
+        raise InvalidArgument(f"{name}: incompatible data {data.shape} / indices {indices.shape} "
+                              f"with batch_dims={b}")
+    nb = int(np.prod(data.shape[:b], dtype=np.int64))
+    m = int(np.prod(indices.shape[b:-1], dtype=np.int64))
+    idx = _norm_indices_by(indices.reshape(nb, m, k), data.shape[b:b + k], name)
+    bidx = np.arange(nb).reshape(nb, 1)
+    key = (bidx,) + tuple(idx[..., j] for j in range(k))
+    return b, k, nb, m, key
+
+
+@op("GatherND", since=11)
+def gather_nd_v11(data, indices):
+    return gather_nd(data, indices, batch_dims=0)
+
+
+@op("GatherND", since=12)
+def gather_nd(data, indices, *, batch_dims=0):
+    b, k, nb, m, key = _nd_setup(data, indices, batch_dims, "GatherND")
+    flat = data.reshape((nb,) + data.shape[b:])
+    out = flat[key]  # (nb, m, *rest)
+    return out.reshape(indices.shape[:-1] + data.shape[b + k:])
+
+
+_REDUCERS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _scatter_apply(out, key, updates, reduction, name):
+    if reduction == "none":
+        out[key] = updates
+    elif reduction in _REDUCERS:
+        _REDUCERS[reduction].at(out, key, updates)
+    else:
+        raise InvalidArgument(f"{name}: unknown reduction '{reduction}'")
+    return out
+
+
+def _scatter_elements(data, indices, updates, axis, reduction, name):
+    if indices.shape != updates.shape:
+        raise InvalidArgument(f"{name}: indices shape {indices.shape} differs from updates {updates.shape}")
+    a = _axis(axis, data.ndim, name)
+    key = _elements_index(indices, a, data.shape, name)
+    return _scatter_apply(data.copy(), key, updates, reduction, name)
+
+
+@op("Scatter", since=9)
+def scatter(data, indices, updates, *, axis=0):
+    return _scatter_elements(data, indices, updates, axis, "none", "Scatter")
+
+
+@op("ScatterElements", since=11)
+def scatter_elements_v11(data, indices, updates, *, axis=0):
+    return _scatter_elements(data, indices, updates, axis, "none", "ScatterElements")
+
+
+@op("ScatterElements", since=16)
+def scatter_elements(data, indices, updates, *, axis=0, reduction="none"):
+    return _scatter_elements(data, indices, updates, axis, reduction, "ScatterElements")
+
+
+def _scatter_nd(data, indices, updates, reduction):
+    k = indices.shape[-1] if indices.ndim else 0
+    if indices.ndim < 1 or k > data.ndim or updates.shape != indices.shape[:-1] + data.shape[k:]:
+        raise InvalidArgument(f"ScatterND: incompatible data {data.shape} / indices {indices.shape} / "
+                              f"updates {updates.shape}")
+    m = int(np.prod(indices.shape[:-1], dtype=np.int64))
+    idx = _norm_indices_by(indices.reshape(m, k), data.shape[:k], "ScatterND")
+    key = tuple(idx[:, j] for j in range(k))
+    upd = updates.reshape((m,) + data.shape[k:])
+    out = data.copy()
+    if k == 0:  # every update addresses the whole tensor
+        if m == 0:
+            return out
+        if reduction == "none":
+            return upd[-1].copy()
+        return _REDUCERS[reduction](out, _REDUCERS[reduction].reduce(upd, axis=0)).astype(out.dtype)
+    return _scatter_apply(out, key, upd, reduction, "ScatterND")
+
+
+@op("ScatterND", since=11)
+def scatter_nd_v11(data, indices, updates):
+    return _scatter_nd(data, indices, updates, "none")
+
+
+@op("ScatterND", since=16)
+def scatter_nd(data, indices, updates, *, reduction="none"):
+    if reduction not in ("none",) + tuple(_REDUCERS):
+        raise InvalidArgument(f"ScatterND: unknown reduction '{reduction}'")
+    return _scatter_nd(data, indices, updates, reduction)
+
+
+@op("TensorScatter", since=24)
+def tensor_scatter(past_cache, update, write_indices=None, *, axis=-2, mode="linear"):
+    r = past_cache.ndim
+    a = _axis(axis, r, "TensorScatter")
+    if a == 0:
+        raise InvalidArgument("TensorScatter: axis cannot be the batch dimension 0")
+    if update.ndim != r or any(update.shape[i] != past_cache.shape[i] for i in range(r) if i != a):
+        raise InvalidArgument(f"TensorScatter: update shape {update.shape} does not match cache {past_cache.shape}")
+    nb, max_s, s = past_cache.shape[0], past_cache.shape[a], update.shape[a]
+    w = np.zeros(nb, np.int64) if write_indices is None else np.asarray(write_indices).astype(np.int64).reshape(-1)
+    if w.shape[0] != nb:
+        raise InvalidArgument(f"TensorScatter: write_indices has {w.shape[0]} entries for batch {nb}")
+    pos = w[:, None] + np.arange(s, dtype=np.int64)[None, :]
+    if mode == "circular":
+        pos = pos % max_s if max_s else pos
+    elif mode == "linear":
+        if pos.size and (pos.max() >= max_s or pos.min() < 0):
+            raise InvalidArgument("TensorScatter: write_indices + sequence_length exceed max_sequence_length")
+    else:
+        raise InvalidArgument(f"TensorScatter: unknown mode '{mode}'")
+    out = past_cache.copy()
+    out_m = np.moveaxis(out, a, 1)
+    out_m[np.arange(nb)[:, None], pos] = np.moveaxis(update, a, 1)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- Slice
+
+def _slice(data, starts, ends, axes, steps):
+    r = data.ndim
+    n = len(starts)
+    if len(ends) != n:
+        raise InvalidArgument("Slice: starts and ends differ in length")
+    axes = list(range(n)) if axes is None else [_axis(a, r, "Slice") for a in axes]
+    steps = [1] * n if steps is None else steps
+    if len(axes) != n or len(steps) != n or len(set(axes)) != n:
+        raise InvalidArgument("Slice: starts/ends/axes/steps disagree in length or axes repeat")
+    sl = [slice(None)] * r
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        d = data.shape[a]
+        if st == 0:
+            raise InvalidArgument("Slice: step cannot be 0")
+        s = s + d if s < 0 else s
+        e = e + d if e < 0 else e
+        if st > 0:
+            s = min(max(s, 0), d)
+            e = min(max(e, 0), d)
+            sl[a] = slice(s, e, st)
+        else:
+            s = min(max(s, 0), d - 1)
+            e = min(max(e, -1), d - 1)
+            sl[a] = slice(s, None if e < 0 else e, st) if d else slice(0, 0)
+    return data[tuple(sl)]
+
+
+@op("Slice", since=1)
+def slice_v1(data, *, starts, ends, axes=None):
+    return _slice(data, list(starts), list(ends), axes, None)
+
+
+@op("Slice", since=10)
+def slice_(data, starts, ends, axes=None, steps=None):
+    return _slice(data, _ints(starts), _ints(ends), _ints(axes), _ints(steps))
+
+
+# ---------------------------------------------------------------------------------------------------- Compress / NonZero
+
+@op("Compress", since=9)
+def compress(input, condition, *, axis=None):  # noqa: A002
+    cond = np.asarray(condition).astype(bool).reshape(-1)
+    if axis is None:
+        flat = input.reshape(-1)
+        cond = cond[:flat.shape[0]]
+        return flat[np.nonzero(cond)[0]]
+    a = _axis(axis, input.ndim, "Compress")
+    cond = cond[:input.shape[a]]
+    return np.take(input, np.nonzero(cond)[0], axis=a)
+
+
+@op("NonZero", since=9)
+def nonzero(X):  # noqa: N803
+    x = X.reshape(1) if X.ndim == 0 else X
+    if x.dtype == object:
+        x = x.astype(bool)
+    return np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
+
+
+# ---------------------------------------------------------------------------------------------------- Unique
+
+def _sort_key(x):
+    """An array numpy can sort/compare exactly for x (ml_dtypes kinds, 'V' in numpy, go through float32)."""
+    return x.astype(np.float32) if x.dtype.kind == "V" else x
+
+
+@op("Unique", since=11)
+def unique(X, *, axis=None, sorted=1):  # noqa: N803, A002
+    if axis is None:
+        rows = X.reshape(-1, 1)
+        moved = X.reshape(-1)
+    else:
+        a = _axis(axis, X.ndim, "Unique")
+        moved = np.moveaxis(X, a, 0)
+        rows = moved.reshape(moved.shape[0], -1)
+    n = rows.shape[0]
+    keys = _sort_key(rows)
+    if n == 0:
+        order = np.zeros(0, np.int64)
+    elif keys.shape[1] == 1:
+        order = np.argsort(keys[:, 0], kind="stable")
+    elif keys.shape[1] == 0:
+        order = np.arange(n)
+    else:
+        order = np.lexsort(keys.T[::-1])
+    srt = keys[order]
+    starts = np.ones(n, dtype=bool)
+    if n > 1:
+        starts[1:] = np.any(srt[1:] != srt[:-1], axis=1)
+    gid = np.cumsum(starts) - 1  # group of each sorted position
+    first = order[starts].astype(np.int64)  # first occurrence of each group (stable sort)
+    bounds = np.append(np.nonzero(starts)[0], n)
+    counts = np.diff(bounds).astype(np.int64)
+    inverse = np.empty(n, np.int64)
+    inverse[order] = gid
+    if not sorted:
+        perm = np.argsort(first, kind="stable")
+        rank = np.empty_like(perm)
+        rank[perm] = np.arange(perm.shape[0])
+        first, counts, inverse = first[perm], counts[perm], rank[inverse]
+    y = moved[first]
+    if axis is not None:
+        y = np.moveaxis(y, 0, a)
+    return y, first, inverse.astype(np.int64), counts
+
+
+# ---------------------------------------------------------------------------------------------------- ReverseSequence
+
+@op("ReverseSequence", since=10)
+def reverse_sequence(input, sequence_lens, *, batch_axis=1, time_axis=0):  # noqa: A002
+    r = input.ndim
+    ba, ta = _axis(batch_axis, r, "ReverseSequence"), _axis(time_axis, r, "ReverseSequence")
+    if ba == ta or not {ba, ta} <= {0, 1}:
+        raise InvalidArgument("ReverseSequence: batch_axis and time_axis must be 0 and 1 in some order")
+    nb, nt = input.shape[ba], input.shape[ta]
+    lens = np.asarray(sequence_lens).astype(np.int64).reshape(-1)
+    if lens.shape[0] != nb or np.any(lens < 0) or np.any(lens > nt):
+        raise InvalidArgument(f"ReverseSequence: invalid sequence_lens {lens.tolist()}")
+    t = np.arange(nt)[:, None]  # (T, B)
+    src = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)
+    if ta == 1:
+        src = src.T
+    shape = [1] * r
+    shape[ta], shape[ba] = nt, nb
+    idx = np.broadcast_to(src.reshape(shape), input.shape)
+    return np.take_along_axis(input, idx, axis=ta)
+
+
+# ---------------------------------------------------------------------------------------------------- OneHot
+
+@op("OneHot", since=9)
+def one_hot(indices, depth, values, *, axis=-1):
+    d = np.asarray(depth).reshape(-1)
+    if d.size != 1:
+        raise InvalidArgument("OneHot: depth must hold exactly one value")
+    d = int(d.astype(np.int64)[0])
+    v = np.asarray(values).reshape(-1)
+    if v.size != 2:
+        raise InvalidArgument("OneHot: values must hold [off_value, on_value]")
+    r = indices.ndim
+    if not -r - 1 <= axis <= r:
+        raise InvalidArgument(f"OneHot: axis {axis} is out of range for rank {r}")
+    a = axis + r + 1 if axis < 0 else axis
+    idx = np.asarray(indices).astype(np.int64)
+    idx = np.where(idx < 0, idx + d, idx)
+    shape = [1] * (r + 1)
+    shape[a] = d
+    hot = np.expand_dims(idx, a) == np.arange(d, dtype=np.int64).reshape(shape)
+    return np.where(hot, v[1], v[0]).astype(v.dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------------- TopK / Arg*
+
+def _topk(x, k, axis, largest, name="TopK"):
+    a = _axis(axis, x.ndim, name)
+    n = x.shape[a]
+    if k < 0 or k > n:
+        raise InvalidArgument(f"{name}: k={k} is out of range for an axis of size {n}")
+    keys = _sort_key(x)
+    if largest:  # descending values, ties keep ascending index order
+        rev = np.flip(keys, axis=a)
+        order = (n - 1) - np.flip(np.argsort(rev, axis=a, kind="stable"), axis=a)
+    else:
+        order = np.argsort(keys, axis=a, kind="stable")
+    idx = np.take(order, np.arange(k), axis=a).astype(np.int64)
+    return np.take_along_axis(x, idx, axis=a), idx
+
+
+@op("TopK", since=1)
+def top_k_v1(X, *, axis=-1, k):  # noqa: N803
+    return _topk(X, k, axis, True)
+
+
+@op("TopK", since=10)
+def top_k_v10(X, K, *, axis=-1):  # noqa: N803
+    return _topk(X, _ints(K)[0], axis, True)
+
+
+@op("TopK", since=11)
+def top_k(X, K, *, axis=-1, largest=1, sorted=1):  # noqa: N803, A002
+    return _topk(X, _ints(K)[0], axis, largest)
+
+
+def _arg(data, axis, keepdims, select_last_index, fn, name):
+    a = _axis(axis, data.ndim, name)
+    if data.shape[a] == 0:
+        raise InvalidArgument(f"{name}: cannot reduce an empty axis {a}")
+    keys = _sort_key(data)
+    if select_last_index:
+        res = (data.shape[a] - 1) - fn(np.flip(keys, axis=a), axis=a)
+    else:
+        res = fn(keys, axis=a)
+    res = np.asarray(res, dtype=np.int64)
+    return np.expand_dims(res, a) if keepdims else res
+
+
+@op("ArgMax", since=1)
+def arg_max_v1(data, *, axis=0, keepdims=1):
+    return _arg(data, axis, keepdims, 0, np.argmax, "ArgMax")
+
+
+@op("ArgMax", since=12)
+def arg_max(data, *, axis=0, keepdims=1, select_last_index=0):
+    return _arg(data, axis, keepdims, select_last_index, np.argmax, "ArgMax")
+
+
+@op("ArgMin", since=1)
+def arg_min_v1(data, *, axis=0, keepdims=1):
+    return _arg(data, axis, keepdims, 0, np.argmin, "ArgMin")
+
+
+@op("ArgMin", since=12)
+def arg_min(data, *, axis=0, keepdims=1, select_last_index=0):
+    return _arg(data, axis, keepdims, select_last_index, np.argmin, "ArgMin")
+
+
+# ---------------------------------------------------------------------------------------------------- CumSum / CumProd
+
+def _cum(x, axis, exclusive, reverse, fn, ident, name):
+    a = _axis(_ints(axis)[0], x.ndim, name)
+    y = np.flip(x, axis=a) if reverse else x
+    out = fn(y, axis=a, dtype=x.dtype)
+    if exclusive:
+        pad = np.full(tuple(1 if i == a else s for i, s in enumerate(x.shape)), ident, dtype=x.dtype)
+        out = np.concatenate([pad, np.take(out, np.arange(x.shape[a] - 1), axis=a)], axis=a)
+    return np.ascontiguousarray(np.flip(out, axis=a)) if reverse else out
+
+
+@op("CumSum", since=11)
+def cum_sum(x, axis, *, exclusive=0, reverse=0):
+    return _cum(x, axis, exclusive, reverse, np.cumsum, 0, "CumSum")
+
+
+@op("CumProd", since=26)
+def cum_prod(x, axis, *, exclusive=0, reverse=0):
+    return _cum(x, axis, exclusive, reverse, np.cumprod, 1, "CumProd")
+
+
+# ---------------------------------------------------------------------------------------------------- Range
+
+def _range(start, limit, delta, stash):
+    dt = np.asarray(start).dtype
+    s, l, d = (np.asarray(v).reshape(()) for v in (start, limit, delta))
+    if dt.kind in "iu":
+        s, l, d = int(s), int(l), int(d)
+        if d == 0:
+            raise InvalidArgument("Range: delta cannot be 0")
+        n = max(-((s - l) // d), 0)  # ceil((l - s) / d)
+        return (s + np.arange(n, dtype=np.int64) * d).astype(dt)
+    work = dt
+    if dt.kind not in "f" or dt.itemsize < 4 or dt == np.float16:
+        work = np.dtype(np.float32) if stash is None else np_dtype(stash)
+    fs, fl, fd = (float(v.astype(np.float64)) for v in (s, l, d))
+    if fd == 0:
+        raise InvalidArgument("Range: delta cannot be 0")
+    n = max(int(math.ceil((fl - fs) / fd)), 0)
+    ws, wd = np.asarray(fs, work), np.asarray(fd, work)
+    return (ws + np.arange(n).astype(work) * wd).astype(work).astype(dt)
+
+
+@op("Range", since=11)
+def range_v11(start, limit, delta):
+    return _range(start, limit, delta, None)
+
+
+@op("Range", since=27)
+def range_(start, limit, delta, *, stash_type=1):
+    return _range(start, limit, delta, stash_type)

@@ -1,0 +1,131 @@
+"""Linear algebra: MatMul, Gemm (incl. the opset<7 `broadcast` form), MatMulInteger, Einsum, Det."""
+import numpy as np
+
+from ..errors import InvalidArgument
+from .registry import op
+
+
+def _name(kind, ctx):
+    return f"{kind} node '{ctx.node_name}'" if ctx is not None and getattr(ctx, "node_name", None) else kind
+
+
+def _matmul(a, b, name):
+    if a.ndim == 0 or b.ndim == 0:
+        raise InvalidArgument(f"{name}: inputs must be at least 1-D, got shapes {a.shape} and {b.shape}")
+    ka = a.shape[-1]
+    kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if ka != kb:
+        raise InvalidArgument(f"{name}: inner dimensions differ, shapes {a.shape} and {b.shape}")
+    dt = a.dtype
+    if dt == np.float16 or dt.kind not in "fiuc":  # float16 / bfloat16: accumulate in float32
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(dt)
+    if dt.kind in "iu" and a.size and b.size:
+        # integer matmul is not BLAS-accelerated in numpy; float64 is exact while |sums| stay below 2**53
+        amax = float(np.abs(a.astype(np.float64)).max())
+        bmax = float(np.abs(b.astype(np.float64)).max())
+        if ka * amax * bmax < 2.0 ** 53:
+            res = np.matmul(a.astype(np.float64), b.astype(np.float64))
+            return res.astype(np.int64).astype(dt)
+    return np.matmul(a, b)
+
+
+@op("MatMul", since=1)
+def matmul(a, b, *, ctx=None):
+    if a.dtype != b.dtype:
+        raise InvalidArgument(f"{_name('MatMul', ctx)}: input types differ ({a.dtype} vs {b.dtype})")
+    return np.asarray(_matmul(a, b, _name("MatMul", ctx)))
+
+
+def _gemm(a, b, c, alpha, beta, trans_a, trans_b, name):
+    if a.ndim != 2 or b.ndim != 2:
+        raise InvalidArgument(f"{name}: A and B must be 2-D, got {a.shape} and {b.shape}")
+    if trans_a:
+        a = a.T
+    if trans_b:
+        b = b.T
+    dt = a.dtype
+    y = _matmul(a, b, name)
+    if dt.kind == "f" or dt.kind not in "iu":
+        ct = np.float64 if dt == np.float64 else np.float32
+        y = y.astype(ct, copy=False)
+        if alpha != 1.0:
+            y = y * ct(alpha)
+        if c is not None and beta != 0.0:
+            cc = c.astype(ct, copy=False)
+            y = y + (cc if beta == 1.0 else cc * ct(beta))
+        return np.asarray(y.astype(dt, copy=False))
+    if alpha != 1.0:
+        y = (y * alpha).astype(dt)
+    if c is not None and beta != 0.0:
+        y = y + (c if beta == 1.0 else (c * beta).astype(dt)).astype(dt, copy=False)
+    return np.asarray(y.astype(dt, copy=False))
+
+
+def _check_c(c, m, n, name):
+    if c is None:
+        return
+    try:
+        np.broadcast_shapes(c.shape, (m, n))
+    except ValueError:
+        raise InvalidArgument(f"{name}: C shape {c.shape} is not broadcastable to ({m}, {n})") from None
+    if c.ndim > 2 or np.broadcast_shapes(c.shape, (m, n)) != (m, n):
+        raise InvalidArgument(f"{name}: C shape {c.shape} is not unidirectionally broadcastable to ({m}, {n})")
+
+
+@op("Gemm", since=1)
+def gemm_1(a, b, c=None, *, alpha=1.0, beta=1.0, broadcast=0, transA=0, transB=0, ctx=None):
+    name = _name("Gemm", ctx)
+    m = a.shape[1] if transA else a.shape[0]
+    n = b.shape[0] if transB else b.shape[1]
+    if c is not None and not broadcast and c.shape != (m, n):
+        raise InvalidArgument(f"{name}: C shape {c.shape} must equal ({m}, {n}) when broadcast=0")
+    _check_c(c, m, n, name)
+    return _gemm(a, b, c, alpha, beta, transA, transB, name)
+
+
+@op("Gemm", since=7)
+def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, ctx=None):
+    name = _name("Gemm", ctx)
+    if a.ndim == 2 and b.ndim == 2:
+        _check_c(c, a.shape[1] if transA else a.shape[0], b.shape[0] if transB else b.shape[1], name)
+    return _gemm(a, b, c, alpha, beta, transA, transB, name)
+
+
+@op("MatMulInteger", since=10)
+def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, *, ctx=None):
+    name = _name("MatMulInteger", ctx)
+    af = a.astype(np.float64)
+    bf = b.astype(np.float64)
+    if a_zero_point is not None:
+        az = np.asarray(a_zero_point).astype(np.float64)
+        if az.ndim == 1 and az.size > 1:  # per-row of A
+            az = az.reshape(-1, 1)
+        af -= az
+    if b_zero_point is not None:
+        bz = np.asarray(b_zero_point).astype(np.float64)
+        bf -= bz  # per-column of B broadcasts as (N,)
+    y = _matmul(af, bf, name)
+    return np.rint(y).astype(np.int64).astype(np.int32)
+
+
+@op("Einsum", since=12)
+def einsum(*inputs, equation, ctx=None):
+    name = _name("Einsum", ctx)
+    eq = equation.replace(" ", "")
+    dt = inputs[0].dtype if inputs else None
+    try:
+        if dt is not None and (dt == np.float16 or dt.kind not in "fiucb"):
+            res = np.einsum(eq, *[x.astype(np.float32) for x in inputs], optimize=len(inputs) > 2)
+        else:
+            res = np.einsum(eq, *inputs, optimize=len(inputs) > 2)
+    except ValueError as e:
+        raise InvalidArgument(f"{name}: equation '{equation}': {e}") from None
+    return np.asarray(res).astype(dt, copy=False)
+
+
+@op("Det", since=11)
+def det(x, *, ctx=None):
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise InvalidArgument(f"{_name('Det', ctx)}: input must be [..., M, M], got {x.shape}")
+    ct = np.float64 if x.dtype == np.float64 else np.float32
+    return np.asarray(np.linalg.det(x.astype(ct, copy=False))).astype(x.dtype, copy=False)

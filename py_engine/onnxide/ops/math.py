@@ -1,0 +1,467 @@
+"""Elementwise arithmetic kernels: unary math, trig, binary arithmetic, variadic Sum/Mean/Max/Min, bitwise, Clip, Where."""
+import functools
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import InvalidArgument
+from .registry import op
+
+# ---------------------------------------------------------------------------------------------------------------
+# shared helpers (also imported by logic.py / activation.py)
+# ---------------------------------------------------------------------------------------------------------------
+
+_EXOTIC_FLOATS = frozenset((_dt.BFLOAT16, _dt.FLOAT8E4M3FN, _dt.FLOAT8E4M3FNUZ, _dt.FLOAT8E5M2,
+                            _dt.FLOAT8E5M2FNUZ, _dt.FLOAT8E8M0, _dt.FLOAT4E2M1))
+
+
+def is_exotic_float(dtype):
+    """True for an ml_dtypes float dtype (bfloat16, float8, float4) numpy cannot compute on reliably."""
+    dt = np.dtype(dtype)
+    if dt.kind != "V":
+        return False
+    try:
+        return _dt.code_of(dt) in _EXOTIC_FLOATS
+    except KeyError:
+        return False
+
+
+def lift(x):
+    """(x as a computable array, original dtype or None): exotic floats become float32."""
+    x = np.asarray(x)
+    if is_exotic_float(x.dtype):
+        return x.astype(np.float32), x.dtype
+    return x, None
+
+
+def lower(y, dtype):
+    """Undo `lift` on a result."""
+    return y if dtype is None else np.asarray(y).astype(dtype)
+
+
+def lift32(x):
+    """Like `lift`, but float16 is also computed in float32 (composite activations)."""
+    x = np.asarray(x)
+    if x.dtype == np.float16 or is_exotic_float(x.dtype):
+        return x.astype(np.float32), x.dtype
+    return x, None
+
+
+def floatwise(fn):
+    """Decorate a kernel so exotic-float inputs are computed in float32 and cast back to the first input's dtype."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        orig = None
+        new = []
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray) and is_exotic_float(a.dtype):
+                if i == 0:
+                    orig = a.dtype
+                a = a.astype(np.float32)
+            new.append(a)
+        out = fn(*new, **kwargs)
+        if orig is not None:
+            if isinstance(out, tuple):
+                return tuple(lower(o, orig) if o.dtype.kind == "f" else o for o in out)
+            if out.dtype.kind == "f":
+                out = lower(out, orig)
+        return out
+
+    return wrapper
+
+
+def legacy_broadcast(a, b, broadcast, axis, name):
+    """Opset<7 binary broadcasting: B is broadcast onto A (suffix-aligned, or aligned at `axis`) when broadcast=1."""
+    a, b = np.asarray(a), np.asarray(b)
+    if not broadcast:
+        if a.shape != b.shape:
+            raise InvalidArgument(f"{name}: input shapes {a.shape} and {b.shape} differ and broadcast=0")
+        return a, b
+    if axis is not None and b.ndim > 0:
+        ax = axis + a.ndim if axis < 0 else axis
+        trailing = a.ndim - ax - b.ndim
+        if trailing < 0:
+            raise InvalidArgument(f"{name}: cannot broadcast shape {b.shape} onto {a.shape} at axis {axis}")
+        b = b.reshape(b.shape + (1,) * trailing)
+    return a, b
+
+
+def _as(x, dtype):
+    return np.asarray(x).astype(dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# unary math
+# ---------------------------------------------------------------------------------------------------------------
+
+def _unary(name, fn, since, legacy=False, errstate=True):
+    """Register `fn` (numpy array -> array, dtype preserving) as op `name` from each opset in `since`."""
+
+    @floatwise
+    def kernel(x):
+        if errstate:
+            with np.errstate(all="ignore"):
+                return _as(fn(x), x.dtype)
+        return _as(fn(x), x.dtype)
+
+    if legacy:
+        @floatwise
+        def kernel_v1(x, *, consumed_inputs=None):
+            return kernel(x)
+
+        op(name, since=1)(kernel_v1)
+        op(name, since=6)(kernel)
+    else:
+        op(name, since=since)(kernel)
+    return kernel
+
+
+def _neg(x):
+    return np.negative(x)
+
+
+def _reciprocal(x):
+    if x.dtype.kind in "iu":
+        with np.errstate(all="ignore"):
+            return np.where(x == 0, 0, 1 // np.where(x == 0, 1, x))
+    return np.reciprocal(x)
+
+
+_unary("Abs", np.abs, 1, legacy=True)
+_unary("Neg", _neg, 1, legacy=True)
+_unary("Reciprocal", _reciprocal, 1, legacy=True)
+_unary("Sqrt", np.sqrt, 1, legacy=True)
+_unary("Exp", np.exp, 1, legacy=True)
+_unary("Log", np.log, 1, legacy=True)
+_unary("Ceil", np.ceil, 1, legacy=True)
+_unary("Floor", np.floor, 1, legacy=True)
+_unary("Round", np.round, 11)  # numpy rounds half to even, as ONNX requires
+_unary("Sign", np.sign, 9)
+for _name, _fn in (("Sin", np.sin), ("Cos", np.cos), ("Tan", np.tan), ("Asin", np.arcsin), ("Acos", np.arccos),
+                   ("Atan", np.arctan)):
+    _unary(_name, _fn, 7)
+for _name, _fn in (("Sinh", np.sinh), ("Cosh", np.cosh), ("Asinh", np.arcsinh), ("Acosh", np.arccosh),
+                   ("Atanh", np.arctanh)):
+    _unary(_name, _fn, 9)
+
+
+# --- erf: no scipy; Taylor series near 0, piecewise Chebyshev interpolants (built at import from math.erf) beyond.
+def _build_erf_tables():
+    import math
+    width, deg, hi = 0.5, 17, 6.0
+    n = int(round((hi - width) / width))
+    k = np.arange(deg + 1)
+    nodes = np.cos(np.pi * (k + 0.5) / (deg + 1))  # Chebyshev nodes on [-1, 1]
+    tables = np.empty((n, deg + 1))
+    for i in range(n):
+        lo = width * (i + 1)
+        xs = lo + (nodes + 1.0) * (width / 2)
+        ys = np.array([math.erf(v) for v in xs])
+        cheb = np.polynomial.chebyshev.chebfit(nodes, ys, deg)
+        tables[i] = np.polynomial.chebyshev.cheb2poly(cheb)[::-1]  # highest power first (Horner order)
+    # Taylor coefficients of erf(x)/x in t = x*x, highest first
+    taylor = []
+    fact = 1.0
+    for j in range(20):
+        if j:
+            fact *= j
+        taylor.append((-1) ** j / (fact * (2 * j + 1)) * 2.0 / math.sqrt(math.pi))
+    return width, hi, tables, np.array(taylor[::-1])
+
+
+_ERF_W, _ERF_HI, _ERF_TAB, _ERF_TAYLOR = _build_erf_tables()
+
+
+def erf_array(x):
+    """Vectorised erf in float64 (double accuracy); returns an array of x's float dtype."""
+    x = np.asarray(x)
+    xd = x.astype(np.float64)
+    ax = np.abs(xd)
+    out = np.empty_like(xd)
+    small = ax < _ERF_W
+    if small.any():
+        xs = xd[small]
+        t = xs * xs
+        acc = np.zeros_like(t)
+        for c in _ERF_TAYLOR:
+            acc = acc * t + c
+        out[small] = xs * acc
+    big = ~small
+    if big.any():
+        ab = ax[big]
+        with np.errstate(invalid="ignore"):
+            idx = np.clip(np.floor(np.nan_to_num(ab, nan=0.0, posinf=_ERF_HI) / _ERF_W).astype(np.int64) - 1,
+                          0, len(_ERF_TAB) - 1)
+        lo = _ERF_W * (idx + 1)
+        u = (ab - lo) * (2.0 / _ERF_W) - 1.0
+        coef = _ERF_TAB[idx]
+        acc = np.zeros_like(ab)
+        for j in range(coef.shape[1]):
+            acc = acc * u + coef[:, j]
+        acc = np.where(ab >= _ERF_HI, 1.0, np.minimum(acc, 1.0))
+        acc = np.where(np.isnan(ab), np.nan, acc)
+        out[big] = np.copysign(acc, xd[big])
+    return out.astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
+
+
+@op("Erf", since=9)
+@floatwise
+def erf(x):
+    return _as(erf_array(x), x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# binary arithmetic
+# ---------------------------------------------------------------------------------------------------------------
+
+def _int_div(a, b):
+    """Integer division truncating toward zero (C semantics); division by zero gives 0."""
+    dt = np.result_type(a, b)
+    with np.errstate(all="ignore"):
+        bz = b == 0
+        bb = np.where(bz, np.ones((), dt), b)
+        q = np.floor_divide(a, bb)
+        if dt.kind == "i":
+            fix = (np.remainder(a, bb) != 0) & ((a < 0) != (bb < 0))
+            q = q + fix.astype(dt)
+        return np.where(bz, np.zeros((), dt), q).astype(dt, copy=False)
+
+
+def _add(a, b):
+    return np.add(a, b)
+
+
+def _sub(a, b):
+    return np.subtract(a, b)
+
+
+def _mul(a, b):
+    return np.multiply(a, b)
+
+
+def _div(a, b):
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return _int_div(a, b)
+    return np.true_divide(a, b)
+
+
+def _arith(name, fn):
+    @floatwise
+    def kernel(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        with np.errstate(all="ignore"):
+            out = fn(a, b)
+        return _as(out, a.dtype)
+
+    @floatwise
+    def kernel_v6(a, b, *, broadcast=0, axis=None):
+        a, b = legacy_broadcast(a, b, broadcast, axis, name)
+        return kernel(a, b)
+
+    @floatwise
+    def kernel_v1(a, b, *, broadcast=0, axis=None, consumed_inputs=None):
+        return kernel_v6(a, b, broadcast=broadcast, axis=axis)
+
+    op(name, since=1)(kernel_v1)
+    op(name, since=6)(kernel_v6)
+    op(name, since=7)(kernel)
+    return kernel
+
+
+add = _arith("Add", _add)
+sub = _arith("Sub", _sub)
+mul = _arith("Mul", _mul)
+div = _arith("Div", _div)
+
+
+def _pow(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    with np.errstate(all="ignore"):
+        if x.dtype.kind in "iu" and y.dtype.kind in "iub":
+            yi = y.astype(np.int64)
+            out = np.power(x, np.maximum(yi, 0).astype(x.dtype))
+            neg = yi < 0
+            if neg.any():  # integer base, negative exponent: pow in double, truncated (only |x| == 1 survives)
+                fl = np.trunc(np.power(x.astype(np.float64), yi.astype(np.float64)))
+                fl = np.nan_to_num(fl, nan=0.0, posinf=0.0, neginf=0.0)
+                out = np.where(neg, fl.astype(x.dtype), out)
+            return out.astype(x.dtype, copy=False)
+        if x.dtype.kind in "iu":
+            return np.trunc(np.power(x.astype(np.float64), y.astype(np.float64))).astype(x.dtype)
+        if y.dtype.kind in "iub" or y.dtype.itemsize <= x.dtype.itemsize:
+            return np.power(x, y.astype(x.dtype)).astype(x.dtype, copy=False)
+        return np.power(x.astype(y.dtype), y).astype(x.dtype)
+
+
+@op("Pow", since=1)
+@floatwise
+def pow_v1(x, y, *, broadcast=0, axis=None):
+    x, y = legacy_broadcast(x, y, broadcast, axis, "Pow")
+    return _pow(x, y)
+
+
+@op("Pow", since=7)
+@floatwise
+def pow_(x, y):
+    return _pow(x, y)
+
+
+@op("Mod", since=10)
+@floatwise
+def mod(a, b, *, fmod=0):
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(all="ignore"):
+        if a.dtype.kind in "iu":
+            bz = b == 0
+            bb = np.where(bz, np.ones((), b.dtype), b)
+            r = np.fmod(a, bb) if fmod else np.remainder(a, bb)
+            return np.where(bz, np.zeros((), a.dtype), r).astype(a.dtype, copy=False)
+        return (np.fmod(a, b) if fmod else np.remainder(a, b)).astype(a.dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# variadic
+# ---------------------------------------------------------------------------------------------------------------
+
+def _variadic(name, fn, finish=None):
+    @floatwise
+    def kernel(*inputs):
+        if not inputs:
+            raise InvalidArgument(f"{name}: needs at least one input")
+        arrs = [np.asarray(x) for x in inputs]
+        dt = arrs[0].dtype
+        with np.errstate(all="ignore"):
+            out = functools.reduce(fn, arrs)
+            if finish is not None:
+                out = finish(out, len(arrs))
+        return _as(out, dt)
+
+    def kernel_v1(*inputs, consumed_inputs=None):
+        return kernel(*inputs)
+
+    op(name, since=1)(kernel_v1)
+    op(name, since=6)(kernel)
+    return kernel
+
+
+def _mean_finish(s, n):
+    if s.dtype.kind in "iu":
+        return _int_div(s, np.asarray(n, s.dtype))
+    return s / np.asarray(n, s.dtype)
+
+
+sum_ = _variadic("Sum", np.add)
+mean = _variadic("Mean", np.add, _mean_finish)
+max_ = _variadic("Max", np.maximum)
+min_ = _variadic("Min", np.minimum)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# bitwise
+# ---------------------------------------------------------------------------------------------------------------
+
+@op("BitShift", since=11)
+def bit_shift(x, y, *, direction):
+    """Shifts wrap within the type's width; a shift count < 0 or >= width gives 0 (or -1 for a right shift of a
+    negative value: arithmetic shift fills with the sign bit)."""
+    x, y = np.asarray(x), np.asarray(y)
+    bits = x.dtype.itemsize * 8
+    oor = (y < 0) | (y >= bits) if y.dtype.kind == "i" else (y >= bits)
+    ys = np.where(oor, np.zeros((), y.dtype), y).astype(x.dtype)
+    zero = np.zeros((), x.dtype)
+    if direction == "LEFT":
+        out = np.left_shift(x, ys)
+        fill = zero
+    elif direction == "RIGHT":
+        out = np.right_shift(x, ys)
+        fill = np.where(x < 0, np.asarray(-1).astype(x.dtype), zero) if x.dtype.kind == "i" else zero
+    else:
+        raise InvalidArgument(f"BitShift: direction must be LEFT or RIGHT, got {direction!r}")
+    return np.where(oor, fill, out).astype(x.dtype, copy=False)
+
+
+def _bitwise(name, fn):
+    def kernel(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        return _as(fn(a, b), a.dtype)
+
+    op(name, since=18)(kernel)
+    return kernel
+
+
+bitwise_and = _bitwise("BitwiseAnd", np.bitwise_and)
+bitwise_or = _bitwise("BitwiseOr", np.bitwise_or)
+bitwise_xor = _bitwise("BitwiseXor", np.bitwise_xor)
+
+
+@op("BitwiseNot", since=18)
+def bitwise_not(x):
+    x = np.asarray(x)
+    return _as(np.invert(x), x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# predicates, Clip, Where
+# ---------------------------------------------------------------------------------------------------------------
+
+@op("IsInf", since=10)
+def is_inf(x, *, detect_negative=1, detect_positive=1):
+    x, _ = lift(x)
+    if x.dtype.kind not in "fc":
+        return np.zeros(x.shape, dtype=bool)
+    inf = np.isinf(x)
+    if not detect_negative:
+        inf &= x > 0
+    if not detect_positive:
+        inf &= x < 0
+    return np.asarray(inf, dtype=bool)
+
+
+@op("IsNaN", since=9)
+def is_nan(x):
+    x, _ = lift(x)
+    if x.dtype.kind not in "fc":
+        return np.zeros(x.shape, dtype=bool)
+    return np.asarray(np.isnan(x), dtype=bool)
+
+
+def _clip(x, lo, hi):
+    x = np.asarray(x)
+    out = x
+    if lo is not None:
+        out = np.maximum(out, _as(lo, x.dtype))
+    if hi is not None:
+        out = np.minimum(out, _as(hi, x.dtype))
+    return _as(out, x.dtype)
+
+
+@op("Clip", since=1)
+@floatwise
+def clip_v1(x, *, min=None, max=None, consumed_inputs=None):  # noqa: A002 - ONNX attribute names
+    return _clip(x, min, max)
+
+
+@op("Clip", since=6)
+@floatwise
+def clip_v6(x, *, min=-3.4028234663852886e+38, max=3.4028234663852886e+38):  # noqa: A002
+    return _clip(x, min, max)
+
+
+@op("Clip", since=11)
+@floatwise
+def clip(x, lo=None, hi=None):
+    if lo is not None and np.asarray(lo).size != 1 or hi is not None and np.asarray(hi).size != 1:
+        raise InvalidArgument("Clip: min and max must be scalars")
+    lo = None if lo is None else np.asarray(lo).reshape(())
+    hi = None if hi is None else np.asarray(hi).reshape(())
+    return _clip(x, lo, hi)
+
+
+@op("Where", since=9)
+def where(condition, x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    out = np.where(np.asarray(condition, dtype=bool), x, y)
+    if x.dtype.kind == "O" or y.dtype.kind in "OUS":
+        return np.asarray(out, dtype=object)
+    return _as(out, x.dtype)

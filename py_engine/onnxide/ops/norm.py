@@ -1,0 +1,284 @@
+"""Normalization ops: BatchNormalization (all opsets), Layer/Instance/Group/RMS normalization, LRN, LpNormalization,
+MeanVarianceNormalization and Dropout."""
+import numpy as np
+
+from ..dtypes import np_dtype
+from ..errors import InvalidArgument
+from .registry import op
+from .softmax import compute_dtype
+
+
+def _outs(results, ctx):
+    """Trim a tuple of candidate outputs to the number the node declares (a single array when only Y)."""
+    n = max(1, ctx.num_outputs if ctx is not None else 1)
+    res = tuple(results[:n])
+    return res[0] if n == 1 else res
+
+
+def _stash(stash_type, x_dtype, name):
+    try:
+        sd = np_dtype(stash_type)
+    except KeyError:
+        raise InvalidArgument(f"{name}: unsupported stash_type {stash_type}") from None
+    # Compute in the wider of the stash type and the input (double input keeps double precision).
+    cd = np.dtype(np.float64) if np.dtype(x_dtype) == np.float64 else compute_dtype(sd)
+    return sd, cd
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# BatchNormalization
+# ---------------------------------------------------------------------------------------------------------------------
+
+def _batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, name):
+    if x.ndim < 2:
+        x_ = x.reshape(x.shape + (1,) * (2 - x.ndim))
+    else:
+        x_ = x
+    cd = compute_dtype(x.dtype)
+    xf = x_.astype(cd, copy=False)
+    if spatial:
+        pshape = (1, x_.shape[1]) + (1,) * (x_.ndim - 2)
+        axes = (0,) + tuple(range(2, x_.ndim))
+    else:
+        pshape = (1,) + x_.shape[1:]
+        axes = (0,)
+
+    def p(a):
+        a = np.asarray(a).astype(cd, copy=False)
+        if a.size != int(np.prod(pshape)):
+            raise InvalidArgument(f"{name}: parameter of shape {a.shape} does not match input of shape {x.shape}")
+        return a.reshape(pshape)
+
+    s, bb, m_in, v_in = p(scale), p(b), p(mean), p(var)
+    eps = cd.type(epsilon)
+    if training:
+        cur_mean = np.mean(xf, axis=axes, keepdims=True)
+        cur_var = np.mean(np.square(xf - cur_mean), axis=axes, keepdims=True)
+        y = (xf - cur_mean) / np.sqrt(cur_var + eps) * s + bb
+        mom = cd.type(momentum)
+        run_mean = m_in * mom + cur_mean * (cd.type(1) - mom)
+        run_var = v_in * mom + cur_var * (cd.type(1) - mom)
+    else:
+        cur_mean, cur_var = m_in, v_in
+        y = (xf - m_in) / np.sqrt(v_in + eps) * s + bb
+        run_mean, run_var = m_in, v_in
+    ps = np.shape(mean)
+    y = y.reshape(x.shape).astype(x.dtype, copy=False)
+    return (y, run_mean.reshape(ps).astype(np.asarray(mean).dtype), run_var.reshape(ps).astype(np.asarray(var).dtype),
+            cur_mean.reshape(ps).astype(np.asarray(mean).dtype), cur_var.reshape(ps).astype(np.asarray(var).dtype))
+
+
+@op("BatchNormalization", since=1)
+def batch_norm_1(x, scale, b, mean, var, *, consumed_inputs=None, epsilon=1e-5, is_test=0, momentum=0.9, spatial=1,
+                 ctx=None):
+    training = not is_test and ctx is not None and ctx.num_outputs > 1
+    return _outs(_batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, "BatchNormalization"), ctx)
+
+
+@op("BatchNormalization", since=6)
+def batch_norm_6(x, scale, b, mean, var, *, epsilon=1e-5, is_test=0, momentum=0.9, spatial=1, ctx=None):
+    training = not is_test and ctx is not None and ctx.num_outputs > 1
+    return _outs(_batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, "BatchNormalization"), ctx)
+
+
+@op("BatchNormalization", since=7)
+def batch_norm_7(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, spatial=1, ctx=None):
+    training = ctx is not None and ctx.num_outputs > 1
+    return _outs(_batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, "BatchNormalization"), ctx)
+
+
+@op("BatchNormalization", since=9)
+def batch_norm_9(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, ctx=None):
+    training = ctx is not None and ctx.num_outputs > 1
+    return _outs(_batch_norm(x, scale, b, mean, var, epsilon, momentum, training, 1, "BatchNormalization"), ctx)
+
+
+@op("BatchNormalization", since=14)
+def batch_norm_14(x, scale, b, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0, ctx=None):
+    res = _batch_norm(x, scale, b, input_mean, input_var, epsilon, momentum, bool(training_mode), 1,
+                      "BatchNormalization")
+    return _outs(res[:3], ctx)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Layer / RMS / Instance / Group normalization
+# ---------------------------------------------------------------------------------------------------------------------
+
+def _norm_axis(axis, rank, name):
+    if not -rank <= axis < rank:
+        raise InvalidArgument(f"{name}: axis {axis} is out of range for an input of rank {rank}")
+    return axis % rank
+
+
+@op("LayerNormalization", since=17)
+def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None):
+    a = _norm_axis(axis, x.ndim, "LayerNormalization")
+    sd, cd = _stash(stash_type, x.dtype, "LayerNormalization")
+    xf = x.astype(cd, copy=False)
+    axes = tuple(range(a, x.ndim))
+    mean = np.mean(xf, axis=axes, keepdims=True)
+    dev = xf - mean
+    var = np.mean(np.square(dev), axis=axes, keepdims=True)
+    std = np.sqrt(var + cd.type(epsilon))
+    y = (dev / std).astype(x.dtype, copy=False)
+    y = y * scale
+    if b is not None:
+        y = y + b
+    y = np.asarray(y).astype(x.dtype, copy=False)
+    return _outs((y, mean.astype(sd), (cd.type(1) / std).astype(sd)), ctx)
+
+
+@op("RMSNormalization", since=23)
+def rms_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
+    a = _norm_axis(axis, x.ndim, "RMSNormalization")
+    _, cd = _stash(stash_type, x.dtype, "RMSNormalization")
+    xf = x.astype(cd, copy=False)
+    ms = np.mean(np.square(xf), axis=tuple(range(a, x.ndim)), keepdims=True)
+    y = (xf / np.sqrt(ms + cd.type(epsilon))).astype(x.dtype, copy=False)
+    return np.asarray(y * scale).astype(x.dtype, copy=False)
+
+
+@op("InstanceNormalization", since=1)
+def instance_norm(x, scale, b, *, epsilon=1e-5):
+    if x.ndim < 2:
+        raise InvalidArgument(f"InstanceNormalization: input must have rank >= 2, got shape {x.shape}")
+    cd = compute_dtype(x.dtype)
+    xf = x.astype(cd, copy=False)
+    axes = tuple(range(2, x.ndim))
+    pshape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    mean = np.mean(xf, axis=axes, keepdims=True)
+    dev = xf - mean
+    var = np.mean(np.square(dev), axis=axes, keepdims=True)
+    y = dev / np.sqrt(var + cd.type(epsilon)) * scale.astype(cd).reshape(pshape) + b.astype(cd).reshape(pshape)
+    return y.astype(x.dtype, copy=False)
+
+
+def _group_norm(x, scale, b, epsilon, num_groups, cd, per_channel):
+    n, c = x.shape[0], x.shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise InvalidArgument(f"GroupNormalization: {c} channels are not divisible into num_groups={num_groups}")
+    xg = x.astype(cd, copy=False).reshape(n, num_groups, -1)
+    mean = np.mean(xg, axis=2, keepdims=True)
+    dev = xg - mean
+    var = np.mean(np.square(dev), axis=2, keepdims=True)
+    norm = dev / np.sqrt(var + cd.type(epsilon))
+    if per_channel:
+        norm = norm.astype(x.dtype, copy=False).reshape(x.shape)
+        pshape = (1, c) + (1,) * (x.ndim - 2)
+        y = norm * scale.reshape(pshape) + b.reshape(pshape)
+    else:
+        s = scale.astype(cd).reshape(1, num_groups, 1)
+        bb = b.astype(cd).reshape(1, num_groups, 1)
+        y = (norm * s + bb).reshape(x.shape)
+    return np.asarray(y).astype(x.dtype, copy=False)
+
+
+@op("GroupNormalization", since=18)
+def group_norm_18(x, scale, b, *, epsilon=1e-5, num_groups):
+    return _group_norm(x, scale, b, epsilon, num_groups, compute_dtype(x.dtype), per_channel=False)
+
+
+@op("GroupNormalization", since=21)
+def group_norm_21(x, scale, b, *, epsilon=1e-5, num_groups, stash_type=1):
+    _, cd = _stash(stash_type, x.dtype, "GroupNormalization")
+    return _group_norm(x, scale, b, epsilon, num_groups, cd, per_channel=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# LRN, LpNormalization, MeanVarianceNormalization
+# ---------------------------------------------------------------------------------------------------------------------
+
+@op("LRN", since=1)
+def lrn(x, *, alpha=1e-4, beta=0.75, bias=1.0, size):
+    if x.ndim < 3:
+        raise InvalidArgument(f"LRN: input must have rank >= 3, got shape {x.shape}")
+    cd = compute_dtype(x.dtype)
+    xf = x.astype(cd, copy=False)
+    c = x.shape[1]
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    sq = np.square(xf)
+    pad = [(0, 0)] * x.ndim
+    pad[1] = (lo + 1, hi)
+    cs = np.cumsum(np.pad(sq, pad), axis=1)
+    # window of channel i covers padded indices [i+1, i+size] (inclusive) => cs[i+size] - cs[i]
+    idx = np.arange(c)
+    ssum = np.take(cs, idx + size, axis=1) - np.take(cs, idx, axis=1)
+    y = xf / np.power(cd.type(bias) + cd.type(alpha / size) * ssum, cd.type(beta))
+    return y.astype(x.dtype, copy=False)
+
+
+@op("LpNormalization", since=1)
+def lp_normalization(x, *, axis=-1, p=2):
+    a = _norm_axis(axis, x.ndim, "LpNormalization")
+    cd = compute_dtype(x.dtype)
+    xf = x.astype(cd, copy=False)
+    if p == 1:
+        nrm = np.sum(np.abs(xf), axis=a, keepdims=True)
+    elif p == 2:
+        nrm = np.sqrt(np.sum(np.square(xf), axis=a, keepdims=True))
+    else:
+        raise InvalidArgument(f"LpNormalization: p must be 1 or 2, got {p}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(nrm == 0, cd.type(0), xf / nrm)
+    return y.astype(x.dtype, copy=False)
+
+
+@op("MeanVarianceNormalization", since=9)
+def mvn(x, *, axes=(0, 2, 3)):
+    cd = compute_dtype(x.dtype)
+    xf = x.astype(cd, copy=False)
+    ax = tuple(sorted(set(_norm_axis(int(a), x.ndim, "MeanVarianceNormalization") for a in axes)))
+    mean = np.mean(xf, axis=ax, keepdims=True)
+    var = np.mean(np.square(xf), axis=ax, keepdims=True) - np.square(mean)
+    std = np.sqrt(np.maximum(var, cd.type(0)))
+    y = (xf - mean) / (std + cd.type(1e-9))
+    return y.astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Dropout
+# ---------------------------------------------------------------------------------------------------------------------
+
+def _identity_dropout(data, ctx, mask_dtype):
+    out = np.array(data, copy=True)
+    if ctx is not None and ctx.num_outputs > 1:
+        return out, np.ones(np.shape(data), dtype=mask_dtype)
+    return out
+
+
+@op("Dropout", since=1)
+def dropout_1(data, *, consumed_inputs=None, is_test=0, ratio=0.5, ctx=None):
+    return _identity_dropout(data, ctx, np.asarray(data).dtype)
+
+
+@op("Dropout", since=6)
+def dropout_6(data, *, is_test=0, ratio=0.5, ctx=None):
+    return _identity_dropout(data, ctx, np.asarray(data).dtype)
+
+
+@op("Dropout", since=7)
+def dropout_7(data, *, ratio=0.5, ctx=None):
+    return _identity_dropout(data, ctx, np.asarray(data).dtype)
+
+
+@op("Dropout", since=10)
+def dropout_10(data, *, ratio=0.5, ctx=None):
+    return _identity_dropout(data, ctx, np.bool_)
+
+
+@op("Dropout", since=12)
+def dropout_12(data, ratio=None, training_mode=None, *, seed=None, ctx=None):
+    r = 0.5 if ratio is None else float(np.asarray(ratio).reshape(-1)[0])
+    training = training_mode is not None and bool(np.asarray(training_mode).reshape(-1)[0])
+    if not training or r == 0:
+        return _identity_dropout(data, ctx, np.bool_)
+    if not 0 <= r < 1:
+        raise InvalidArgument(f"Dropout: ratio must be in [0, 1), got {r}")
+    # Seeded Mersenne Twister (numpy's legacy RandomState): the same stream onnx's reference uses for a given seed.
+    rng = np.random.RandomState(None if seed is None else int(seed) & 0xFFFFFFFF)
+    mask = rng.uniform(0.0, 1.0, size=np.shape(data)) >= r
+    cd = compute_dtype(data.dtype)
+    out = (data.astype(cd) * mask * cd.type(1.0 / (1.0 - r))).astype(data.dtype, copy=False)
+    if ctx is not None and ctx.num_outputs > 1:
+        return out, mask
+    return out

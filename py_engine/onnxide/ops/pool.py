@@ -1,0 +1,230 @@
+"""Pooling: MaxPool (with Indices), AveragePool, LpPool, the Global* pools, MaxUnpool, MaxRoiPool."""
+import itertools
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from .conv import compute_dtype, pad_spatial, spatial_geometry, window_end_pads
+from .registry import op
+
+
+def _name(kind, ctx):
+    return f"{kind} node '{ctx.node_name}'" if ctx is not None and getattr(ctx, "node_name", None) else kind
+
+
+def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, name):
+    if x.ndim < 3:
+        raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {x.shape}")
+    if not kernel_shape:
+        raise InvalidArgument(f"{name}: attribute 'kernel_shape' is required")
+    ks = [int(k) for k in kernel_shape]
+    ins = list(x.shape[2:])
+    if len(ks) != len(ins):
+        raise InvalidArgument(f"{name}: kernel_shape {ks} does not match input rank {x.ndim}")
+    out, pb, pe, st, dil = spatial_geometry(ins, ks, strides, dilations, pads, auto_pad, name, ceil_mode=bool(ceil_mode))
+    pe_full = window_end_pads(ins, out, pb, pe, st, ks, dil)
+    return ks, out, pb, pe, pe_full, st, dil
+
+
+def _taps(ks, out, st, dil):
+    """(flat tap index, slices into the padded spatial axes) for each kernel tap."""
+    for t, kidx in enumerate(itertools.product(*[range(k) for k in ks])):
+        yield t, kidx, tuple(slice(k * d, k * d + (o - 1) * s + 1, s) for k, d, o, s in zip(kidx, dil, out, st))
+
+
+def _lowest(dtype):
+    if dtype.kind == "f":
+        return -np.inf
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return -np.inf
+
+
+@op("MaxPool", since=1)
+def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0,
+             strides=None, ctx=None):
+    name = _name("MaxPool", ctx)
+    ks, out, pb, pe, pe_full, st, dil = _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, name)
+    xc = x if x.dtype.kind in "fiu" and x.dtype != np.float16 else x.astype(compute_dtype(x.dtype))
+    low = _lowest(xc.dtype)
+    xp = pad_spatial(xc, pb, pe_full, low)
+    want_idx = ctx is not None and getattr(ctx, "num_outputs", 1) > 1
+    y = None
+    best = None
+    for t, kidx, sl in _taps(ks, out, st, dil):
+        v = xp[(slice(None), slice(None)) + sl]
+        if y is None:
+            y = v.copy()
+            if want_idx:
+                best = np.zeros(y.shape, dtype=np.int64)
+            continue
+        if want_idx:
+            better = v > y
+            best[better] = t
+        np.maximum(y, v, out=y)
+    y = y.astype(x.dtype, copy=False)
+    if not want_idx:
+        return y
+    # map the winning tap back to input coordinates and then to a flat index over the whole input
+    nd = len(ks)
+    taps = np.array(list(itertools.product(*[range(k) for k in ks])), dtype=np.int64).reshape(-1, nd)
+    ins = x.shape[2:]
+    n, c = x.shape[:2]
+    spatial_idx = np.zeros(best.shape, dtype=np.int64)
+    mult = 1
+    axes = range(nd) if storage_order else reversed(range(nd))
+    for a in axes:
+        shape = [1] * (2 + nd)
+        shape[2 + a] = out[a]
+        pos = np.arange(out[a], dtype=np.int64).reshape(shape) * st[a] - pb[a] + taps[best, a] * dil[a]
+        spatial_idx += pos * mult
+        mult *= ins[a]
+    nc = np.arange(n * c, dtype=np.int64).reshape((n, c) + (1,) * nd) * mult
+    return y, spatial_idx + nc
+
+
+def _window_sum(xp, ks, out, st, dil):
+    acc = None
+    for _, _, sl in _taps(ks, out, st, dil):
+        v = xp[(Ellipsis,) + sl]
+        acc = v.astype(v.dtype, copy=True) if acc is None else acc + v
+    return acc
+
+
+@op("AveragePool", since=1)
+def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None,
+                 pads=None, strides=None, ctx=None):
+    name = _name("AveragePool", ctx)
+    ks, out, pb, pe, pe_full, st, dil = _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, name)
+    ct = compute_dtype(x.dtype)
+    xp = pad_spatial(x.astype(ct, copy=False), pb, pe_full, 0)
+    s = _window_sum(xp, ks, out, st, dil)
+    ins = list(x.shape[2:])
+    # divisor: taps landing on real input (or on explicit/auto pads with count_include_pad), never on the
+    # extra end region ceil_mode adds
+    if count_include_pad:
+        mask = np.zeros([b + i + e for b, i, e in zip(pb, ins, pe_full)], dtype=ct)
+        mask[tuple(slice(0, b + i + e) for b, i, e in zip(pb, ins, pe))] = 1
+    else:
+        mask = pad_spatial(np.ones([1, 1] + ins, dtype=ct), pb, pe_full, 0)[0, 0]
+    cnt = _window_sum(mask, ks, out, st, dil)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = s / cnt
+    return y.astype(x.dtype, copy=False)
+
+
+def _lp_pool(x, p, auto_pad, ceil_mode, dilations, kernel_shape, pads, strides, ctx):
+    name = _name("LpPool", ctx)
+    ks, out, pb, pe, pe_full, st, dil = _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, name)
+    ct = compute_dtype(x.dtype)
+    xa = np.abs(x.astype(ct, copy=False))
+    xp = pad_spatial(xa ** ct.type(p), pb, pe_full, 0)
+    s = _window_sum(xp, ks, out, st, dil)
+    return (s ** ct.type(1.0 / p)).astype(x.dtype, copy=False)
+
+
+@op("LpPool", since=1)
+def lp_pool_1(x, *, auto_pad="NOTSET", kernel_shape=None, p=2.0, pads=None, strides=None, ctx=None):
+    return _lp_pool(x, float(p), auto_pad, 0, None, kernel_shape, pads, strides, ctx)
+
+
+@op("LpPool", since=2)
+def lp_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2, pads=None, strides=None,
+            ctx=None):
+    return _lp_pool(x, float(p), auto_pad, ceil_mode, dilations, kernel_shape, pads, strides, ctx)
+
+
+def _spatial_axes(x, kind):
+    if x.ndim < 3:
+        raise InvalidArgument(f"{kind}: X must be at least 3-D, got shape {x.shape}")
+    return tuple(range(2, x.ndim))
+
+
+@op("GlobalAveragePool", since=1)
+def global_average_pool(x):
+    ax = _spatial_axes(x, "GlobalAveragePool")
+    return np.mean(x, axis=ax, keepdims=True, dtype=compute_dtype(x.dtype)).astype(x.dtype, copy=False)
+
+
+@op("GlobalMaxPool", since=1)
+def global_max_pool(x):
+    ax = _spatial_axes(x, "GlobalMaxPool")
+    return np.max(x, axis=ax, keepdims=True).astype(x.dtype, copy=False)
+
+
+def _global_lp(x, p):
+    ax = _spatial_axes(x, "GlobalLpPool")
+    ct = compute_dtype(x.dtype)
+    s = np.sum(np.abs(x.astype(ct, copy=False)) ** ct.type(p), axis=ax, keepdims=True)
+    return (s ** ct.type(1.0 / p)).astype(x.dtype, copy=False)
+
+
+@op("GlobalLpPool", since=1)
+def global_lp_pool_1(x, *, p=2.0):
+    return _global_lp(x, float(p))
+
+
+@op("GlobalLpPool", since=2)
+def global_lp_pool(x, *, p=2):
+    return _global_lp(x, float(p))
+
+
+@op("MaxUnpool", since=9)
+def max_unpool(x, indices, output_shape=None, *, kernel_shape=None, pads=None, strides=None, ctx=None):
+    name = _name("MaxUnpool", ctx)
+    if not kernel_shape:
+        raise InvalidArgument(f"{name}: attribute 'kernel_shape' is required")
+    nd = x.ndim - 2
+    ks = [int(k) for k in kernel_shape]
+    st = [int(s) for s in strides] if strides else [1] * nd
+    p = [int(v) for v in pads] if pads else [0] * (2 * nd)
+    inferred = x.shape[:2] + tuple((i - 1) * s + k - p[a] - p[nd + a]
+                                   for a, (i, s, k) in enumerate(zip(x.shape[2:], st, ks)))
+    if indices.shape != x.shape:
+        raise InvalidArgument(f"{name}: I shape {indices.shape} differs from X shape {x.shape}")
+    y = np.zeros(int(np.prod(inferred)), dtype=x.dtype)
+    idx = indices.reshape(-1).astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= y.size):
+        raise InvalidArgument(f"{name}: index out of range for unpooled shape {inferred}")
+    y[idx] = x.reshape(-1)
+    y = y.reshape(inferred)
+    if output_shape is None:
+        return y
+    # as onnx's reference: indices address the inferred shape, which lands in the leading corner of output_shape
+    shape = tuple(int(v) for v in np.asarray(output_shape).reshape(-1))
+    if len(shape) != x.ndim or any(s < i for s, i in zip(shape, inferred)):
+        raise InvalidArgument(f"{name}: output_shape {shape} must have rank {x.ndim} and cover {inferred}")
+    res = np.zeros(shape, dtype=x.dtype)
+    res[tuple(slice(0, i) for i in inferred)] = y
+    return res
+
+
+def _round_half_away(v):
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+@op("MaxRoiPool", since=1)
+def max_roi_pool(x, rois, *, pooled_shape=None, spatial_scale=1.0, ctx=None):
+    name = _name("MaxRoiPool", ctx)
+    if not pooled_shape or len(pooled_shape) != 2 or x.ndim != 4:
+        raise InvalidArgument(f"{name}: needs 4-D X and a 2-value pooled_shape")
+    ph, pw = (int(v) for v in pooled_shape)
+    n, c, h, w = x.shape
+    r = np.asarray(rois, dtype=np.float64).reshape(-1, 5)
+    y = np.zeros((r.shape[0], c, ph, pw), dtype=x.dtype)
+    for i, roi in enumerate(r):
+        b = int(roi[0])
+        if b < 0 or b >= n:
+            raise InvalidArgument(f"{name}: roi batch index {b} out of range")
+        x1, y1, x2, y2 = (int(v) for v in _round_half_away(roi[1:] * spatial_scale))
+        rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        bh, bw = rh / ph, rw / pw
+        for i_h in range(ph):
+            hs = min(max(int(np.floor(i_h * bh)) + y1, 0), h)
+            he = min(max(int(np.ceil((i_h + 1) * bh)) + y1, 0), h)
+            for i_w in range(pw):
+                ws = min(max(int(np.floor(i_w * bw)) + x1, 0), w)
+                we = min(max(int(np.ceil((i_w + 1) * bw)) + x1, 0), w)
+                if he > hs and we > ws:
+                    y[i, :, i_h, i_w] = x[b, :, hs:he, ws:we].max(axis=(1, 2))
+    return y

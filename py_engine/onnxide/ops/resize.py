@@ -1,0 +1,253 @@
+"""Resize (opsets 10-19: nearest/linear/cubic, every coordinate mode, antialias, axes, aspect policy) and Upsample."""
+import math
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from .registry import op
+
+_FLOAT_KINDS = "fc"
+
+
+def _cast_back(y, dtype):
+    """Cast the float64 interpolation result back to the input dtype (integers round and saturate)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.clip(np.rint(y), info.min, info.max).astype(dtype)
+    if dtype.kind == "b":
+        return y != 0
+    return y.astype(dtype)
+
+
+def _source_coords(mode, n_out, n_in, scale, roi_start, roi_end):
+    """Source coordinate of every output index along one axis, and the tf_crop_and_resize extrapolation mask."""
+    y = np.arange(n_out, dtype=np.float64)
+    out_len = scale * n_in  # ONNX uses the un-rounded output length in the transforms
+    extrap = None
+    if mode == "half_pixel":
+        x = (y + 0.5) / scale - 0.5
+    elif mode == "half_pixel_symmetric":
+        adjustment = n_out / out_len
+        x = (n_in / 2.0) * (1 - adjustment) + (y + 0.5) / scale - 0.5
+    elif mode == "pytorch_half_pixel":
+        x = np.full(n_out, -0.5) if out_len == 1 else (y + 0.5) / scale - 0.5
+    elif mode == "align_corners":
+        x = np.zeros(n_out) if out_len == 1 else y * (n_in - 1) / (out_len - 1)
+    elif mode == "asymmetric":
+        x = y / scale
+    elif mode == "tf_half_pixel_for_nn":
+        x = (y + 0.5) / scale
+    elif mode == "tf_crop_and_resize":
+        if out_len == 1:
+            x = np.full(n_out, (roi_end - roi_start) * (n_in - 1) / 2.0)
+        else:
+            x = y * (roi_end - roi_start) * (n_in - 1) / (out_len - 1)
+        x = x + roi_start * (n_in - 1)
+        extrap = (x < 0) | (x > n_in - 1)
+    else:
+        raise InvalidArgument(f"Resize: unsupported coordinate_transformation_mode '{mode}'")
+    return x, extrap
+
+
+def _nearest_index(x, nearest_mode):
+    if nearest_mode == "round_prefer_floor":
+        return np.ceil(x - 0.5)
+    if nearest_mode == "round_prefer_ceil":
+        return np.floor(x + 0.5)
+    if nearest_mode == "floor":
+        return np.floor(x)
+    if nearest_mode == "ceil":
+        return np.ceil(x)
+    if nearest_mode == "simple":  # Resize-10 / Upsample (onnxruntime's behaviour)
+        return x
+    raise InvalidArgument(f"Resize: unsupported nearest_mode '{nearest_mode}'")
+
+
+def _cubic_kernel(d, a):
+    d = np.abs(d)
+    d2, d3 = d * d, d * d * d
+    near = (a + 2) * d3 - (a + 3) * d2 + 1
+    far = a * d3 - 5 * a * d2 + 8 * a * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _taps(x, mode, scale, antialias, cubic_a):
+    """(offsets from the left neighbour, weights) for each output: shapes (n_out, k)."""
+    base = np.ceil(x) - 1  # left neighbour; an integer x counts as ratio 1 from its left neighbour
+    ratio = x - base  # in (0, 1]
+    s = min(scale, 1.0) if antialias else 1.0
+    if mode == "linear":
+        start = int(math.floor(-1.0 / s) + 1) if antialias else 0
+        offs = np.arange(start, 2 - start, dtype=np.float64)
+        w = np.clip(1 - np.abs((offs[None, :] - ratio[:, None]) * s), 0, 1)
+    else:  # cubic
+        start = int(math.floor(-2.0 / s) + 1) if antialias else -1
+        offs = np.arange(start, 2 - start, dtype=np.float64)
+        w = _cubic_kernel((offs[None, :] - ratio[:, None]) * s, cubic_a)
+    if antialias:
+        w = w / w.sum(axis=1, keepdims=True)
+    return base, offs, w
+
+
+def _resize_axis(data, axis, n_out, scale, roi, p):
+    """Interpolate `data` (float64 for linear/cubic) along one axis; returns (result, extrapolation mask)."""
+    n_in = data.shape[axis]
+    if n_out == 0:
+        shape = list(data.shape)
+        shape[axis] = 0
+        return np.empty(shape, data.dtype), None
+    x, extrap = _source_coords(p["ctm"], n_out, n_in, scale, roi[0], roi[1])
+    if p["mode"] == "nearest":
+        idx = _nearest_index(x, p["nearest_mode"])
+        if p["nearest_mode"] == "simple":
+            idx = np.ceil(x) if scale < 1 else np.floor(x)
+        idx = np.clip(idx, 0, n_in - 1).astype(np.intp)
+        return np.take(data, idx, axis=axis), extrap
+    base, offs, w = _taps(x, p["mode"], scale, p["antialias"], p["cubic_a"])
+    idx = base[:, None] + offs[None, :]
+    if p["exclude_outside"]:
+        w = np.where((idx < 0) | (idx > n_in - 1), 0.0, w)
+        tot = w.sum(axis=1, keepdims=True)
+        w = w / np.where(tot == 0, 1.0, tot)
+    idx = np.clip(idx, 0, n_in - 1).astype(np.intp)
+    moved = np.moveaxis(data, axis, -1)
+    gathered = moved[..., idx]  # (..., n_out, k)
+    out = np.einsum("...ok,ok->...o", gathered, w)
+    return np.moveaxis(out, -1, axis), extrap
+
+
+def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
+    r = x.ndim
+    if axes is None:
+        axes = list(range(r))
+    else:
+        axes = [a + r if a < 0 else a for a in axes]
+        if any(a < 0 or a >= r for a in axes) or len(set(axes)) != len(axes):
+            raise InvalidArgument(f"Resize: invalid axes {axes} for rank {r}")
+    roi = None if roi is None or roi.size == 0 else np.asarray(roi, np.float64).ravel()
+    scales = None if scales is None or scales.size == 0 else np.asarray(scales, np.float64).ravel()
+    sizes = None if sizes is None or sizes.size == 0 else np.asarray(sizes, np.int64).ravel()
+    if (scales is None) == (sizes is None):
+        raise InvalidArgument("Resize: exactly one of 'scales' and 'sizes' must be given")
+    k = len(axes)
+    full_scales = [1.0] * r
+    out_shape = list(x.shape)
+    if scales is not None:
+        if scales.size != k:
+            raise InvalidArgument(f"Resize: scales has {scales.size} values, expected {k}")
+        for i, a in enumerate(axes):
+            if scales[i] <= 0:
+                raise InvalidArgument("Resize: scales must be greater than 0")
+            full_scales[a] = float(scales[i])
+            out_shape[a] = int(math.floor(full_scales[a] * x.shape[a]))
+    else:
+        if sizes.size != k:
+            raise InvalidArgument(f"Resize: sizes has {sizes.size} values, expected {k}")
+        ratios = [sizes[i] / x.shape[a] if x.shape[a] else 1.0 for i, a in enumerate(axes)]
+        if policy == "stretch":
+            for i, a in enumerate(axes):
+                full_scales[a], out_shape[a] = ratios[i], int(sizes[i])
+        elif policy in ("not_larger", "not_smaller"):
+            s = min(ratios) if policy == "not_larger" else max(ratios)
+            for a in axes:
+                full_scales[a] = s
+                out_shape[a] = int(math.floor(s * x.shape[a] + 0.5))
+        else:
+            raise InvalidArgument(f"Resize: unsupported keep_aspect_ratio_policy '{policy}'")
+    full_roi = [(0.0, 1.0)] * r
+    if roi is not None:
+        if roi.size == 2 * r and k != r:
+            full_roi = [(roi[a], roi[a + r]) for a in range(r)]
+        elif roi.size == 2 * k:
+            full_roi = list(full_roi)
+            for i, a in enumerate(axes):
+                full_roi[a] = (roi[i], roi[i + k])
+        elif p["ctm"] == "tf_crop_and_resize":
+            raise InvalidArgument(f"Resize: roi has {roi.size} values, expected {2 * k}")
+    if p["mode"] not in ("nearest", "linear", "cubic"):
+        raise InvalidArgument(f"Resize: unsupported mode '{p['mode']}'")
+    nearest = p["mode"] == "nearest"
+    y = x if nearest else x.astype(np.float64)
+    masks = []
+    for a in axes:
+        same = (math.isclose(full_scales[a], 1.0) and out_shape[a] == y.shape[a]
+                and (p["ctm"] != "tf_crop_and_resize" or full_roi[a] == (0.0, 1.0)))
+        if same:
+            continue
+        y, m = _resize_axis(y, a, out_shape[a], full_scales[a], full_roi[a], p)
+        if m is not None and m.any():
+            masks.append((a, m))
+    if masks:
+        y = np.array(y, dtype=np.float64 if not nearest else y.dtype, copy=True)
+        hit = np.zeros(y.shape, dtype=bool)
+        for a, m in masks:
+            shape = [1] * r
+            shape[a] = m.size
+            hit |= m.reshape(shape)
+        y[hit] = p["extrapolation_value"]
+    return y if nearest else _cast_back(y, x.dtype)
+
+
+def _params(mode, ctm, nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value, antialias=0):
+    if antialias and mode == "nearest":
+        antialias = 0
+    return {"mode": mode, "ctm": ctm, "nearest_mode": nearest_mode, "cubic_a": float(cubic_coeff_a),
+            "exclude_outside": bool(exclude_outside), "extrapolation_value": float(extrapolation_value),
+            "antialias": bool(antialias)}
+
+
+@op("Resize", since=10)
+def resize_10(x, scales, *, mode="nearest"):
+    if mode not in ("nearest", "linear"):
+        raise InvalidArgument(f"Resize(10): unsupported mode '{mode}'")
+    p = _params(mode, "asymmetric", "simple", -0.75, 0, 0.0)
+    return _resize(x, None, scales, None, p)
+
+
+@op("Resize", since=11)
+def resize_11(x, roi=None, scales=None, sizes=None, *, mode="nearest",
+              coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
+              extrapolation_value=0.0, nearest_mode="round_prefer_floor"):
+    p = _params(mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside,
+                extrapolation_value)
+    return _resize(x, roi, scales, sizes, p)
+
+
+@op("Resize", since=18)
+def resize_18(x, roi=None, scales=None, sizes=None, *, mode="nearest",
+              coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
+              extrapolation_value=0.0, nearest_mode="round_prefer_floor", antialias=0, axes=None,
+              keep_aspect_ratio_policy="stretch"):
+    p = _params(mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside,
+                extrapolation_value, antialias)
+    return _resize(x, roi, scales, sizes, p, axes, keep_aspect_ratio_policy)
+
+
+def _upsample(x, scales, mode):
+    mode = {"bilinear": "linear", "trilinear": "linear"}.get(mode, mode)
+    if mode not in ("nearest", "linear"):
+        raise InvalidArgument(f"Upsample: unsupported mode '{mode}'")
+    scales = np.asarray(scales, np.float64).ravel()
+    if scales.size != x.ndim:
+        raise InvalidArgument(f"Upsample: scales has {scales.size} values for rank {x.ndim}")
+    if np.any(scales < 1):
+        raise InvalidArgument("Upsample: scales must be >= 1")
+    p = _params(mode, "asymmetric", "simple", -0.75, 0, 0.0)
+    return _resize(x, None, scales, None, p)
+
+
+@op("Upsample", since=1)
+def upsample_1(x, *, height_scale, width_scale, mode="nearest"):
+    scales = [1.0] * (x.ndim - 2) + [height_scale, width_scale]
+    return _upsample(x, scales, mode)
+
+
+@op("Upsample", since=7)
+def upsample_7(x, *, scales, mode="nearest"):
+    return _upsample(x, scales, mode)
+
+
+@op("Upsample", since=9)
+def upsample_9(x, scales, *, mode="nearest"):
+    return _upsample(x, scales, mode)

@@ -1,0 +1,322 @@
+"""Recurrent layers: RNN, LSTM and GRU (all directions, activations, clip, layouts, sequence_lens), batch-vectorised."""
+import numpy as np
+
+from ..errors import InvalidArgument
+from .registry import op
+
+# name (lower case) -> (function(x, alpha, beta), default alpha, default beta, uses alpha, uses beta)
+_ACTS = {
+    "relu": (lambda x, a, b: np.maximum(x, 0), None, None),
+    "tanh": (lambda x, a, b: np.tanh(x), None, None),
+    "sigmoid": (lambda x, a, b: _sigmoid(x), None, None),
+    "affine": (lambda x, a, b: a * x + b, 1.0, 0.0),
+    "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, a * x), 0.01, None),
+    "thresholdedrelu": (lambda x, a, b: np.where(x >= a, x, 0), 1.0, None),
+    "scaledtanh": (lambda x, a, b: a * np.tanh(b * x), 1.0, 1.0),
+    "hardsigmoid": (lambda x, a, b: np.clip(a * x + b, 0, 1), 0.2, 0.5),
+    "elu": (lambda x, a, b: np.where(x >= 0, x, a * np.expm1(np.minimum(x, 0))), 1.0, None),
+    "softsign": (lambda x, a, b: x / (1 + np.abs(x)), None, None),
+    "softplus": (lambda x, a, b: np.logaddexp(0, x), None, None),
+}
+
+
+def _sigmoid(x):
+    # numerically stable for large |x|
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
+    """List (per direction) of lists of callables. alphas/betas are consumed in order by the functions using them."""
+    n = len(defaults)
+    if names is None or len(names) == 0:
+        names = list(defaults) * num_dirs
+    elif len(names) == n and num_dirs == 2:
+        names = list(names) * 2
+    if len(names) != n * num_dirs:
+        raise InvalidArgument(f"{op_name}: expected {n * num_dirs} activations, got {len(names)}")
+    alphas = list(alphas or [])
+    betas = list(betas or [])
+    ai = bi = 0
+    fns = []
+    for name in names:
+        key = name.lower()
+        if key not in _ACTS:
+            raise InvalidArgument(f"{op_name}: unsupported activation function '{name}'")
+        fn, da, db = _ACTS[key]
+        a = b = None
+        if da is not None:
+            if ai < len(alphas):
+                a, ai = alphas[ai], ai + 1
+            else:
+                a = da
+            a = cdt.type(a)
+        if db is not None:
+            if bi < len(betas):
+                b, bi = betas[bi], bi + 1
+            else:
+                b = db
+            b = cdt.type(b)
+        fns.append(lambda x, fn=fn, a=a, b=b: fn(x, a, b))
+    return [fns[d * n:(d + 1) * n] for d in range(num_dirs)]
+
+
+def _prepare(op_name, X, W, R, B, sequence_lens, initial, layout, hidden_size, direction, gates):
+    """Validate shapes; return compute dtype, X as [T, B, I], lens array, and the per-direction initial states."""
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise InvalidArgument(f"{op_name}: invalid direction '{direction}'")
+    num_dirs = 2 if direction == "bidirectional" else 1
+    X = np.asarray(X)
+    if X.ndim != 3:
+        raise InvalidArgument(f"{op_name}: X must be 3-D, got shape {X.shape}")
+    if layout:
+        X = X.transpose(1, 0, 2)
+    T, Bn, _ = X.shape
+    W, R = np.asarray(W), np.asarray(R)
+    if W.ndim != 3 or W.shape[0] != num_dirs or W.shape[2] != X.shape[2]:
+        raise InvalidArgument(f"{op_name}: W has shape {W.shape}, incompatible with X and direction '{direction}'")
+    H = hidden_size if hidden_size is not None else W.shape[1] // gates
+    if W.shape[1] != gates * H or R.shape != (num_dirs, gates * H, H):
+        raise InvalidArgument(f"{op_name}: W {W.shape} / R {R.shape} do not match hidden_size {H}")
+    if B is not None and np.asarray(B).shape != (num_dirs, 2 * gates * H):
+        raise InvalidArgument(f"{op_name}: B has shape {np.asarray(B).shape}, expected {(num_dirs, 2 * gates * H)}")
+    cdt = np.dtype(np.float64) if X.dtype == np.float64 else np.dtype(np.float32)
+    if sequence_lens is None:
+        lens = np.full(Bn, T, dtype=np.int64)
+    else:
+        lens = np.asarray(sequence_lens).astype(np.int64).reshape(-1)
+        if lens.shape != (Bn,) or (lens < 0).any() or (lens > T).any():
+            raise InvalidArgument(f"{op_name}: sequence_lens {lens.tolist()} invalid for batch {Bn}, length {T}")
+    states = []
+    for init in initial:
+        if init is None:
+            states.append(np.zeros((num_dirs, Bn, H), dtype=cdt))
+            continue
+        init = np.asarray(init)
+        if layout:
+            init = init.transpose(1, 0, 2)
+        if init.shape != (num_dirs, Bn, H):
+            raise InvalidArgument(f"{op_name}: initial state has shape {init.shape}, expected {(num_dirs, Bn, H)}")
+        states.append(init.astype(cdt))
+    return cdt, X.astype(cdt), lens, states, num_dirs, H
+
+
+def _time_index(T, lens, reverse):
+    """[T, B] source time index of each step and the validity mask (step < len) for one direction."""
+    t = np.arange(T)[:, None]
+    valid = t < lens[None, :]
+    if reverse:
+        src = np.where(valid, lens[None, :] - 1 - t, t)
+    else:
+        src = np.broadcast_to(t, valid.shape)
+    return src, valid
+
+
+def _run(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, direction, gates, default_acts,
+         activations, activation_alpha, activation_beta, step_factory, num_outputs, out_dtype):
+    cdt, X, lens, states, num_dirs, H = _prepare(op_name, X, W, R, B, sequence_lens, initials, layout,
+                                                  hidden_size, direction, gates)
+    acts = _activations(op_name, activations, activation_alpha, activation_beta, default_acts, num_dirs, cdt)
+    T, Bn, _ = X.shape
+    W, R = np.asarray(W).astype(cdt), np.asarray(R).astype(cdt)
+    Bv = np.zeros((num_dirs, 2 * gates * H), cdt) if B is None else np.asarray(B).astype(cdt)
+    Y = np.zeros((T, num_dirs, Bn, H), dtype=cdt)
+    finals = [np.empty((num_dirs, Bn, H), dtype=cdt) for _ in states]
+    cols = np.arange(Bn)[None, :]
+    for d in range(num_dirs):
+        reverse = direction == "reverse" or d == 1
+        src, valid = _time_index(T, lens, reverse)
+        xs = X[src, cols]  # [T, B, I] in processing order
+        xw = xs @ W[d].T + Bv[d, :gates * H]  # input projection for all steps at once
+        step = step_factory(R[d], Bv[d, gates * H:], None if P is None else P[d], acts[d], H)
+        st = [s[d] for s in states]
+        ys = np.zeros((T, Bn, H), dtype=cdt)
+        for t in range(T):
+            new = step(xw[t], *st)
+            m = valid[t][:, None]
+            st = [np.where(m, n, o) for n, o in zip(new, st)]
+            ys[t] = np.where(m, new[0], 0)
+        Y[src, d, cols] = ys
+        empty = (lens == 0)[:, None]  # like onnxruntime: a zero-length sequence gives zero final states
+        for f, s in zip(finals, st):
+            f[d] = np.where(empty, 0, s)
+    if layout:
+        Y = Y.transpose(2, 0, 1, 3)
+        finals = [f.transpose(1, 0, 2) for f in finals]
+    outs = [Y.astype(out_dtype)] + [f.astype(out_dtype) for f in finals]
+    n = max(1, num_outputs)
+    return tuple(outs[:n]) if n > 1 else outs[0]
+
+
+def _clip(x, clip):
+    return x if clip is None else np.clip(x, -clip, clip)
+
+
+def _rnn_step(clip):
+    def factory(R, Rb, P, acts, H):
+        f = acts[0]
+
+        def step(xw, h):
+            return (f(_clip(xw + h @ R.T + Rb, clip)),)
+        return step
+    return factory
+
+
+def _lstm_step(clip, input_forget):
+    def factory(R, Rb, P, acts, H):
+        f, g, hact = acts
+        if P is None:
+            pi = po = pf = 0
+        else:
+            if P.shape != (3 * H,):
+                raise InvalidArgument(f"LSTM: P has shape {P.shape}, expected (num_directions, {3 * H})")
+            pi, po, pf = P[:H], P[H:2 * H], P[2 * H:]
+
+        def step(xw, h, c):
+            z = xw + h @ R.T + Rb
+            zi, zo, zf, zc = z[:, :H], z[:, H:2 * H], z[:, 2 * H:3 * H], z[:, 3 * H:]
+            i = f(_clip(zi + pi * c, clip))
+            fg = 1 - i if input_forget else f(_clip(zf + pf * c, clip))
+            c_new = fg * c + i * g(_clip(zc, clip))
+            o = f(_clip(zo + po * c_new, clip))
+            return o * hact(c_new), c_new
+        return step
+    return factory
+
+
+def _gru_step(clip, linear_before_reset):
+    def factory(R, Rb, P, acts, H):
+        f, g = acts
+        Rzr, Rh = R[:2 * H], R[2 * H:]
+        Rbzr, Rbh = Rb[:2 * H], Rb[2 * H:]
+
+        def step(xw, h):
+            zr = f(_clip(xw[:, :2 * H] + h @ Rzr.T + Rbzr, clip))
+            z, r = zr[:, :H], zr[:, H:]
+            if linear_before_reset:
+                hh = g(_clip(xw[:, 2 * H:] + r * (h @ Rh.T + Rbh), clip))
+            else:
+                hh = g(_clip(xw[:, 2 * H:] + (r * h) @ Rh.T + Rbh, clip))
+            return ((1 - z) * hh + z * h,)
+        return step
+    return factory
+
+
+def _check_float(op_name, X):
+    dt = np.asarray(X).dtype
+    if dt.kind != "f" and "bfloat16" not in dt.name:
+        raise InvalidArgument(f"{op_name}: X must be a float tensor, got {dt}")
+    return dt
+
+
+# ---------------------------------------------------------------- RNN
+
+
+def _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip, direction,
+         hidden_size, layout, ctx):
+    dt = _check_float("RNN", X)
+    return _run("RNN", X, W, R, B, sequence_lens, [initial_h], None, layout, hidden_size, direction, 1, ["Tanh"],
+                activations, activation_alpha, activation_beta, _rnn_step(clip), ctx.num_outputs, dt)
+
+
+@op("RNN", since=1)
+def rnn_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+          activations=None, clip=None, direction="forward", hidden_size=None, output_sequence=0, ctx):
+    return _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
+                direction, hidden_size, 0, ctx)
+
+
+@op("RNN", since=7)
+def rnn_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+          activations=None, clip=None, direction="forward", hidden_size=None, ctx):
+    return _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
+                direction, hidden_size, 0, ctx)
+
+
+@op("RNN", since=14)
+def rnn_14(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+           activations=None, clip=None, direction="forward", hidden_size=None, layout=0, ctx):
+    return _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
+                direction, hidden_size, layout, ctx)
+
+
+# ---------------------------------------------------------------- LSTM
+
+
+def _lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, activation_alpha, activation_beta, activations, clip,
+          direction, hidden_size, input_forget, layout, ctx):
+    dt = _check_float("LSTM", X)
+    if P is not None:
+        P = np.asarray(P)
+        nd = 2 if direction == "bidirectional" else 1
+        if P.ndim != 2 or P.shape[0] != nd:
+            raise InvalidArgument(f"LSTM: P has invalid shape {P.shape}")
+        P = P.astype(np.float64 if np.asarray(X).dtype == np.float64 else np.float32)
+    return _run("LSTM", X, W, R, B, sequence_lens, [initial_h, initial_c], P, layout, hidden_size, direction, 4,
+                ["Sigmoid", "Tanh", "Tanh"], activations, activation_alpha, activation_beta,
+                _lstm_step(clip, input_forget), ctx.num_outputs, dt)
+
+
+@op("LSTM", since=1)
+def lstm_1(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
+           activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
+           input_forget=0, output_sequence=0, ctx):
+    return _lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, activation_alpha, activation_beta, activations,
+                 clip, direction, hidden_size, input_forget, 0, ctx)
+
+
+@op("LSTM", since=7)
+def lstm_7(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
+           activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
+           input_forget=0, ctx):
+    return _lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, activation_alpha, activation_beta, activations,
+                 clip, direction, hidden_size, input_forget, 0, ctx)
+
+
+@op("LSTM", since=14)
+def lstm_14(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
+            activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
+            input_forget=0, layout=0, ctx):
+    return _lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, activation_alpha, activation_beta, activations,
+                 clip, direction, hidden_size, input_forget, layout, ctx)
+
+
+# ---------------------------------------------------------------- GRU
+
+
+def _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip, direction,
+         hidden_size, linear_before_reset, layout, ctx):
+    dt = _check_float("GRU", X)
+    return _run("GRU", X, W, R, B, sequence_lens, [initial_h], None, layout, hidden_size, direction, 3,
+                ["Sigmoid", "Tanh"], activations, activation_alpha, activation_beta,
+                _gru_step(clip, linear_before_reset), ctx.num_outputs, dt)
+
+
+@op("GRU", since=1)
+def gru_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+          activations=None, clip=None, direction="forward", hidden_size=None, output_sequence=0, ctx):
+    return _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
+                direction, hidden_size, 0, 0, ctx)
+
+
+@op("GRU", since=3)
+def gru_3(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+          activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0,
+          output_sequence=0, ctx):
+    return _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
+                direction, hidden_size, linear_before_reset, 0, ctx)
+
+
+@op("GRU", since=7)
+def gru_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+          activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0, ctx):
+    return _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
+                direction, hidden_size, linear_before_reset, 0, ctx)
+
+
+@op("GRU", since=14)
+def gru_14(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+           activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0, layout=0,
+           ctx):
+    return _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
+                direction, hidden_size, linear_before_reset, layout, ctx)
