@@ -70,27 +70,23 @@ def _bits_of(x, code):
     x = np.asarray(x)
     width = 16 if code == _dt.BFLOAT16 else 8
     ut = np.uint16 if width == 16 else np.uint8
-    if x.dtype.kind == "V":
-        return x.view(ut)
-    return x.astype(ut, copy=False)
+    if x.dtype in (np.dtype(np.uint8), np.dtype(np.uint16)):
+        return x.astype(ut, copy=False)  # storage representation (no ml_dtypes)
+    return x.view(ut)
 
 
 def _wrap_bits(bits, code):
     """Bits (storage) -> onnxide's array for `code` (an ml_dtypes view when installed)."""
     dt = _dt.np_dtype(code)
-    bits = np.ascontiguousarray(bits)
-    if dt.kind == "V":
-        return bits.view(dt)
+    if dt.itemsize == bits.dtype.itemsize and dt != bits.dtype:
+        return bits.copy(order="C").view(dt)
     return bits.astype(dt, copy=False)
 
 
 def _small_int_values(x, code):
     """int4/uint4/int2/uint2 array -> its integer values as int8/uint8."""
     signed = _SMALL_INTS[code][1]
-    x = np.asarray(x)
-    if x.dtype.kind == "V":
-        return x.astype(np.int8 if signed else np.uint8)
-    return x.astype(np.int8 if signed else np.uint8, copy=False)
+    return np.asarray(x).astype(np.int8 if signed else np.uint8, copy=False)
 
 
 def _wrap_small_int(values, code):
@@ -120,12 +116,13 @@ def decode_float(bits, code):
                    np.ldexp((man + (1 << m)).astype(np.float64), ex - bias - m))
     val = np.where(sign == 1, -mag, mag)
     top = (1 << e) - 1
+    nan = np.where(sign == 1, -np.nan, np.nan)  # NaN keeps the pattern's sign bit
     if fam == "ieee":
-        val = np.where(ex == top, np.where(man == 0, np.where(sign == 1, -np.inf, np.inf), np.nan), val)
+        val = np.where(ex == top, np.where(man == 0, np.where(sign == 1, -np.inf, np.inf), nan), val)
     elif fam == "fn":
-        val = np.where((ex == top) & (man == (1 << m) - 1), np.nan, val)
+        val = np.where((ex == top) & (man == (1 << m) - 1), nan, val)
     elif fam == "fnuz":
-        val = np.where(b == 0x80, np.nan, val)
+        val = np.where(b == 0x80, nan, val)
     return val.astype(np.float32)
 
 
@@ -185,7 +182,7 @@ def encode_e8m0(v, saturate=True, round_mode="up"):
         raise InvalidArgument(f"Cast: round_mode must be 'up', 'down' or 'nearest', got {round_mode!r}")
     f = np.asarray(v, dtype=np.float32)
     with np.errstate(all="ignore"):
-        fbits = np.ascontiguousarray(f).view(np.uint32).astype(np.int64)
+        fbits = f.copy(order="C").view(np.uint32).astype(np.int64)
     exp = (fbits >> 23) & 0xFF
     frac = fbits & 0x7FFFFF
     isnan = np.isnan(f)
@@ -399,7 +396,8 @@ def _raw_bits(x, code):
     x = np.asarray(x)
     w = _bit_width(code)
     if code in _SMALL_INTS:
-        raw = x.view(np.uint8) if x.dtype.kind == "V" else x.astype(np.int16).astype(np.uint8)
+        plain = x.dtype in (np.dtype(np.int8), np.dtype(np.uint8))
+        raw = x.astype(np.int16).astype(np.uint8) if plain else x.view(np.uint8)
         return (raw & ((1 << w) - 1)).astype(np.uint8)
     if code in _FORMATS or code == _dt.FLOAT8E8M0:
         raw = _bits_of(x, code)
@@ -407,9 +405,7 @@ def _raw_bits(x, code):
     ut = _UINT.get(w)
     if ut is None:
         raise InvalidArgument(f"BitCast: unsupported element type {_dt.NAMES.get(code, code)}")
-    xc = np.ascontiguousarray(x)
-    if xc.dtype.byteorder == ">":
-        xc = xc.astype(xc.dtype.newbyteorder("<"))
+    xc = x.astype(x.dtype.newbyteorder("<"), order="C")
     return xc.view(ut)
 
 
@@ -425,7 +421,7 @@ def _from_raw(bits, code):
     target = _dt.np_dtype(code)
     if target == np.bool_:
         return np.asarray(bits != 0, dtype=bool)
-    return np.ascontiguousarray(bits).view(target.newbyteorder("<")).astype(target, copy=False)
+    return bits.copy(order="C").view(target.newbyteorder("<")).astype(target, copy=False)
 
 
 @op("BitCast", since=26)

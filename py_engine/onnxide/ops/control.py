@@ -21,8 +21,8 @@ def _result(outs, n):
     return tuple(outs)
 
 
-def _declared_empty(graph, index, lead_shape):
-    """An empty array for a scan output that got no iterations, typed by the body's declared output when known."""
+def _declared_type(graph, index):
+    """(static per-iteration shape as a list or None, numpy dtype) of a body output, from its declared type."""
     dt, shape = np.dtype(np.float32), None
     try:
         vi = graph.outputs[index]
@@ -32,12 +32,13 @@ def _declared_empty(graph, index, lead_shape):
     except (AttributeError, IndexError, KeyError, TypeError):
         pass
     if shape is not None and all(isinstance(d, int) for d in shape):
-        return lead_shape, [int(d) for d in shape], dt
-    return lead_shape, None, dt
+        return [int(d) for d in shape], dt
+    return None, dt
 
 
 def _empty_output(graph, index, axis=0):
-    lead, shape, dt = _declared_empty(graph, index, None)
+    """A scan output that got no iterations: zero along `axis`, typed by the body's declared output when known."""
+    shape, dt = _declared_type(graph, index)
     if shape is None:
         return np.zeros((0,), dtype=dt)
     shape = list(shape)
@@ -162,7 +163,7 @@ def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
     for k in range(k_out):
         sample = next((p[0] for p in scan_vals[k] if p), None)
         if sample is None:
-            _, shape, dt = _declared_empty(body, n + k, None)
+            shape, dt = _declared_type(body, n + k)
             out = np.zeros((batch, max_len, *(shape or [])), dtype=dt)
         else:
             out = np.zeros((batch, max_len) + sample.shape, dtype=sample.dtype)
@@ -212,12 +213,7 @@ def scan_9(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_dire
             rank = np.asarray(vals[0]).ndim + 1
             results.append(_stack(vals, _norm_axis(out_axes[k], rank, "output"), "Scan"))
         else:
-            _, shape, dt = _declared_empty(body, n + k, None)
-            if shape is None:
-                results.append(np.zeros((0,), dtype=dt))
-            else:
-                shape.insert(_norm_axis(out_axes[k], len(shape) + 1, "output"), 0)
-                results.append(np.zeros(shape, dtype=dt))
+            results.append(_empty_output(body, n + k, out_axes[k]))
     return _result(results, ctx.num_outputs)
 
 

@@ -93,7 +93,10 @@ def gather_nd_v11(data, indices):
 def gather_nd(data, indices, *, batch_dims=0):
     b, k, nb, m, key = _nd_setup(data, indices, batch_dims, "GatherND")
     flat = data.reshape((nb,) + data.shape[b:])
-    out = flat[key]  # (nb, m, *rest)
+    if k == 0:  # every index tuple addresses the whole per-batch slice
+        out = np.broadcast_to(flat[:, None], (nb, m) + data.shape[b:])
+    else:
+        out = flat[key]  # (nb, m, *rest)
     return out.reshape(indices.shape[:-1] + data.shape[b + k:])
 
 
@@ -280,7 +283,10 @@ def unique(X, *, axis=None, sorted=1):  # noqa: N803, A002
     srt = keys[order]
     starts = np.ones(n, dtype=bool)
     if n > 1:
-        starts[1:] = np.any(srt[1:] != srt[:-1], axis=1)
+        differ = srt[1:] != srt[:-1]
+        if srt.dtype.kind in "fc":  # NaNs compare equal to each other, as in numpy.unique
+            differ &= ~(np.isnan(srt[1:]) & np.isnan(srt[:-1]))
+        starts[1:] = np.any(differ, axis=1)
     gid = np.cumsum(starts) - 1  # group of each sorted position
     first = order[starts].astype(np.int64)  # first occurrence of each group (stable sort)
     bounds = np.append(np.nonzero(starts)[0], n)

@@ -18,7 +18,7 @@ _EXOTIC_FLOATS = frozenset((_dt.BFLOAT16, _dt.FLOAT8E4M3FN, _dt.FLOAT8E4M3FNUZ, 
 def is_exotic_float(dtype):
     """True for an ml_dtypes float dtype (bfloat16, float8, float4) numpy cannot compute on reliably."""
     dt = np.dtype(dtype)
-    if dt.kind != "V":
+    if dt.kind in "biuOUSc" or dt in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
         return False
     try:
         return _dt.code_of(dt) in _EXOTIC_FLOATS
@@ -191,17 +191,19 @@ def erf_array(x):
     if big.any():
         ab = ax[big]
         with np.errstate(invalid="ignore"):
-            idx = np.clip(np.floor(np.nan_to_num(ab, nan=0.0, posinf=_ERF_HI) / _ERF_W).astype(np.int64) - 1,
-                          0, len(_ERF_TAB) - 1)
-        lo = _ERF_W * (idx + 1)
-        u = (ab - lo) * (2.0 / _ERF_W) - 1.0
-        coef = _ERF_TAB[idx]
-        acc = np.zeros_like(ab)
-        for j in range(coef.shape[1]):
-            acc = acc * u + coef[:, j]
-        acc = np.where(ab >= _ERF_HI, 1.0, np.minimum(acc, 1.0))
-        acc = np.where(np.isnan(ab), np.nan, acc)
-        out[big] = np.copysign(acc, xd[big])
+            idx = np.floor(np.nan_to_num(ab, nan=0.0, posinf=_ERF_HI) / _ERF_W).astype(np.int64) - 1
+        res = np.ones_like(ab)  # |x| >= _ERF_HI: erf is 1 to double precision
+        for i in range(len(_ERF_TAB)):
+            sel = idx == i
+            if not sel.any():
+                continue
+            u = (ab[sel] - _ERF_W * (i + 1)) * (2.0 / _ERF_W) - 1.0
+            acc = np.zeros_like(u)
+            for c in _ERF_TAB[i]:
+                acc = acc * u + c
+            res[sel] = np.minimum(acc, 1.0)
+        res[np.isnan(ab)] = np.nan
+        out[big] = np.copysign(res, xd[big])
     return out.astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
 
 

@@ -21,7 +21,8 @@ def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, na
     ins = list(x.shape[2:])
     if len(ks) != len(ins):
         raise InvalidArgument(f"{name}: kernel_shape {ks} does not match input rank {x.ndim}")
-    out, pb, pe, st, dil = spatial_geometry(ins, ks, strides, dilations, pads, auto_pad, name, ceil_mode=bool(ceil_mode))
+    out, pb, pe, st, dil = spatial_geometry(ins, ks, strides, dilations, pads, auto_pad, name,
+                                            ceil_mode=bool(ceil_mode))
     pe_full = window_end_pads(ins, out, pb, pe, st, ks, dil)
     return ks, out, pb, pe, pe_full, st, dil
 

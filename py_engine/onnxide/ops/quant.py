@@ -3,7 +3,7 @@ DynamicQuantizeLinear, QLinearMatMul, QLinearConv."""
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import InvalidArgument, NotImplemented as OrtNotImplemented
+from ..errors import InvalidArgument
 from .conv import _kernel_shape, conv_nd, spatial_geometry
 from .registry import op
 
@@ -34,31 +34,22 @@ def _code(arr, ctx, i):
     return D.code_of(arr.dtype)
 
 
-def _native(code):
-    """True when numpy (with ml_dtypes if installed) holds `code` as a real dtype that astype converts."""
-    if not D.is_exotic(code):
-        return True
-    return D._ml(code) is not None
-
-
 def to_float(arr, code, dtype=np.float32):
-    """Values of an array of ONNX type `code` as float32 (or `dtype`)."""
-    if _native(code):
+    """Values of an array of ONNX type `code` as float32 (or `dtype`); exotic types decode through Cast's codecs,
+    which work with or without ml_dtypes."""
+    if not D.is_exotic(code):
         return arr.astype(dtype)
-    conv = getattr(D, "to_float32", None)
-    if conv is None:
-        raise OrtNotImplemented(f"no numeric conversion from {D.NAMES.get(code, code)} without ml_dtypes")
-    return np.asarray(conv(arr, code)).astype(dtype)
+    from .cast import cast_array
+    return np.asarray(cast_array(arr, code, D.FLOAT)).astype(dtype, copy=False)
 
 
 def from_float(arr, code, saturate=True):
-    """Float values to an array of ONNX type `code` (round to nearest even; ml_dtypes semantics for float8)."""
-    if _native(code):
+    """Float values to an array of ONNX type `code` (round to nearest even; Cast's saturation rules)."""
+    if not D.is_exotic(code):
         return arr.astype(D.np_dtype(code))
-    conv = getattr(D, "from_float32", None)
-    if conv is None:
-        raise OrtNotImplemented(f"no numeric conversion to {D.NAMES.get(code, code)} without ml_dtypes")
-    return np.asarray(conv(arr.astype(np.float32), code, saturate=saturate))
+    from .cast import cast_array
+    src = D.DOUBLE if arr.dtype == np.float64 else D.FLOAT
+    return cast_array(arr.astype(D.np_dtype(src), copy=False), src, code, saturate=int(bool(saturate)))
 
 
 def _expand(v, shape, axis, block_size, name, what):

@@ -131,11 +131,16 @@ def _run(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, d
         step = step_factory(R[d], Bv[d, gates * H:], None if P is None else P[d], acts[d], H)
         st = [s[d] for s in states]
         ys = np.zeros((T, Bn, H), dtype=cdt)
+        full = bool(valid.all())  # no padding: skip the masking
         for t in range(T):
             new = step(xw[t], *st)
-            m = valid[t][:, None]
-            st = [np.where(m, n, o) for n, o in zip(new, st)]
-            ys[t] = np.where(m, new[0], 0)
+            if full:
+                st = list(new)
+                ys[t] = new[0]
+            else:
+                m = valid[t][:, None]
+                st = [np.where(m, n, o) for n, o in zip(new, st)]
+                ys[t] = np.where(m, new[0], 0)
         Y[src, d, cols] = ys
         empty = (lens == 0)[:, None]  # like onnxruntime: a zero-length sequence gives zero final states
         for f, s in zip(finals, st):

@@ -9,6 +9,7 @@ from .. import proto as P
 from ..errors import (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
 from ..ir import load_model
 from ..ir.to_proto import model_to_proto
+from ..optimizer import optimize
 from . import providers as eps
 from .executor import Executor
 from .iobinding import IOBinding, OrtValue
@@ -106,7 +107,7 @@ class InferenceSession:
         mp = P.parse(P.ModelProto, data)
         if mp.graph is None:
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
-        self._model = load_model(mp, base_dir)
+        self._model = optimize(load_model(mp, base_dir), self._sess_options.graph_optimization_level)
         self._providers = _normalize_providers(providers, provider_options)
         self._executor = Executor(self._model, self._providers)
         g = self._model.graph

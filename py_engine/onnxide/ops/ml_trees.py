@@ -1,0 +1,295 @@
+"""ai.onnx.ml tree ensembles: TreeEnsemble (ml opset 5), TreeEnsembleRegressor and TreeEnsembleClassifier."""
+import numpy as np
+
+from ..errors import InvalidArgument
+from .ml import _labels_out, _rows, post_transform_scores
+from .registry import ML_DOMAIN, op
+
+LEQ, LT, GTE, GT, EQ, NEQ, MEMBER, LEAF = range(8)
+_LEGACY_MODES = {"BRANCH_LEQ": LEQ, "BRANCH_LT": LT, "BRANCH_GTE": GTE, "BRANCH_GT": GT, "BRANCH_EQ": EQ,
+                 "BRANCH_NEQ": NEQ, "LEAF": LEAF}
+_AGG = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
+_POST = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
+
+
+class _Forest:
+    """Flattened trees: per node its feature, threshold, mode, children (global indices), missing flag."""
+
+    def __init__(self, feature, threshold, mode, tchild, fchild, missing_true, roots, member_sets=None):
+        self.feature = np.asarray(feature, np.int64)
+        self.threshold = np.asarray(threshold, np.float64)
+        self.mode = np.asarray(mode, np.int64)
+        self.tchild = np.asarray(tchild, np.int64)
+        self.fchild = np.asarray(fchild, np.int64)
+        self.missing_true = np.asarray(missing_true, bool)
+        self.roots = np.asarray(roots, np.int64)
+        self.member_sets = member_sets or {}
+        n = self.mode.size
+        inner = self.mode != LEAF
+        for arr, what in ((self.tchild, "true"), (self.fchild, "false")):
+            bad = inner & ((arr < 0) | (arr >= n))
+            if bad.any():
+                raise InvalidArgument(f"tree ensemble: a {what} child id is out of range")
+        if self.roots.size and (self.roots.min() < 0 or self.roots.max() >= n):
+            raise InvalidArgument("tree ensemble: a tree root is out of range")
+
+    def leaves(self, x):
+        """Global index of the leaf each sample reaches in each tree: shape (N, n_trees)."""
+        r = _rows(x).astype(np.float64)
+        n = r.shape[0]
+        cur = np.broadcast_to(self.roots[None, :], (n, self.roots.size)).copy()
+        rows = np.broadcast_to(np.arange(n)[:, None], cur.shape)
+        if (self.feature[self.mode != LEAF] >= r.shape[1]).any():
+            raise InvalidArgument(f"tree ensemble: a feature id is out of range for {r.shape[1]} features")
+        for _ in range(self.mode.size + 1):
+            m = self.mode[cur]
+            active = m != LEAF
+            if not active.any():
+                break
+            xv = r[rows, np.where(active, self.feature[cur], 0)]
+            t = self.threshold[cur]
+            with np.errstate(invalid="ignore"):
+                cond = np.select([m == LEQ, m == LT, m == GTE, m == GT, m == EQ, m == NEQ],
+                                 [xv <= t, xv < t, xv >= t, xv > t, xv == t, xv != t], False)
+            if self.member_sets:
+                for node, values in self.member_sets.items():
+                    hit = active & (cur == node)
+                    if hit.any():
+                        cond[hit] = np.isin(xv[hit], values)
+            nan = np.isnan(xv)
+            cond = np.where(nan, self.missing_true[cur], cond)
+            cur = np.where(active, np.where(cond, self.tchild[cur], self.fchild[cur]), cur)
+        else:
+            raise InvalidArgument("tree ensemble: trees contain a cycle")
+        return cur
+
+
+def _aggregate(forest, leaves, weight_table, has_table, agg, n_out):
+    """Combine per-leaf target weights over trees. weight_table/has_table: (n_nodes, n_out)."""
+    w = weight_table[leaves]  # (N, T, n_out)
+    h = has_table[leaves]
+    if agg in (0, 1):
+        out = w.sum(axis=1)
+        if agg == 0:
+            out = out / max(forest.roots.size, 1)
+    elif agg == 2:
+        out = np.where(h, w, np.inf).min(axis=1)
+        out = np.where(np.isinf(out) & ~h.any(axis=1), 0.0, out)
+    elif agg == 3:
+        out = np.where(h, w, -np.inf).max(axis=1)
+        out = np.where(np.isinf(out) & ~h.any(axis=1), 0.0, out)
+    else:
+        raise InvalidArgument(f"tree ensemble: unsupported aggregate_function {agg}")
+    return out.reshape(leaves.shape[0], n_out)
+
+
+def _tables(n_nodes, n_out, nodes, targets, weights, agg):
+    wt = np.zeros((n_nodes, n_out))
+    ht = np.zeros((n_nodes, n_out), bool)
+    nodes, targets = np.asarray(nodes, np.int64), np.asarray(targets, np.int64)
+    if targets.size and (targets.min() < 0 or targets.max() >= n_out):
+        raise InvalidArgument("tree ensemble: a target/class id is out of range")
+    weights = np.asarray(weights, np.float64)
+    if agg == 2:
+        wt[:] = np.inf
+        np.minimum.at(wt, (nodes, targets), weights)
+    elif agg == 3:
+        wt[:] = -np.inf
+        np.maximum.at(wt, (nodes, targets), weights)
+    else:
+        np.add.at(wt, (nodes, targets), weights)
+    ht[nodes, targets] = True
+    wt[~ht] = 0.0
+    return wt, ht
+
+
+# ------------------------------------------------------------------------------------------- TreeEnsemble (5)
+@op("TreeEnsemble", since=5, domain=ML_DOMAIN)
+def tree_ensemble(x, *, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_falsenodeids, nodes_featureids,
+                  nodes_modes, nodes_splits, nodes_trueleafs, nodes_truenodeids, tree_roots, aggregate_function=1,
+                  membership_values=None, n_targets=None, nodes_hitrates=None, nodes_missing_value_tracks_true=None,
+                  post_transform=0):
+    modes = np.asarray(nodes_modes).astype(np.int64).ravel()
+    nn = modes.size
+    nl = len(leaf_targetids)
+    if not (len(nodes_featureids) == len(nodes_truenodeids) == len(nodes_falsenodeids) == nn
+            == np.asarray(nodes_splits).size):
+        raise InvalidArgument("TreeEnsemble: nodes_* attributes have different lengths")
+    if (modes < 0).any() or (modes > MEMBER).any():
+        raise InvalidArgument("TreeEnsemble: invalid nodes_modes value")
+    tleaf = np.asarray(nodes_trueleafs, bool)
+    fleaf = np.asarray(nodes_falseleafs, bool)
+    tchild = np.where(tleaf, nn + np.asarray(nodes_truenodeids, np.int64), nodes_truenodeids)
+    fchild = np.where(fleaf, nn + np.asarray(nodes_falsenodeids, np.int64), nodes_falsenodeids)
+    missing = np.zeros(nn, bool) if not nodes_missing_value_tracks_true \
+        else np.asarray(nodes_missing_value_tracks_true, bool)
+    member_sets = {}
+    if (modes == MEMBER).any():
+        mv = np.asarray(membership_values if membership_values is not None else [], np.float64).ravel()
+        cuts = np.nonzero(np.isnan(mv))[0]
+        groups = np.split(mv, cuts)
+        groups = [g[~np.isnan(g)] for g in groups]
+        for k, node in enumerate(np.nonzero(modes == MEMBER)[0]):
+            member_sets[int(node)] = groups[k] if k < len(groups) else np.zeros(0)
+    splits = np.asarray(nodes_splits, np.float64).ravel()
+    forest = _Forest(np.concatenate([np.asarray(nodes_featureids, np.int64), np.zeros(nl, np.int64)]),
+                     np.concatenate([splits, np.zeros(nl)]),
+                     np.concatenate([modes, np.full(nl, LEAF)]),
+                     np.concatenate([tchild, np.zeros(nl, np.int64)]),
+                     np.concatenate([fchild, np.zeros(nl, np.int64)]),
+                     np.concatenate([missing, np.zeros(nl, bool)]), tree_roots, member_sets)
+    n_out = int(n_targets) if n_targets is not None else (max(leaf_targetids) + 1 if nl else 1)
+    wt, ht = _tables(nn + nl, n_out, nn + np.arange(nl), leaf_targetids, np.asarray(leaf_weights).ravel(),
+                     int(aggregate_function))
+    y = _aggregate(forest, forest.leaves(x), wt, ht, int(aggregate_function), n_out)
+    y = post_transform_scores(y, _POST.get(int(post_transform), post_transform))
+    return y.astype(x.dtype if x.dtype.kind == "f" else np.float32)
+
+
+# ------------------------------------------------------------------------------------------- legacy format
+def _legacy_forest(nodes_treeids, nodes_nodeids, nodes_featureids, nodes_values, nodes_modes, nodes_truenodeids,
+                   nodes_falsenodeids, nodes_missing_value_tracks_true):
+    n = len(nodes_nodeids)
+    if not (len(nodes_treeids) == len(nodes_featureids) == len(nodes_modes) == n):
+        raise InvalidArgument("tree ensemble: nodes_* attributes have different lengths")
+    index = {(int(t), int(i)): k for k, (t, i) in enumerate(zip(nodes_treeids, nodes_nodeids))}
+    try:
+        modes = [_LEGACY_MODES[m] for m in nodes_modes]
+    except KeyError as e:
+        raise InvalidArgument(f"tree ensemble: unknown node mode {e}") from None
+    tchild = np.zeros(n, np.int64)
+    fchild = np.zeros(n, np.int64)
+    referenced = set()
+    for k in range(n):
+        if modes[k] == LEAF:
+            continue
+        t = int(nodes_treeids[k])
+        try:
+            tchild[k] = index[(t, int(nodes_truenodeids[k]))]
+            fchild[k] = index[(t, int(nodes_falsenodeids[k]))]
+        except KeyError:
+            raise InvalidArgument(f"tree ensemble: node {nodes_nodeids[k]} of tree {t} has a missing child") from None
+        referenced.update((tchild[k], fchild[k]))
+    roots, seen = [], set()
+    for k in range(n):
+        t = int(nodes_treeids[k])
+        if t not in seen and k not in referenced:
+            seen.add(t)
+            roots.append(k)
+    missing = np.zeros(n, bool) if not nodes_missing_value_tracks_true \
+        else np.asarray(nodes_missing_value_tracks_true, bool)
+    vals = np.asarray(nodes_values if nodes_values is not None else np.zeros(n), np.float64).ravel()
+    return _Forest(nodes_featureids, vals, modes, tchild, fchild, missing, roots), index
+
+
+def _leaf_nodes(index, treeids, nodeids):
+    try:
+        return [index[(int(t), int(i))] for t, i in zip(treeids, nodeids)]
+    except KeyError as e:
+        raise InvalidArgument(f"tree ensemble: a leaf refers to unknown node {e}") from None
+
+
+def _pick(plain, as_tensor):
+    if as_tensor is not None:
+        return np.asarray(as_tensor, np.float64).ravel()
+    return None if plain is None else np.asarray(plain, np.float64)
+
+
+def _regressor(x, a):
+    forest, index = _legacy_forest(a["nodes_treeids"], a["nodes_nodeids"], a["nodes_featureids"],
+                                   _pick(a["nodes_values"], a.get("nodes_values_as_tensor")), a["nodes_modes"],
+                                   a["nodes_truenodeids"], a["nodes_falsenodeids"],
+                                   a["nodes_missing_value_tracks_true"])
+    agg = _AGG.get(a["aggregate_function"])
+    if agg is None:
+        raise InvalidArgument(f"TreeEnsembleRegressor: unknown aggregate_function '{a['aggregate_function']}'")
+    n_out = int(a["n_targets"]) if a["n_targets"] is not None else max(a["target_ids"] or [0]) + 1
+    nodes = _leaf_nodes(index, a["target_treeids"] or [], a["target_nodeids"] or [])
+    weights = _pick(a["target_weights"], a.get("target_weights_as_tensor"))
+    wt, ht = _tables(forest.mode.size, n_out, nodes, a["target_ids"] or [], weights if weights is not None else [],
+                     agg)
+    y = _aggregate(forest, forest.leaves(x), wt, ht, agg, n_out)
+    base = _pick(a["base_values"], a.get("base_values_as_tensor"))
+    if base is not None and base.size:
+        y = y + base
+    return post_transform_scores(y, a["post_transform"]).astype(np.float32)
+
+
+def _classifier(x, a):
+    forest, index = _legacy_forest(a["nodes_treeids"], a["nodes_nodeids"], a["nodes_featureids"],
+                                   _pick(a["nodes_values"], a.get("nodes_values_as_tensor")), a["nodes_modes"],
+                                   a["nodes_truenodeids"], a["nodes_falsenodeids"],
+                                   a["nodes_missing_value_tracks_true"])
+    ints, strings = a["classlabels_int64s"], a["classlabels_strings"]
+    n_classes = len(strings or ints or [])
+    if n_classes == 0:
+        raise InvalidArgument("TreeEnsembleClassifier: class labels are required")
+    class_ids = list(a["class_ids"] or [])
+    nodes = _leaf_nodes(index, a["class_treeids"] or [], a["class_nodeids"] or [])
+    weights = _pick(a["class_weights"], a.get("class_weights_as_tensor"))
+    width = max(n_classes, max(class_ids) + 1 if class_ids else 1)
+    wt, ht = _tables(forest.mode.size, width, nodes, class_ids, weights if weights is not None else [], 1)
+    res = _aggregate(forest, forest.leaves(x), wt, ht, 1, width)[:, :max(n_classes, 1)]
+    base = _pick(a["base_values"], a.get("base_values_as_tensor"))
+    if base is not None and base.size:
+        res = res + base[: res.shape[1]]
+    post = a["post_transform"]
+    if len(set(class_ids)) == 1 and n_classes <= 2:
+        # binary model scoring one class: second column is the score, the first its complement
+        col = res[:, class_ids[0]:class_ids[0] + 1] if class_ids[0] < res.shape[1] else res[:, :1]
+        other = 1 - col if post in ("NONE", "PROBIT") else -col
+        res = np.concatenate([other, col], axis=1)
+    scores = post_transform_scores(res, post)
+    best = np.argmax(scores, axis=1)
+    if n_classes == 1:
+        labels = np.where(best == 1, (ints or [1])[0], 0).astype(np.int64) if ints \
+            else _labels_out(np.zeros_like(best), ints, strings)
+    else:
+        labels = _labels_out(best, ints, strings)
+    return labels, scores.astype(np.float32)
+
+
+_COMMON = ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values", "nodes_modes",
+           "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true", "base_values",
+           "post_transform")
+
+
+@op("TreeEnsembleRegressor", since=1, domain=ML_DOMAIN)
+def tree_ensemble_regressor_1(x, *, aggregate_function="SUM", base_values=None, n_targets=None,
+                              nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
+                              nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_nodeids=None,
+                              nodes_treeids=None, nodes_truenodeids=None, nodes_values=None, post_transform="NONE",
+                              target_ids=None, target_nodeids=None, target_treeids=None, target_weights=None):
+    return _regressor(x, dict(locals()))
+
+
+@op("TreeEnsembleRegressor", since=3, domain=ML_DOMAIN)
+def tree_ensemble_regressor_3(x, *, aggregate_function="SUM", base_values=None, base_values_as_tensor=None,
+                              n_targets=None, nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
+                              nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None, nodes_modes=None,
+                              nodes_nodeids=None, nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
+                              nodes_values_as_tensor=None, post_transform="NONE", target_ids=None,
+                              target_nodeids=None, target_treeids=None, target_weights=None,
+                              target_weights_as_tensor=None):
+    return _regressor(x, dict(locals()))
+
+
+@op("TreeEnsembleClassifier", since=1, domain=ML_DOMAIN)
+def tree_ensemble_classifier_1(x, *, base_values=None, class_ids=None, class_nodeids=None, class_treeids=None,
+                               class_weights=None, classlabels_int64s=None, classlabels_strings=None,
+                               nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
+                               nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_nodeids=None,
+                               nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
+                               post_transform="NONE"):
+    return _classifier(x, dict(locals()))
+
+
+@op("TreeEnsembleClassifier", since=3, domain=ML_DOMAIN)
+def tree_ensemble_classifier_3(x, *, base_values=None, base_values_as_tensor=None, class_ids=None,
+                               class_nodeids=None, class_treeids=None, class_weights=None,
+                               class_weights_as_tensor=None, classlabels_int64s=None, classlabels_strings=None,
+                               nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
+                               nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None, nodes_modes=None,
+                               nodes_nodeids=None, nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
+                               nodes_values_as_tensor=None, post_transform="NONE"):
+    return _classifier(x, dict(locals()))

@@ -1,0 +1,95 @@
+"""Extended passes on convolutions and GEMMs: BatchNormalization folded into Conv weights; Conv / Gemm followed by
+an activation fused into com.microsoft FusedConv / FusedGemm (which onnxruntime also runs)."""
+import numpy as np
+
+from ..ir.model import Node
+from .graph import constant_value, consumers, graph_output_names, single_consumer
+
+_FUSABLE = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip"}
+
+
+def _onnx(n, *types):
+    return n.domain in ("", "ai.onnx") and n.op_type in types
+
+
+def fold_batchnorm_into_conv(model):
+    g, changed = model.graph, False
+    uses, outputs = consumers(g), graph_output_names(g)
+    for conv in list(g.nodes):
+        if not _onnx(conv, "Conv") or len(conv.outputs) != 1:
+            continue
+        bn = single_consumer(uses, conv.outputs[0], outputs)
+        if bn is None or not _onnx(bn, "BatchNormalization") or bn.inputs[0] != conv.outputs[0]:
+            continue
+        if len([o for o in bn.outputs if o]) != 1 or bn.attrs.get("training_mode", 0) or \
+                bn.attrs.get("spatial", 1) != 1 or model.opsets.get("", 1) < 7:
+            continue
+        w = constant_value(g, conv.inputs[1])
+        b = constant_value(g, conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else None
+        stats = [constant_value(g, x) for x in bn.inputs[1:5]]
+        if w is None or any(s is None for s in stats) or w.dtype.kind != "f" or \
+                (len(conv.inputs) > 2 and conv.inputs[2] and b is None):
+            continue
+        scale, bias, mean, var = (s.astype(np.float64) for s in stats)
+        k = scale / np.sqrt(var + bn.attrs.get("epsilon", 1e-5))
+        w_new = (w.astype(np.float64) * k.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+        b0 = b.astype(np.float64) if b is not None else 0.0
+        b_new = ((b0 - mean) * k + bias).astype(w.dtype)
+        wn, bname = conv.inputs[1] + "_bnfold", (conv.name or "conv") + "_bnfold_bias"
+        g.initializers[wn], g.initializers[bname] = w_new, b_new
+        conv.inputs = [conv.inputs[0], wn, bname]
+        conv.outputs = [bn.outputs[0]]
+        g.nodes.remove(bn)
+        uses = consumers(g)
+        changed = True
+    return changed
+
+
+def _activation_params(act):
+    a = act.attrs
+    if act.op_type == "LeakyRelu":
+        return [a.get("alpha", 0.01)]
+    if act.op_type == "HardSigmoid":
+        return [a.get("alpha", 0.2), a.get("beta", 0.5)]
+    return []
+
+
+def fuse_activation(model):
+    """Conv+act → FusedConv; Gemm+act → FusedGemm (float only; Clip only with constant or attribute bounds)."""
+    g, changed = model.graph, False
+    uses, outputs = consumers(g), graph_output_names(g)
+    for base in list(g.nodes):
+        if not _onnx(base, "Conv", "Gemm") or len(base.outputs) != 1:
+            continue
+        act = single_consumer(uses, base.outputs[0], outputs)
+        if act is None or not _onnx(act, *_FUSABLE) or act.inputs[0] != base.outputs[0]:
+            continue
+        w = constant_value(g, base.inputs[1])
+        if w is None or w.dtype != np.float32:
+            continue  # fused kernels are float32 in onnxruntime
+        params = _activation_params(act)
+        if act.op_type == "Clip":
+            if "min" in act.attrs or "max" in act.attrs:
+                params = [act.attrs.get("min", -3.4028234663852886e38), act.attrs.get("max", 3.4028234663852886e38)]
+            else:
+                lo = constant_value(g, act.inputs[1]) if len(act.inputs) > 1 and act.inputs[1] else np.float32(-3.4e38)
+                hi = constant_value(g, act.inputs[2]) if len(act.inputs) > 2 and act.inputs[2] else np.float32(3.4e38)
+                if lo is None or hi is None:
+                    continue
+                params = [float(lo), float(hi)]
+        attrs = dict(base.attrs)
+        if base.op_type == "Conv":
+            attrs.update(activation=act.op_type, activation_params=[float(p) for p in params])
+            fused = Node("FusedConv", base.inputs, act.outputs, attrs, "com.microsoft", base.name + "_fused")
+        else:
+            if base.attrs.get("broadcast") is not None or model.opsets.get("", 1) < 7:
+                continue
+            p = params + [0.0, 0.0]
+            attrs.update(activation=act.op_type, activation_alpha=float(p[0]), activation_beta=float(p[1]))
+            fused = Node("FusedGemm", base.inputs, act.outputs, attrs, "com.microsoft", base.name + "_fused")
+        g.nodes[g.nodes.index(base)] = fused
+        g.nodes.remove(act)
+        model.opsets.setdefault("com.microsoft", 1)
+        uses = consumers(g)
+        changed = True
+    return changed

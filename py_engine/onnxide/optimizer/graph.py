@@ -1,0 +1,77 @@
+"""Graph-editing helpers for the passes: producers/consumers (subgraph reads included), constants, rewiring."""
+import numpy as np
+
+from ..runtime.executor import free_names
+
+
+def producers(graph):
+    return {o: n for n in graph.nodes for o in n.outputs if o}
+
+
+def consumers(graph):
+    """name -> list of nodes reading it (a node whose subgraph reads a name counts as reading it)."""
+    uses = {}
+    for n in graph.nodes:
+        names = [x for x in n.inputs if x]
+        for v in n.attrs.values():
+            for g in (v if isinstance(v, list) else [v]):
+                if hasattr(g, "nodes"):
+                    names += list(free_names(g))
+        for x in names:
+            uses.setdefault(x, []).append(n)
+    return uses
+
+
+def graph_output_names(graph):
+    return {o.name for o in graph.outputs}
+
+
+def constant_value(graph, name):
+    """The initializer's array when `name` is a non-overridable initializer, else None."""
+    if name in graph.initializers and name not in {v.name for v in graph.inputs}:
+        v = graph.initializers[name]
+        return v if isinstance(v, np.ndarray) else None
+    return None
+
+
+def replace_uses(graph, old, new):
+    """Make every reader of `old` (incl. subgraph reads) read `new`; graph outputs keep their names."""
+    for n in graph.nodes:
+        n.inputs = [new if x == old else x for x in n.inputs]
+        for v in n.attrs.values():
+            for g in (v if isinstance(v, list) else [v]):
+                if hasattr(g, "nodes"):
+                    _replace_in_subgraph(g, old, new)
+
+
+def _replace_in_subgraph(g, old, new):
+    local = {v.name for v in g.inputs} | set(g.initializers)
+    if old in local:
+        return
+    for n in g.nodes:
+        if old in n.outputs:
+            return
+        n.inputs = [new if x == old else x for x in n.inputs]
+        for v in n.attrs.values():
+            for sg in (v if isinstance(v, list) else [v]):
+                if hasattr(sg, "nodes"):
+                    _replace_in_subgraph(sg, old, new)
+    g.plan_cache.clear()
+    for o in g.outputs:
+        if o.name == old:
+            o.name = new
+
+
+def fresh_name(graph, base):
+    taken = set(graph.initializers) | {o for n in graph.nodes for o in n.outputs} | {v.name for v in graph.inputs}
+    name, i = base, 0
+    while name in taken:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
+def single_consumer(uses, name, outputs):
+    """The only node reading `name`, or None (also None when `name` is a graph output)."""
+    readers = uses.get(name, [])
+    return readers[0] if len(readers) == 1 and name not in outputs else None
