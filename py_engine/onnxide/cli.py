@@ -33,6 +33,20 @@ def _run(path, seed):
     return 0
 
 
+def _bench(args):
+    import os
+
+    from .bench import bench_model, format_table
+    from .demo import default_model_bytes
+
+    models = [(os.path.basename(m), m) for m in args.models] or [("default-cnn", default_model_bytes())]
+    dims = {k: int(v) for k, v in (d.split("=", 1) for d in args.dim)}
+    for threads in args.threads:
+        rows = [(name, bench_model(m, threads, args.warmup, args.iterations, dims=dims)) for name, m in models]
+        print(format_table(rows, threads))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="onnxide")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -42,6 +56,12 @@ def main(argv=None):
     p = sub.add_parser("run", help="run a model once on random inputs")
     p.add_argument("model")
     p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("bench", help="time onnxide and onnxruntime side by side on model files")
+    p.add_argument("models", nargs="*", help="model paths (default: the bundled default model)")
+    p.add_argument("--threads", type=int, nargs="+", default=[1])
+    p.add_argument("--iterations", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--dim", action="append", default=[], help="symbolic dim value, e.g. --dim seq=128")
     args = ap.parse_args(argv)
     from .errors import OnnxideError
 
@@ -49,6 +69,8 @@ def main(argv=None):
         if args.cmd == "demo":
             from .demo import main as demo_main
             return demo_main()
+        if args.cmd == "bench":
+            return _bench(args)
         if args.cmd == "info":
             return _info(args.model)
         return _run(args.model, args.seed)

@@ -1,5 +1,4 @@
-"""Activation kernels: Relu LeakyRelu PRelu Elu Selu Celu Sigmoid HardSigmoid HardSwish Tanh Softplus Softsign
-ThresholdedRelu Shrink Mish Swish Gelu."""
+"""Activation kernels: Relu, LeakyRelu, PRelu, Elu, Selu, Celu, Sigmoid, HardSigmoid, HardSwish, Tanh, Softplus, ..."""
 import inspect
 
 import numpy as np

@@ -1,11 +1,10 @@
-"""Attention-family ops: Attention (opset 23/24/25), RotaryEmbedding, SwiGLU, LinearAttention and ai.onnx.preview
-FlexAttention (CausalConvWithState lives in conv.py)."""
+"""Attention ops: Attention 23-25, RotaryEmbedding, SwiGLU, LinearAttention, ai.onnx.preview FlexAttention."""
 import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
 from .registry import op
-from .softmax import compute_dtype
+from .softmax import compute_dtype, work_dtype as _work_dtype
 
 PREVIEW_DOMAIN = "ai.onnx.preview"
 
@@ -23,15 +22,6 @@ def _precision_dtype(code, name):
     if code not in (1, 10, 11, 16):
         raise InvalidArgument(f"{name}: unsupported softmax_precision {code}")
     return np.dtype(np.float32) if code == 16 else np_dtype(code)
-
-
-def _work_dtype(dt):
-    """Dtype Attention computes in: the input's own float type when numpy can compute on it (float16, float32,
-    float64, ml_dtypes bfloat16), rounding after every step like the ONNX reference; float32 otherwise."""
-    dt = np.dtype(dt)
-    if dt.kind == "f" or (dt.kind == "V" and dt.name == "bfloat16"):
-        return dt
-    return np.dtype(np.float32)
 
 
 def _mm(a, b):

@@ -1,5 +1,4 @@
-"""Type conversion kernels: Cast, CastLike, BitCast across every ONNX element type (float8/float4/bfloat16/int4/int2,
-strings), with the `saturate` and `round_mode` rules; the bit-level codecs work with or without ml_dtypes."""
+"""Type conversion kernels: Cast, CastLike, BitCast across every ONNX element type, with or without ml_dtypes."""
 import numpy as np
 
 from .. import dtypes as _dt
@@ -211,18 +210,22 @@ def encode_e8m0(v, saturate=True, round_mode="up"):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _to_str(v):
-    """Values -> object array of Python str, floats in shortest round-trip form; NaN/INF/-INF spelled as ONNX."""
+    """Values -> object array of Python str the way onnxruntime writes them: floats of every width as C's "%.8g"
+    with NaN / INF / -INF spelled as ONNX reserves them, integers in decimal, bools as "1" / "0"."""
     v = np.asarray(v)
     if v.dtype.kind == "O":
         return np.array([x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in v.ravel().tolist()],
                         dtype=object).reshape(v.shape)
-    s = v.astype(np.str_).astype(object)
+    if v.dtype.kind == "b":
+        return np.where(v, "1", "0").astype(object)
     if v.dtype.kind == "f":
+        fin = np.isfinite(v)
+        s = np.char.mod("%.8g", np.where(fin, v, 0).astype(np.float64)).astype(object)
         s = np.where(np.isnan(v), "NaN", s)
         s = np.where(np.isposinf(v), "INF", s)
         s = np.where(np.isneginf(v), "-INF", s)
-        s = np.asarray(s, dtype=object)
-    return s
+        return np.asarray(s, dtype=object)
+    return v.astype(np.str_).astype(object)
 
 
 def _str_list(x):

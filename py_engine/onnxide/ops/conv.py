@@ -1,10 +1,45 @@
-"""Convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, Col2Im (im2col / col2im with numpy strided views)."""
+"""Convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, Col2Im, CausalConvWithState (im2col on strided views)."""
+import functools
 import itertools
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..errors import InvalidArgument
 from .registry import op
+
+_EXOTIC_FLOATS = (_dt.BFLOAT16, _dt.FLOAT8E4M3FN, _dt.FLOAT8E4M3FNUZ, _dt.FLOAT8E5M2, _dt.FLOAT8E5M2FNUZ,
+                  _dt.FLOAT4E2M1)
+
+
+def exotic_float_io(kernel):
+    """Let a float kernel take bfloat16/float8 inputs held as bit-pattern storage (no ml_dtypes, e.g. Pyodide):
+    such inputs, recognised by their declared type in ctx.input_types, are decoded to float32 and the first
+    output is encoded back to the first one's type.  With ml_dtypes the arrays are real dtypes: a no-op."""
+
+    @functools.wraps(kernel)
+    def wrapper(*args, ctx=None, **kw):
+        types = getattr(ctx, "input_types", None) if ctx is not None else None
+        out_code = None
+        if types:
+            args = list(args)
+            for i, a in enumerate(args):
+                if a is None or i >= len(types) or types[i] is None or a.dtype not in (np.uint8, np.uint16):
+                    continue
+                code = getattr(getattr(types[i], "tensor_type", None), "elem_type", 0)
+                if code in _EXOTIC_FLOATS:
+                    from .cast import cast_array
+                    args[i] = np.asarray(cast_array(a, code, _dt.FLOAT))
+                    out_code = out_code or code
+        res = kernel(*args, ctx=ctx, **kw)
+        if out_code is None:
+            return res
+        from .cast import cast_array
+        if isinstance(res, tuple):
+            return (cast_array(res[0].astype(np.float32, copy=False), _dt.FLOAT, out_code),) + res[1:]
+        return cast_array(res.astype(np.float32, copy=False), _dt.FLOAT, out_code)
+
+    return wrapper
 
 
 def compute_dtype(dtype):
@@ -123,6 +158,7 @@ def _float_in(a):
 
 
 @op("Conv", since=1)
+@exotic_float_io
 def conv(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
          ctx=None):
     name = f"Conv node '{ctx.node_name}'" if ctx is not None else "Conv"
@@ -154,6 +190,7 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET
 
 
 @op("ConvTranspose", since=1)
+@exotic_float_io
 def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                    output_padding=None, output_shape=None, pads=None, strides=None, ctx=None):
     name = f"ConvTranspose node '{ctx.node_name}'" if ctx is not None else "ConvTranspose"
@@ -187,6 +224,8 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
             pb = [t // 2 for t in total]
         else:
             pb = [t - t // 2 for t in total]
+        # a larger output than the natural one (implied output_padding) grows at the end, as onnxruntime does
+        pb = [max(0, b) for b in pb]
         out = os_
     else:
         p = [0] * (2 * nd) if auto_pad == "VALID" else _ints(pads, 2 * nd, 0, "pads", name)
@@ -218,6 +257,7 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
 
 
 @op("Col2Im", since=18)
+@exotic_float_io
 def col2im(x, image_shape, block_shape, *, dilations=None, pads=None, strides=None, ctx=None):
     name = f"Col2Im node '{ctx.node_name}'" if ctx is not None else "Col2Im"
     img = [int(v) for v in np.asarray(image_shape).reshape(-1)]
@@ -275,6 +315,7 @@ def _multilinear_gather(x, pos):
 
 
 @op("DeformConv", since=19)
+@exotic_float_io
 def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, kernel_shape=None, offset_group=1,
                 pads=None, strides=None, ctx=None):
     name = f"DeformConv node '{ctx.node_name}'" if ctx is not None else "DeformConv"
@@ -320,6 +361,7 @@ def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, ker
 
 
 @op("CausalConvWithState", since=27)
+@exotic_float_io
 def causal_conv_with_state(x, w, b=None, past_state=None, *, activation="none", ctx=None):
     name = f"CausalConvWithState node '{ctx.node_name}'" if ctx is not None else "CausalConvWithState"
     if x.ndim != 3 or w.ndim != 3 or w.shape[0] != x.shape[1] or w.shape[1] != 1:

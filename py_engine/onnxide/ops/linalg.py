@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .conv import exotic_float_io
 from .registry import op
 
 
@@ -30,6 +31,7 @@ def _matmul(a, b, name):
 
 
 @op("MatMul", since=1)
+@exotic_float_io
 def matmul(a, b, *, ctx=None):
     if a.dtype != b.dtype:
         raise InvalidArgument(f"{_name('MatMul', ctx)}: input types differ ({a.dtype} vs {b.dtype})")
@@ -44,16 +46,16 @@ def _gemm(a, b, c, alpha, beta, trans_a, trans_b, name):
     if trans_b:
         b = b.T
     dt = a.dtype
-    y = _matmul(a, b, name)
-    if dt.kind == "f" or dt.kind not in "iu":
+    if dt.kind not in "iu":  # float16/bfloat16 accumulate and scale in float32, rounding once at the end
         ct = np.float64 if dt == np.float64 else np.float32
-        y = y.astype(ct, copy=False)
+        y = _matmul(a.astype(ct, copy=False), b.astype(ct, copy=False), name)
         if alpha != 1.0:
             y = y * ct(alpha)
         if c is not None and beta != 0.0:
             cc = c.astype(ct, copy=False)
             y = y + (cc if beta == 1.0 else cc * ct(beta))
         return np.asarray(y.astype(dt, copy=False))
+    y = _matmul(a, b, name)
     if alpha != 1.0:
         y = (y * alpha).astype(dt)
     if c is not None and beta != 0.0:
@@ -73,6 +75,7 @@ def _check_c(c, m, n, name):
 
 
 @op("Gemm", since=1)
+@exotic_float_io
 def gemm_1(a, b, c=None, *, alpha=1.0, beta=1.0, broadcast=0, transA=0, transB=0, ctx=None):
     name = _name("Gemm", ctx)
     m = a.shape[1] if transA else a.shape[0]
@@ -84,6 +87,7 @@ def gemm_1(a, b, c=None, *, alpha=1.0, beta=1.0, broadcast=0, transA=0, transB=0
 
 
 @op("Gemm", since=7)
+@exotic_float_io
 def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, ctx=None):
     name = _name("Gemm", ctx)
     if a.ndim == 2 and b.ndim == 2:
@@ -109,6 +113,7 @@ def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, *, ctx=None):
 
 
 @op("Einsum", since=12)
+@exotic_float_io
 def einsum(*inputs, equation, ctx=None):
     name = _name("Einsum", ctx)
     eq = equation.replace(" ", "")
@@ -124,6 +129,7 @@ def einsum(*inputs, equation, ctx=None):
 
 
 @op("Det", since=11)
+@exotic_float_io
 def det(x, *, ctx=None):
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise InvalidArgument(f"{_name('Det', ctx)}: input must be [..., M, M], got {x.shape}")

@@ -1,4 +1,4 @@
-"""Logical and comparison kernels: And Or Xor Not, Equal Greater GreaterOrEqual Less LessOrEqual (strings where allowed)."""
+"""Logical and comparison kernels: And Or Xor Not, Equal Greater(OrEqual) Less(OrEqual), strings where allowed."""
 import numpy as np
 
 from .math import legacy_broadcast, lift

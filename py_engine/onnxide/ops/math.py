@@ -1,4 +1,4 @@
-"""Elementwise arithmetic kernels: unary math, trig, binary arithmetic, variadic Sum/Mean/Max/Min, bitwise, Clip, Where."""
+"""Elementwise arithmetic: unary math, trig, binary arithmetic, variadic Sum/Mean/Max/Min, bitwise, Clip, Where."""
 import functools
 
 import numpy as np

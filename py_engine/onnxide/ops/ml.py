@@ -478,15 +478,25 @@ def svm_classifier(x, *, classlabels_ints=None, classlabels_strings=None, coeffi
     best_src = votes if votes is not None else scores
     best = np.argmax(best_src, axis=1)
     maxw = best_src[np.arange(r.shape[0]), best]
-    if rho.size == 1 and scores.shape[1] == 1:
-        # a single decision function: positive/negative class from its sign
+    second = False
+    if rho.size == 1:  # one decision function (onnxruntime's binary conventions)
         if len(labels_list) == 2:
-            pos = (maxw >= 0.5) if (all_pos and not prob_a) else (maxw > 0)
-            best = np.where(pos, 1, 0)
-            scores = np.concatenate([-scores, scores], axis=1)
+            second = True
+            if not prob_a and all_pos:
+                best = np.where(maxw >= 0.5, 1, best)
         else:
             best = np.where(maxw > 0, 1, 0)
-    out_scores = post_transform_scores(scores, post_transform)
+    if scores.shape[1] == 1 and post_transform != "PROBIT":
+        if second:
+            scores = np.concatenate([-scores, scores], axis=1)
+            if post_transform == "LOGISTIC":
+                out_scores = 1.0 / (1.0 + np.exp(-scores))
+            else:
+                out_scores = post_transform_scores(scores, post_transform)
+        else:
+            out_scores = scores
+    else:
+        out_scores = post_transform_scores(scores, post_transform)
     if labels_list:
         labels = _labels_out(np.minimum(best, len(labels_list) - 1), classlabels_ints, classlabels_strings)
     else:

@@ -1,5 +1,4 @@
-"""Normalization ops: BatchNormalization (all opsets), Layer/Instance/Group/RMS normalization, LRN, LpNormalization,
-MeanVarianceNormalization and Dropout."""
+"""Normalization ops: BatchNormalization, Layer/Instance/Group/RMS norm, LRN, LpNormalization, MVN and Dropout."""
 import numpy as np
 
 from ..dtypes import np_dtype

@@ -6,8 +6,6 @@ import numpy as np
 from ..errors import InvalidArgument
 from .registry import op
 
-_FLOAT_KINDS = "fc"
-
 
 def _cast_back(y, dtype):
     """Cast the float64 interpolation result back to the input dtype (integers round and saturate)."""

@@ -13,6 +13,15 @@ def compute_dtype(dt):
     return np.dtype(np.float32)
 
 
+def work_dtype(dt):
+    """The dtype to compute in, step by step like the ONNX spec: the input's own float type when numpy can compute on
+    it (float16/32/64, ml_dtypes bfloat16), so results round exactly like the reference; float32 otherwise."""
+    dt = np.dtype(dt)
+    if dt.kind == "f" or (dt.kind == "V" and dt.name == "bfloat16"):
+        return dt
+    return np.dtype(np.float32)
+
+
 def _axis(axis, rank, name):
     if not -max(rank, 1) <= axis < max(rank, 1):
         raise InvalidArgument(f"{name}: axis {axis} is out of range for an input of rank {rank}")
@@ -35,10 +44,11 @@ def log_softmax_along(x, axis):
 
 
 def _hardmax_along(x, axis):
+    if x.size == 0:
+        return x.copy()
     idx = np.expand_dims(np.argmax(x, axis=axis), axis)
     out = np.zeros(x.shape, dtype=x.dtype)
-    if x.size:
-        np.put_along_axis(out, idx, np.asarray(1, dtype=x.dtype), axis=axis)
+    np.put_along_axis(out, idx, np.asarray(1, dtype=x.dtype), axis=axis)
     return out
 
 
@@ -56,7 +66,9 @@ def _coerced(fn, x, axis, name):
 
 def _float_apply(fn, x):
     def run(arr, axis):
-        cd = compute_dtype(arr.dtype)
+        if arr.size == 0:
+            return arr.copy()
+        cd = work_dtype(arr.dtype)
         return fn(arr.astype(cd, copy=False), axis).astype(arr.dtype, copy=False)
     return run
 

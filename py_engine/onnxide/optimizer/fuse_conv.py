@@ -64,6 +64,8 @@ def fuse_activation(model):
         act = single_consumer(uses, base.outputs[0], outputs)
         if act is None or not _onnx(act, *_FUSABLE) or act.inputs[0] != base.outputs[0]:
             continue
+        if base.op_type == "Gemm" and act.op_type == "Clip":
+            continue  # onnxruntime's FusedGemm has no Clip
         w = constant_value(g, base.inputs[1])
         if w is None or w.dtype != np.float32:
             continue  # fused kernels are float32 in onnxruntime
@@ -79,14 +81,16 @@ def fuse_activation(model):
                 params = [float(lo), float(hi)]
         attrs = dict(base.attrs)
         if base.op_type == "Conv":
-            attrs.update(activation=act.op_type, activation_params=[float(p) for p in params])
-            fused = Node("FusedConv", base.inputs, act.outputs, attrs, "com.microsoft", base.name + "_fused")
+            attrs["activation"] = act.op_type
+            if params:  # an empty list would encode as INTS
+                attrs["activation_params"] = [float(p) for p in params]
+            fused = Node("FusedConv", base.inputs, act.outputs, attrs, "com.microsoft", (base.name or base.outputs[0]) + "_fused")
         else:
             if base.attrs.get("broadcast") is not None or model.opsets.get("", 1) < 7:
                 continue
             p = params + [0.0, 0.0]
             attrs.update(activation=act.op_type, activation_alpha=float(p[0]), activation_beta=float(p[1]))
-            fused = Node("FusedGemm", base.inputs, act.outputs, attrs, "com.microsoft", base.name + "_fused")
+            fused = Node("FusedGemm", base.inputs, act.outputs, attrs, "com.microsoft", (base.name or base.outputs[0]) + "_fused")
         g.nodes[g.nodes.index(base)] = fused
         g.nodes.remove(act)
         model.opsets.setdefault("com.microsoft", 1)

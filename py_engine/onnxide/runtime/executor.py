@@ -149,8 +149,8 @@ def free_names(graph):
 class Executor:
     """Runs a model's main graph (and subgraphs on demand) with the session's providers."""
 
-    def __init__(self, model, providers):
-        self.model, self.providers = model, providers
+    def __init__(self, model, providers, profiler=None):
+        self.model, self.providers, self.profiler = model, providers, profiler
         self.main_plan = self.plan_for(model.graph, frozenset())
 
     def plan_for(self, graph, outer_known):
@@ -178,8 +178,11 @@ class Executor:
         return [env[o.name] if o.name in env else outer_env[o.name] for o in graph.outputs]
 
     def _execute(self, plan, env):
+        prof = self.profiler
         for step in plan.steps:
             args = [env[x] if x else None for x in step.inputs]
+            if prof is not None:
+                t0 = prof.now_us()
             try:
                 if step.wants_ctx:
                     result = step.kernel(*args, ctx=KernelContext(step, self, env), **step.kwargs)
@@ -194,6 +197,8 @@ class Executor:
             except Exception as e:  # a kernel's numpy error: report it against the node
                 raise RuntimeException(f"Non-zero status code returned while running {_node_label(step.node)} "
                                        f"Status Message: {type(e).__name__}: {e}") from e
+            if prof is not None:
+                prof.node(step, t0, args, result if isinstance(result, tuple) else (result,))
             outs = step.outputs
             if len(outs) == 1:
                 if isinstance(result, tuple):

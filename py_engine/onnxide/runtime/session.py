@@ -13,6 +13,8 @@ from ..optimizer import optimize
 from . import providers as eps
 from .executor import Executor
 from .iobinding import IOBinding, OrtValue
+from .profiling import Profiler
+from .threads import blas_threads
 from .options import SessionOptions
 
 
@@ -109,7 +111,10 @@ class InferenceSession:
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
         self._model = optimize(load_model(mp, base_dir), self._sess_options.graph_optimization_level)
         self._providers = _normalize_providers(providers, provider_options)
-        self._executor = Executor(self._model, self._providers)
+        so = self._sess_options
+        self._profiler = Profiler(so.profile_file_prefix) if so.enable_profiling else None
+        self._executor = Executor(self._model, self._providers, self._profiler)
+        self._threads = blas_threads(so.intra_op_num_threads)
         g = self._model.graph
         self._inputs = [v for v in g.inputs if v.name not in g.initializers]
         self._overridable = [v for v in g.inputs if v.name in g.initializers]
@@ -144,13 +149,14 @@ class InferenceSession:
 
     def set_providers(self, providers=None, provider_options=None):
         self._providers = _normalize_providers(providers, provider_options)
-        self._executor = Executor(self._model, self._providers)
+        self._executor = Executor(self._model, self._providers, self._profiler)
 
     def end_profiling(self):
-        return ""
+        """Write the chrome-trace JSON of the runs so far; returns its path ('' when profiling is off)."""
+        return self._profiler.end() if self._profiler is not None else ""
 
     def get_profiling_start_time_ns(self):
-        return 0
+        return self._profiler.wall_start_ns if self._profiler is not None else 0
 
     # --- running -------------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
@@ -166,7 +172,8 @@ class InferenceSession:
                                   f"{type(input_feed).__name__}")
         feeds = self._check_feeds(input_feed)
         try:
-            return self._executor.run(feeds, list(output_names))
+            with self._threads:
+                return [_owned(v) for v in self._executor.run(feeds, list(output_names))]
         except OnnxideError:
             raise
         except RecursionError:
@@ -193,6 +200,15 @@ class InferenceSession:
 
     def run_with_iobinding(self, binding, run_options=None):
         binding._run(run_options)
+
+
+def _owned(value):
+    """Outputs never alias feeds or initializers (like onnxruntime's, they are the caller's to modify)."""
+    if isinstance(value, np.ndarray) and (value.base is not None or not value.flags.writeable):
+        return np.array(value)
+    if isinstance(value, list):
+        return [_owned(v) for v in value]
+    return value
 
 
 def _check_feed(vi, value):

@@ -1,0 +1,332 @@
+"""Loads the onnxide wasm kernel module and calls it: in place through ctypes in Pyodide, through wasmtime natively.
+
+The module (wasm_kernels/, built by wasm_kernels/build.sh) is an Emscripten PIC side module whose only imports are
+env.memory, env.__stack_pointer, env.__memory_base and env.__table_base. In Pyodide, `ctypes.CDLL` hands it to
+Pyodide's dynamic linker, so its pointers are numpy's own `arr.ctypes.data` and kernels work on numpy buffers in
+place. Natively the same bytes are instantiated by wasmtime against a private memory (a tiny loader does the side
+module's relocation); arrays are copied into a per-call arena and results copied back.
+
+Callers describe each argument: a Python int/float, `In(array)` (read), `Out(array)` (written), `InOut(array)`,
+or `Scratch(n_floats)`. Only this module knows which backend is running.
+"""
+import os
+import sys
+
+import numpy as np
+
+# C signatures of the exports: i = int32, f = float32, p = pointer
+SIGNATURES = {
+    "ox_gemm": "iiiipiiipiiipiifpiiififfp",
+    "ox_gemm_scratch_floats": "",
+    "ox_conv2d": "i" * 16 + "pppp" + "iffp",
+    "ox_conv2d_scratch_floats": "iiiiiiiiiii",
+    "ox_pool2d": "i" * 17 + "ppp",
+    "ox_pool2d_scratch_floats": "iiiiiiii",
+    "ox_global_pool": "iippi",
+    "ox_softmax": "iippi",
+    "ox_rownorm": "iippfppiipp",
+    "ox_channel_affine": "iiippppiff",
+    "ox_unary": "ippiff",
+    "ox_binary": "ipppp",
+}
+RETURNS_INT = {"ox_gemm_scratch_floats", "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats"}
+
+BUILDS = ("relaxed", "simd128")
+FILE_PATTERN = "onnxide_kernels_{}.wasm"
+
+# a tiny module whose one function uses f32x4.relaxed_madd: validates only where relaxed SIMD is supported
+RELAXED_PROBE = bytes.fromhex(
+    "0061736d01000000" "0105016000017b" "03020100" "0a3d013b00"
+    + "fd0c" + "00" * 16 + "fd0c" + "00" * 16 + "fd0c" + "00" * 16 + "fd8502" + "0b")
+
+IS_PYODIDE = sys.platform == "emscripten"
+
+
+class In:
+    __slots__ = ("a",)
+
+    def __init__(self, a):
+        self.a = a
+
+
+class Out(In):
+    __slots__ = ()
+
+
+class InOut(In):
+    __slots__ = ()
+
+
+class Scratch:
+    __slots__ = ("n",)
+
+    def __init__(self, n_floats):
+        self.n = int(n_floats)
+
+
+def search_dirs():
+    """Folders that may hold the built modules, in order: $ONNXIDE_WASM_DIR, the package, the repo build dir."""
+    dirs = []
+    env = os.environ.get("ONNXIDE_WASM_DIR")
+    if env:
+        dirs.append(env)
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs.append(os.path.join(here, "_wasm"))
+    dirs.append(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "build", "wasm"))
+    return dirs
+
+
+def find_build(name):
+    for d in search_dirs():
+        p = os.path.join(d, FILE_PATTERN.format(name))
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def _read_leb(buf, i):
+    result = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return result, i
+
+
+def dylink_mem_info(data):
+    """(memory size, log2 alignment) the side module's static data needs, from its dylink.0 section."""
+    i = 8
+    while i < len(data):
+        sid = data[i]
+        size, j = _read_leb(data, i + 1)
+        end = j + size
+        if sid == 0:
+            nlen, k = _read_leb(data, j)
+            if bytes(data[k:k + nlen]) == b"dylink.0":
+                k += nlen
+                while k < end:
+                    sub, k = _read_leb(data, k)
+                    slen, k = _read_leb(data, k)
+                    if sub == 1:  # WASM_DYLINK_MEM_INFO
+                        mem_size, m = _read_leb(data, k)
+                        mem_align, m = _read_leb(data, m)
+                        return mem_size, mem_align
+                    k += slen
+        i = end
+    return 0, 0
+
+
+class WasmtimeBackend:
+    """The side module run by wasmtime against its own memory; arrays are copied through a per-call arena."""
+
+    STACK = 1 << 20
+    PAGE = 65536
+
+    def __init__(self, path, relaxed):
+        import wasmtime
+
+        cfg = wasmtime.Config()
+        cfg.wasm_simd = True
+        cfg.wasm_relaxed_simd = bool(relaxed)
+        cfg.wasm_bulk_memory = True
+        self._wt = wasmtime
+        self.engine = wasmtime.Engine(cfg)
+        self.store = wasmtime.Store(self.engine)
+        with open(path, "rb") as f:
+            data = f.read()
+        module = wasmtime.Module(self.engine, data)
+        mem_size, mem_align = dylink_mem_info(data)
+        align = max(16, 1 << mem_align)
+        memory_base = (1024 + align - 1) // align * align
+        stack_top = (memory_base + mem_size + self.STACK + 15) // 16 * 16
+        self.arena_base = stack_top + 64
+        pages = (self.arena_base + (1 << 22)) // self.PAGE + 1
+        self.memory = wasmtime.Memory(self.store, wasmtime.MemoryType(wasmtime.Limits(pages, None)))
+        i32 = wasmtime.ValType.i32()
+        imports = []
+        for imp in module.imports:
+            key = (imp.module, imp.name)
+            if key == ("env", "memory"):
+                imports.append(self.memory)
+            elif key == ("env", "__stack_pointer"):
+                imports.append(wasmtime.Global(self.store, wasmtime.GlobalType(i32, True), wasmtime.Val.i32(stack_top)))
+            elif key == ("env", "__memory_base"):
+                imports.append(wasmtime.Global(self.store, wasmtime.GlobalType(i32, False),
+                                               wasmtime.Val.i32(memory_base)))
+            elif key == ("env", "__table_base"):
+                imports.append(wasmtime.Global(self.store, wasmtime.GlobalType(i32, False), wasmtime.Val.i32(0)))
+            else:
+                raise RuntimeError(f"wasm kernels import {imp.module}.{imp.name}, which the native loader lacks")
+        self.instance = wasmtime.Instance(self.store, module, imports)
+        ex = self.instance.exports(self.store)
+        for init in ("__wasm_apply_data_relocs", "__wasm_call_ctors"):
+            if init in ex:
+                ex[init](self.store)
+        self.funcs = {}
+        for name, sig in SIGNATURES.items():
+            fn = ex[name]
+            params = [str(p) for p in fn.type(self.store).params]
+            want = ["f32" if c == "f" else "i32" for c in sig]
+            if params != want:
+                raise RuntimeError(f"wasm kernel {name} takes {params}, the Python side expects {want}")
+            self.funcs[name] = fn
+        self._view = None
+        self._view_len = 0
+
+    def _mem(self, need):
+        size = self.memory.data_len(self.store)
+        if need > size:
+            self.memory.grow(self.store, (need - size + self.PAGE - 1) // self.PAGE)
+            size = self.memory.data_len(self.store)
+        if self._view is None or self._view_len != size:
+            ptr = self.memory.data_ptr(self.store)
+            self._view = np.ctypeslib.as_array(ptr, shape=(size,))
+            self._view_len = size
+        return self._view
+
+    def call(self, name, args):
+        fn, vals, placed, view = self._place(name, args)
+        res = fn(self.store, *vals)
+        for a, where in zip(args, placed):
+            if isinstance(a, (Out, InOut)) and a.a.nbytes:
+                arr = a.a
+                arr[...] = view[where:where + arr.nbytes].view(arr.dtype).reshape(arr.shape)
+        return res
+
+    def bind(self, name, args):
+        """A zero-argument callable running the kernel on these arguments as placed now (outputs stay in the
+        module's memory): for timing the kernel alone."""
+        fn, vals, _, _ = self._place(name, args)
+        store = self.store
+        return lambda: fn(store, *vals)
+
+    def _place(self, name, args):
+        # lay out every array in the arena, then copy inputs in
+        off = self.arena_base
+        placed = []
+        for a in args:
+            if isinstance(a, In):
+                nbytes = a.a.nbytes
+                placed.append(off)
+                off += (nbytes + 63) // 64 * 64 + 64
+            elif isinstance(a, Scratch):
+                placed.append(off)
+                off += (a.n * 4 + 63) // 64 * 64 + 64
+            else:
+                placed.append(None)
+        view = self._mem(off)
+        vals = []
+        for a, where in zip(args, placed):
+            if where is None:
+                vals.append(a)
+                continue
+            vals.append(where)
+            if isinstance(a, In) and not isinstance(a, Out):
+                arr = np.ascontiguousarray(a.a)
+                view[where:where + arr.nbytes] = arr.reshape(-1).view(np.uint8)
+        return self.funcs[name], vals, placed, view
+
+
+class CtypesBackend:
+    """The side module loaded into Pyodide's own memory with ctypes.CDLL: pointers are numpy's, nothing copied."""
+
+    def __init__(self, path, relaxed):
+        import ctypes
+
+        self._ct = ctypes
+        self.lib = ctypes.CDLL(os.path.abspath(path))
+        codes = {"i": ctypes.c_int32, "f": ctypes.c_float, "p": ctypes.c_void_p}
+        self.funcs = {}
+        for name, sig in SIGNATURES.items():
+            fn = getattr(self.lib, name)  # a dead library raises AttributeError here: the caller falls back
+            fn.argtypes = [codes[c] for c in sig]
+            fn.restype = ctypes.c_int32 if name in RETURNS_INT else None
+            self.funcs[name] = fn
+        self._scratch = np.empty(0, np.float32)
+
+    def call(self, name, args):
+        return self.funcs[name](*self._values(args))
+
+    def bind(self, name, args):
+        """A zero-argument callable running the kernel on these (in place) arguments: for timing."""
+        fn, vals = self.funcs[name], self._values(args)
+        return lambda: fn(*vals)
+
+    def _values(self, args):
+        vals = []
+        for a in args:
+            if isinstance(a, In):
+                arr = a.a
+                if not arr.flags.c_contiguous:
+                    raise ValueError("wasm kernels need C-contiguous arrays")
+                vals.append(arr.ctypes.data)
+            elif isinstance(a, Scratch):
+                if self._scratch.size < a.n:
+                    self._scratch = np.empty(max(a.n, 2 * self._scratch.size) + 16, np.float32)
+                vals.append(self._scratch.ctypes.data)
+            else:
+                vals.append(a)
+        return vals
+
+
+def relaxed_supported():
+    """Whether the host's wasm engine accepts relaxed-SIMD opcodes."""
+    if IS_PYODIDE:
+        try:
+            import js
+            from pyodide.ffi import to_js
+
+            return bool(js.WebAssembly.validate(to_js(RELAXED_PROBE)))
+        except Exception:
+            return False
+    try:
+        import wasmtime
+
+        cfg = wasmtime.Config()
+        cfg.wasm_relaxed_simd = True
+        wasmtime.Module(wasmtime.Engine(cfg), RELAXED_PROBE)
+        return True
+    except Exception:
+        return False
+
+
+def runtime_present():
+    """True when a wasm engine to run the kernels is importable (Pyodide's own, or wasmtime natively)."""
+    if IS_PYODIDE:
+        return True
+    try:
+        import wasmtime  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+_LOADED = {}
+
+
+def load(prefer="auto"):
+    """(backend, build name) for `prefer` in auto / relaxed / simd128; cached per process. Raises when none loads."""
+    order = {"auto": BUILDS, "relaxed": ("relaxed",), "simd128": ("simd128",)}.get(prefer)
+    if order is None:
+        raise ValueError(f"unknown wasm build '{prefer}' (auto, relaxed or simd128)")
+    errors = []
+    for build in order:
+        if build in _LOADED:
+            return _LOADED[build], build
+        path = find_build(build)
+        if path is None:
+            errors.append(f"{build}: {FILE_PATTERN.format(build)} not found in {search_dirs()}")
+            continue
+        if build == "relaxed" and not relaxed_supported():
+            errors.append("relaxed: the wasm engine does not support relaxed SIMD")
+            continue
+        try:
+            backend = (CtypesBackend if IS_PYODIDE else WasmtimeBackend)(path, build == "relaxed")
+        except Exception as e:  # a module this engine cannot compile: try the next build
+            errors.append(f"{build}: {type(e).__name__}: {e}")
+            continue
+        _LOADED[build] = backend
+        return backend, build
+    raise RuntimeError("no wasm kernel build could be loaded: " + "; ".join(errors))

@@ -1,0 +1,154 @@
+"""Each optimizer pass on its own: the rewrite happens, outputs equal the unoptimized run and onnxruntime's, and
+the optimized model written by `optimized_model_filepath` passes onnx.checker and loads in onnxruntime."""
+import math
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxide as ort
+
+rng = np.random.default_rng(0)
+
+
+def _const(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _check(model, feeds, tmp_path, expect_ops):
+    data = model.SerializeToString()
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    plain = ort.InferenceSession(data, so).run(None, feeds)
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    sess = ort.InferenceSession(data, so)
+    ops = [n.op_type for n in sess._model.graph.nodes]
+    assert ops == expect_ops
+    opt = sess.run(None, feeds)
+    ref = onnxruntime.InferenceSession(data).run(None, feeds)
+    onnx.checker.check_model(onnx.load(so.optimized_model_filepath))
+    reloaded = onnxruntime.InferenceSession(so.optimized_model_filepath).run(None, feeds)
+    for a, b, c, d in zip(plain, opt, ref, reloaded):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b, c, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(d, c, rtol=1e-4, atol=1e-5)
+
+
+def test_constant_folding_identity_dropout_and_dead_code(tmp_path):
+    nodes = [helper.make_node("Add", ["c1", "c2"], ["c3"]), helper.make_node("Identity", ["x"], ["xi"]),
+             helper.make_node("Dropout", ["xi"], ["xd"]), helper.make_node("Mul", ["xd", "c3"], ["y"]),
+             helper.make_node("Neg", ["x"], ["unused"])]
+    m = _model(nodes, [_vi("x", [2, 3])], [_vi("y", [2, 3])],
+               [_const("c1", np.ones(3, np.float32)), _const("c2", np.arange(3, dtype=np.float32))])
+    _check(m, {"x": rng.random((2, 3), dtype=np.float32)}, tmp_path, ["Mul"])
+
+
+def test_common_subexpressions(tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"]),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    m = _model(nodes, [_vi("x", [4])], [_vi("y", [4])])
+    _check(m, {"x": rng.standard_normal(4).astype(np.float32)}, tmp_path, ["Relu", "Add"])
+
+
+def test_transpose_pairs_cancel_or_compose(tmp_path):
+    nodes = [helper.make_node("Transpose", ["x"], ["t1"], perm=[0, 2, 1]),
+             helper.make_node("Transpose", ["t1"], ["t2"], perm=[0, 2, 1]),
+             helper.make_node("Transpose", ["t2"], ["t3"], perm=[1, 0, 2]),
+             helper.make_node("Transpose", ["t3"], ["y"], perm=[0, 2, 1])]
+    m = _model(nodes, [_vi("x", [2, 3, 4])], [_vi("y", [3, 4, 2])])
+    _check(m, {"x": rng.random((2, 3, 4), dtype=np.float32)}, tmp_path, ["Transpose"])
+
+
+def test_conv_batchnorm_relu_fold_and_fuse(tmp_path):
+    c = 4
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"], epsilon=1e-3),
+             helper.make_node("Relu", ["n"], ["y"])]
+    inits = [_const("w", rng.standard_normal((c, 3, 3, 3)).astype(np.float32)),
+             _const("b", rng.standard_normal(c).astype(np.float32)),
+             _const("s", rng.random(c).astype(np.float32) + 0.5), _const("bb", rng.standard_normal(c).astype(np.float32)),
+             _const("m", rng.standard_normal(c).astype(np.float32)), _const("v", rng.random(c).astype(np.float32) + 0.1)]
+    m = _model(nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, c, 8, 8])], inits)
+    _check(m, {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}, tmp_path, ["FusedConv"])
+
+
+def test_gemm_leakyrelu_fuses(tmp_path):
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1),
+             helper.make_node("LeakyRelu", ["g"], ["y"], alpha=0.2)]
+    inits = [_const("w", rng.standard_normal((5, 3)).astype(np.float32)),
+             _const("b", rng.standard_normal(5).astype(np.float32))]
+    m = _model(nodes, [_vi("x", [2, 3])], [_vi("y", [2, 5])], inits)
+    _check(m, {"x": rng.standard_normal((2, 3)).astype(np.float32)}, tmp_path, ["FusedGemm"])
+
+
+def test_conv_clip_fuses(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Clip", ["c", "lo", "hi"], ["y"])]
+    inits = [_const("w", rng.standard_normal((2, 3, 1, 1)).astype(np.float32)),
+             _const("lo", np.float32(-0.5)), _const("hi", np.float32(0.5))]
+    m = _model(nodes, [_vi("x", [1, 3, 4, 4])], [_vi("y", [1, 2, 4, 4])], inits)
+    _check(m, {"x": rng.standard_normal((1, 3, 4, 4)).astype(np.float32)}, tmp_path, ["FusedConv"])
+
+
+def test_matmul_add_becomes_gemm(tmp_path):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])]
+    inits = [_const("w", rng.standard_normal((3, 5)).astype(np.float32)),
+             _const("b", rng.standard_normal(5).astype(np.float32))]
+    m = _model(nodes, [_vi("x", ["n", 3])], [_vi("y", ["n", 5])], inits)
+    _check(m, {"x": rng.standard_normal((4, 3)).astype(np.float32)}, tmp_path, ["Gemm"])
+
+
+def _layernorm_nodes(opset):
+    axes = {"axes": [-1]} if opset < 18 else {}
+    ax_in = [] if opset < 18 else ["ax"]
+    return [helper.make_node("ReduceMean", ["x"] + ax_in, ["mu"], **axes),
+            helper.make_node("Sub", ["x", "mu"], ["d"]), helper.make_node("Pow", ["d", "two"], ["p"]),
+            helper.make_node("ReduceMean", ["p"] + ax_in, ["var"], **axes),
+            helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["sd"]),
+            helper.make_node("Div", ["d", "sd"], ["nrm"]), helper.make_node("Mul", ["nrm", "gamma"], ["sc"]),
+            helper.make_node("Add", ["sc", "beta"], ["y"])]
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_layernorm_fusion(tmp_path, opset):
+    inits = [_const("two", np.float32(2)), _const("eps", np.float32(1e-5)),
+             _const("gamma", rng.random(8).astype(np.float32)), _const("beta", rng.random(8).astype(np.float32)),
+             _const("ax", np.array([-1], np.int64))]
+    m = _model(_layernorm_nodes(opset), [_vi("x", [2, 5, 8])], [_vi("y", [2, 5, 8])], inits, opset)
+    _check(m, {"x": rng.standard_normal((2, 5, 8)).astype(np.float32)}, tmp_path, ["LayerNormalization"])
+
+
+@pytest.mark.parametrize("opset, domain_op", [(17, "Gelu"), (20, "Gelu")])
+def test_gelu_erf_fusion(tmp_path, opset, domain_op):
+    nodes = [helper.make_node("Div", ["x", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["x", "a"], ["m"]),
+             helper.make_node("Mul", ["m", "half"], ["y"])]
+    inits = [_const("sqrt2", np.float32(math.sqrt(2))), _const("one", np.float32(1)),
+             _const("half", np.float32(0.5))]
+    m = _model(nodes, [_vi("x", [3, 7])], [_vi("y", [3, 7])], inits, opset)
+    _check(m, {"x": rng.standard_normal((3, 7)).astype(np.float32)}, tmp_path, [domain_op])
+
+
+def test_profiling_writes_one_event_per_node(tmp_path):
+    import json
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["y"])]
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "prof")
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(_model(nodes, [_vi("x", [2])], [_vi("y", [2])]).SerializeToString(), so)
+    sess.run(None, {"x": np.ones(2, np.float32)})
+    events = json.load(open(sess.end_profiling()))
+    assert [e["args"]["op_name"] for e in events] == ["Relu", "Neg"]
+    assert all(e["ph"] == "X" and e["dur"] >= 0 and e["args"]["provider"] == "CPUExecutionProvider" for e in events)
