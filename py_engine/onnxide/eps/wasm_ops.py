@@ -1,0 +1,235 @@
+"""The WASM EP's op kernels: per op, a claim check on the node's attributes and a kernel calling the wasm module.
+
+Each `claim_<op>(rt, node, opdef, attrs)` returns a kernel with the numpy kernel's calling convention, or None to
+decline. Attributes are checked at claim time; dtypes and shapes are only known at run time, so every kernel
+checks them and hands anything it does not support exactly (non-float32, odd ranks, negative pads, errors to
+report) to the numpy kernel — never a silently different result.
+"""
+import numpy as np
+
+from ..errors import InvalidArgument
+from ..ops.conv import spatial_geometry, window_end_pads
+from .wasm_runtime import In, InOut, Out, Scratch
+
+F32 = np.dtype(np.float32)
+FALLBACK = object()  # a fast path's "not mine": the numpy kernel runs instead
+
+ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid": 5, "hardswish": 6, "clip": 7,
+       "exp": 8, "sqrt": 9, "erf": 10, "gelu": 11, "gelu_tanh": 12, "elu": 13, "abs": 14, "neg": 15, "swish": 16,
+       "selu": 17}
+BINOP = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "PRelu": 6}
+
+
+def _is_f32(*arrays):
+    return all(isinstance(a, np.ndarray) and a.dtype == F32 for a in arrays)
+
+
+def guarded(fast, fallback):
+    """A kernel that runs `fast` and falls back to the numpy kernel when `fast` returns FALLBACK."""
+
+    def kernel(*args, **kwargs):
+        res = fast(*args, **kwargs)
+        if res is FALLBACK:
+            return fallback(*args, **kwargs)
+        return res
+
+    kernel.wasm_fast = fast
+    return kernel
+
+
+def _contig(a):
+    return np.ascontiguousarray(a, dtype=F32)
+
+
+# ---- GEMM family ------------------------------------------------------------------------------------------------
+
+def gemm_call(rt, batch, m, n, k, a, rsa, csa, sa, b, rsb, csb, sb, c, ldc, sc, alpha=1.0, bias=None, bsm=0,
+              bsn=0, sbias=0, beta=1.0, act=0, a0=0.0, a1=0.0):
+    rt.call("ox_gemm", [batch, m, n, k, In(a), rsa, csa, sa, In(b), rsb, csb, sb, Out(c), ldc, sc,
+                        float(alpha), In(bias) if bias is not None else 0, bsm, bsn, sbias, float(beta),
+                        act, float(a0), float(a1), Scratch(rt.gemm_scratch)])
+
+
+def matmul_fast(rt, a, b):
+    if not _is_f32(a, b) or a.ndim == 0 or b.ndim == 0:
+        return FALLBACK
+    a1, b1 = a.ndim == 1, b.ndim == 1
+    a2 = a.reshape(1, -1) if a1 else a
+    b2 = b.reshape(-1, 1) if b1 else b
+    m, k = a2.shape[-2:]
+    k2, n = b2.shape[-2:]
+    if k != k2 or m == 0 or n == 0 or k == 0:
+        return FALLBACK
+    try:
+        batch_shape = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        return FALLBACK
+    out_shape = batch_shape + (m, n)
+    a2, b2 = _contig(a2), _contig(b2)
+    y = np.empty(out_shape, F32)
+    if b2.ndim == 2:  # shared B: fold A's batch into its rows
+        rows = a2.size // k
+        gemm_call(rt, 1, rows, n, k, a2, k, 1, 0, b2, n, 1, 0, y, n, 0)
+    else:
+        nb = int(np.prod(batch_shape, dtype=np.int64))
+        sa = 0 if int(np.prod(a2.shape[:-2], dtype=np.int64)) == 1 else m * k
+        sb = 0 if int(np.prod(b2.shape[:-2], dtype=np.int64)) == 1 else k * n
+        if sa and a2.shape[:-2] != batch_shape:
+            a2 = _contig(np.broadcast_to(a2, batch_shape + (m, k)))
+        if sb and b2.shape[:-2] != batch_shape:
+            b2 = _contig(np.broadcast_to(b2, batch_shape + (k, n)))
+        gemm_call(rt, nb, m, n, k, a2, k, 1, sa, b2, n, 1, sb, y, n, m * n)
+    if a1:
+        y = y.reshape(y.shape[:-2] + (n,))
+    if b1:
+        y = y.reshape(y.shape[:-1])
+    return y
+
+
+def claim_matmul(rt, node, opdef, attrs):
+    if attrs:
+        return None
+    return guarded(lambda a, b, **kw: matmul_fast(rt, a, b), opdef.kernel)
+
+
+def gemm_fast(rt, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, **_):
+    if not _is_f32(a, b) or a.ndim != 2 or b.ndim != 2 or (c is not None and not _is_f32(c)):
+        return FALLBACK
+    m, k = (a.shape[1], a.shape[0]) if transA else a.shape
+    k2, n = (b.shape[1], b.shape[0]) if transB else b.shape
+    if k != k2 or m == 0 or n == 0:
+        return FALLBACK
+    bias, bsm, bsn = None, 0, 0
+    if c is not None and beta != 0.0:
+        if c.ndim > 2:
+            return FALLBACK
+        cm, cn = ((1,) * (2 - c.ndim) + c.shape)
+        if cm not in (1, m) or cn not in (1, n):
+            return FALLBACK  # the numpy kernel reports the bad shape
+        bias = _contig(c)
+        bsm, bsn = (cn if cm > 1 else 0), (1 if cn > 1 else 0)
+    a, b = _contig(a), _contig(b)
+    rsa, csa = (1, m) if transA else (k, 1)
+    rsb, csb = (1, k) if transB else (n, 1)
+    y = np.empty((m, n), F32)
+    if k == 0:
+        y[...] = 0.0
+    gemm_call(rt, 1, m, n, k, a, rsa, csa, 0, b, rsb, csb, 0, y, n, 0, alpha, bias, bsm, bsn, 0, beta)
+    return y
+
+
+def claim_gemm(rt, node, opdef, attrs):
+    if opdef.since < 7 or set(attrs) - {"alpha", "beta", "transA", "transB"}:
+        return None
+    return guarded(lambda *a, **kw: gemm_fast(rt, *a, **kw), opdef.kernel)
+
+
+# ---- convolution and pooling ----------------------------------------------------------------------------------------
+
+def conv_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
+              strides=None, **_):
+    if not _is_f32(x, w) or (b is not None and not _is_f32(b)) or x.ndim not in (3, 4) or w.ndim != x.ndim:
+        return FALLBACK
+    nd = x.ndim - 2
+    ks = list(w.shape[2:])
+    if kernel_shape and [int(v) for v in kernel_shape] != ks:
+        return FALLBACK
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    if group <= 0 or c % group or m % group or w.shape[1] * group != c or min(ks) <= 0:
+        return FALLBACK
+    if b is not None and b.shape != (m,):
+        return FALLBACK
+    try:
+        out, pb, pe, st, dil = spatial_geometry(list(x.shape[2:]), ks, strides, dilations, pads, auto_pad, "Conv")
+    except InvalidArgument:
+        return FALLBACK
+    if min(pb) < 0 or min(pe) < 0 or min(st) <= 0 or min(dil) <= 0:
+        return FALLBACK
+    if nd == 1:
+        h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = 1, x.shape[2], 1, ks[0], 1, st[0], 1, dil[0], 0, pb[0], 1, out[0]
+    else:
+        h, wd = x.shape[2:]
+        kh, kw = ks
+        sh, sw = st
+        dh, dw = dil
+        pt, pl = pb
+        oh, ow = out
+    y = np.empty((n, m) + tuple(out), F32)
+    if y.size == 0:
+        return FALLBACK
+    scratch = rt.call("ox_conv2d_scratch_floats", [c, m, group, oh, ow, kh, kw, sh, sw, dh, dw])
+    rt.call("ox_conv2d", [n, c, h, wd, m, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, group, In(_contig(x)),
+                          In(_contig(w)), In(_contig(b)) if b is not None else 0, Out(y), 0, 0.0, 0.0,
+                          Scratch(scratch)])
+    return y
+
+
+def claim_conv(rt, node, opdef, attrs):
+    if set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}:
+        return None
+    if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", ""):
+        return None
+    return guarded(lambda *a, **kw: conv_fast(rt, *a, **kw), opdef.kernel)
+
+
+def pool_fast(rt, is_max, x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None,
+              kernel_shape=None, pads=None, strides=None, **_):
+    if not _is_f32(x) or x.ndim not in (3, 4) or not kernel_shape or len(kernel_shape) != x.ndim - 2:
+        return FALLBACK
+    ks = [int(k) for k in kernel_shape]
+    ins = list(x.shape[2:])
+    try:
+        out, pb, pe, st, dil = spatial_geometry(ins, ks, strides, dilations, pads, auto_pad, "Pool",
+                                                ceil_mode=bool(ceil_mode))
+    except InvalidArgument:
+        return FALLBACK
+    if min(pb) < 0 or min(pe) < 0 or min(st) <= 0 or min(dil) <= 0 or min(ks) <= 0:
+        return FALLBACK
+    pe_full = window_end_pads(ins, out, pb, pe, st, ks, dil)
+    if min(pe_full) < 0:
+        return FALLBACK
+    if x.ndim == 3:
+        geo = [1, ins[0], 1, ks[0], 1, st[0], 1, dil[0], 0, pb[0], 0, pe[0], 1, out[0]]
+    else:
+        geo = [ins[0], ins[1], ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], pe[0], pe[1], out[0], out[1]]
+    h, w, kh, kw, sh, sw, dh, dw, pt, pl, pbot, pr, oh, ow = geo
+    y = np.empty(x.shape[:2] + tuple(out), F32)
+    if y.size == 0:
+        return FALLBACK
+    nc = x.shape[0] * x.shape[1]
+    scratch = rt.call("ox_pool2d_scratch_floats", [oh, ow, kh, kw, sh, sw, dh, dw])
+    rt.call("ox_pool2d", [nc, h, w, kh, kw, sh, sw, dh, dw, pt, pl, pbot, pr, oh, ow, int(is_max),
+                          int(bool(count_include_pad)), In(_contig(x)), Out(y), Scratch(scratch)])
+    return y
+
+
+def claim_maxpool(rt, node, opdef, attrs):
+    if len([o for o in node.outputs if o]) > 1 or len(node.outputs) > 1 and node.outputs[1]:
+        return None  # Indices output: the numpy kernel
+    if set(attrs) - {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}:
+        return None
+    return guarded(lambda x, **kw: pool_fast(rt, True, x, **kw), opdef.kernel)
+
+
+def claim_avgpool(rt, node, opdef, attrs):
+    if set(attrs) - {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}:
+        return None
+    return guarded(lambda x, **kw: pool_fast(rt, False, x, **kw), opdef.kernel)
+
+
+def global_pool_fast(rt, is_max, x):
+    if not _is_f32(x) or x.ndim < 3 or x.size == 0:
+        return FALLBACK
+    planes = x.shape[0] * x.shape[1]
+    y = np.empty(x.shape[:2] + (1,) * (x.ndim - 2), F32)
+    rt.call("ox_global_pool", [planes, x.size // planes, In(_contig(x)), Out(y), int(is_max)])
+    return y
+
+
+def claim_global_pool(is_max):
+    def claim(rt, node, opdef, attrs):
+        if attrs:
+            return None
+        return guarded(lambda x, **kw: global_pool_fast(rt, is_max, x), opdef.kernel)
+    return claim
