@@ -113,7 +113,10 @@ def pad_spatial(x, pb, pe, value=0):
             slice(max(0, -b), x.shape[2 + i] - max(0, -e) or None) for i, (b, e) in enumerate(zip(pb, pe)))
         x = x[sl]
         pb, pe = [max(0, b) for b in pb], [max(0, e) for e in pe]
-    return np.pad(x, [(0, 0), (0, 0)] + [(b, e) for b, e in zip(pb, pe)], mode="constant", constant_values=value)
+    shape = x.shape[:2] + tuple(d + b + e for d, b, e in zip(x.shape[2:], pb, pe))
+    xp = np.full(shape, value, dtype=x.dtype) if value else np.zeros(shape, dtype=x.dtype)
+    xp[(slice(None), slice(None)) + tuple(slice(b, b + d) for b, d in zip(pb, x.shape[2:]))] = x
+    return xp
 
 
 def windows(xp, kernel, strides, dilations, out):
@@ -127,7 +130,11 @@ def windows(xp, kernel, strides, dilations, out):
 
 
 def conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, name):
-    """Grouped N-D correlation of x (N,C,*S) with w (M,C/group,*K) — no bias; computes in x's dtype."""
+    """Grouped N-D correlation of x (N,C,*S) with w (M,C/group,*K) — no bias; computes in x's dtype.
+
+    Paths: 1×1 unit-stride convs are one GEMM per image; depthwise convs accumulate over kernel taps; the rest
+    build im2col columns per image and run one 2-D GEMM per (image, group) so BLAS always sees plain matrices.
+    """
     n, c = x.shape[:2]
     m = w.shape[0]
     nd = len(kernel)
@@ -136,12 +143,28 @@ def conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, name):
     cg, mg = c // group, m // group
     kp = int(np.prod(kernel)) if nd else 1
     p = int(np.prod(out)) if nd else 1
-    xp = pad_spatial(x, pb, pe)
-    cols = windows(xp, kernel, strides, dilations, out)  # N, C, *O, *K
-    perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
-    cols = cols.transpose(perm).reshape(n, group, cg * kp, p)
+    dtype = np.result_type(x.dtype, w.dtype)
+    y = np.empty((n, group, mg, p), dtype=dtype)
     wg = w.reshape(group, mg, cg * kp)
-    y = np.matmul(wg, cols)  # N, G, Mg, P
+    if kp == 1 and not any(pb) and not any(pe) and all(s == 1 for s in strides):
+        xr = x.reshape(n, group, cg, p)
+        for i in range(n):
+            for g in range(group):
+                np.matmul(wg[g], xr[i, g], out=y[i, g])
+        return y.reshape((n, m) + tuple(out))
+    xp = pad_spatial(x, pb, pe)
+    view = windows(xp, kernel, strides, dilations, out)  # N, C, *O, *K
+    if group == c and mg == 1 and kp > 1:  # depthwise: one multiply-add per kernel tap, vectorised over C and O
+        acc = np.zeros((n, c) + tuple(out), dtype=dtype)
+        wt = w.reshape(c, kp)
+        for t, idx in enumerate(itertools.product(*(range(k) for k in kernel))):
+            acc += view[(Ellipsis,) + idx] * wt[:, t].reshape((1, c) + (1,) * nd)
+        return acc
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+    for i in range(n):
+        cols = np.ascontiguousarray(view[i].transpose(tuple(a - 1 for a in perm))).reshape(group, cg * kp, p)
+        for g in range(group):
+            np.matmul(wg[g], cols[g], out=y[i, g])
     return y.reshape((n, m) + tuple(out))
 
 
