@@ -1,4 +1,5 @@
-"""TensorProto ⇄ numpy: raw_data (zero-copy views), typed fields, packed sub-byte types, external data, sparse."""
+"""TensorProto ⇄ numpy: raw_data (zero-copy views), typed fields, packed sub-byte types, exotic dtypes in both
+representations (ml_dtypes or structured, see dtypes.py), external data, sparse."""
 import os
 
 import numpy as np
@@ -21,20 +22,13 @@ def _unpack_bits(raw_u8, code, count):
     if code in _SIGNED_PACKED:
         vals = vals.astype(np.int8)
         vals = np.where(vals >= (1 << (bits - 1)), vals - (1 << bits), vals).astype(np.int8)
-    target = dt.np_dtype(code)
-    if code == dt.FLOAT4E2M1:
-        return vals.astype(np.uint8).view(target) if target.itemsize == 1 else vals.astype(np.uint8)
-    return vals.astype(target)
+    return dt.wrap(vals, code)  # float4e2m1: the 4-bit pattern; int kinds: the value
 
 
 def _pack_bits(arr, code):
     bits = _PACKED_BITS[code]
     per = 8 // bits
-    if code == dt.FLOAT4E2M1:
-        u = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-    else:
-        u = np.asarray(arr).reshape(-1).astype(np.int8).view(np.uint8)
-    u = u & ((1 << bits) - 1)
+    u = dt.raw(arr, code).reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
     pad = (-u.size) % per
     u = np.concatenate([u, np.zeros(pad, np.uint8)]).reshape(-1, per)
     out = np.zeros(u.shape[0], np.uint8)
@@ -89,6 +83,9 @@ def to_numpy(t, base_dir=None):
                 arr = _unpack_bits(np.frombuffer(raw, np.uint8), code, count)
             elif code == dt.BOOL:
                 arr = np.frombuffer(raw, dtype=np.uint8).view(np.bool_)
+            elif dt.is_exotic(code):  # bfloat16 / float8: little-endian bit patterns
+                arr = dt.wrap(np.frombuffer(raw, dtype=dt.np_dtype(dt.UINT16 if target.itemsize == 2 else dt.UINT8)
+                                            .newbyteorder("<")), code)
             else:
                 arr = np.frombuffer(raw, dtype=target.newbyteorder("<") if target.itemsize > 1 else target)
                 if not arr.dtype.isnative:
@@ -121,6 +118,8 @@ def _from_typed_fields(t, code, target, count):
         return ints.astype(target)
     # float16 / bfloat16 / float8 kinds: int32_data holds the bit patterns
     bits = np.uint16 if target.itemsize == 2 else np.uint8
+    if dt.is_exotic(code):
+        return dt.wrap(ints.astype(bits), code)
     return ints.astype(bits).view(target)
 
 
@@ -133,6 +132,10 @@ def from_numpy(arr, name=""):
         t.string_data = [s if isinstance(s, bytes) else str(s).encode("utf-8") for s in arr.reshape(-1)]
     elif code in _PACKED_BITS:
         t.raw_data = _pack_bits(arr, code).tobytes()
+    elif dt.is_exotic(code):
+        t.raw_data = np.ascontiguousarray(dt.raw(arr, code)).astype(dt.np_dtype(dt.UINT16 if arr.dtype.itemsize == 2
+                                                                                 else dt.UINT8).newbyteorder("<")
+                                                                   ).tobytes()
     else:
         a = np.ascontiguousarray(arr)
         if a.dtype.byteorder == ">":

@@ -152,3 +152,21 @@ def test_profiling_writes_one_event_per_node(tmp_path):
     events = json.load(open(sess.end_profiling()))
     assert [e["args"]["op_name"] for e in events] == ["Relu", "Neg"]
     assert all(e["ph"] == "X" and e["dur"] >= 0 and e["args"]["provider"] == "CPUExecutionProvider" for e in events)
+
+
+def test_shape_inference_types_undeclared_outputs_and_folds_static_shapes(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Shape", ["c"], ["s"]), helper.make_node("Flatten", ["c"], ["f"]),
+             helper.make_node("Reshape", ["f", "s"], ["y"]), helper.make_node("Greater", ["y", "zero"], ["b"])]
+    inits = [_const("w", rng.standard_normal((4, 3, 3, 3)).astype(np.float32)), _const("zero", np.float32(0))]
+    g = helper.make_graph(nodes, "g", [_vi("x", [1, 3, 9, 9])],
+                          [helper.ValueInfoProto(name="y"), helper.ValueInfoProto(name="b")], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess = ort.InferenceSession(m.SerializeToString())
+    outs = {o.name: (o.type, o.shape) for o in sess.get_outputs()}
+    assert outs == {"y": ("tensor(float)", [1, 4, 5, 5]), "b": ("tensor(bool)", [1, 4, 5, 5])}
+    assert "Shape" not in [n.op_type for n in sess._model.graph.nodes]
+    x = rng.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    ref = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+    for a, b in zip(sess.run(None, {"x": x}), ref):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

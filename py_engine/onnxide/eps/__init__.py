@@ -1,0 +1,10 @@
+"""Optional execution providers beside the CPU EP; each registers itself only when its runtime is present.
+
+Import order: EPs depend on the op registry and runtime.providers, never on each other.
+"""
+from ..runtime.providers import register_provider
+
+from . import wasm as _wasm
+
+if _wasm.available():
+    register_provider(_wasm.WasmExecutionProvider)

@@ -9,6 +9,7 @@ module's relocation); arrays are copied into a per-call arena and results copied
 Callers describe each argument: a Python int/float, `In(array)` (read), `Out(array)` (written), `InOut(array)`,
 or `Scratch(n_floats)`. Only this module knows which backend is running.
 """
+import atexit
 import os
 import sys
 
@@ -25,7 +26,7 @@ SIGNATURES = {
     "ox_global_pool": "iippi",
     "ox_softmax": "iippi",
     "ox_rownorm": "iippfppiipp",
-    "ox_channel_affine": "iiippppiff",
+    "ox_channel_affine": "iiipppppiff",
     "ox_unary": "ippiff",
     "ox_binary": "ipppp",
 }
@@ -304,6 +305,14 @@ def runtime_present():
 
 
 _LOADED = {}
+
+
+@atexit.register
+def _unload():
+    # drop wasmtime objects while the interpreter is still whole (their finalizers need the module's globals)
+    for be in list(_LOADED.values()):
+        be.__dict__.clear()
+    _LOADED.clear()
 
 
 def load(prefer="auto"):

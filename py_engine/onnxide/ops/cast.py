@@ -5,29 +5,10 @@ from .. import dtypes as _dt
 from ..errors import InvalidArgument
 from .registry import op
 
-# exotic float formats: code -> (exponent bits, mantissa bits, bias, family)
-#   ieee: exponent all-ones encodes inf/NaN; fn: only S.1111.111 is NaN, no inf; fnuz: 0x80 is NaN, no -0, no inf;
-#   e2m1: no inf, no NaN (always saturates)
-_FORMATS = {
-    _dt.BFLOAT16: (8, 7, 127, "ieee"),
-    _dt.FLOAT8E4M3FN: (4, 3, 7, "fn"),
-    _dt.FLOAT8E4M3FNUZ: (4, 3, 8, "fnuz"),
-    _dt.FLOAT8E5M2: (5, 2, 15, "ieee"),
-    _dt.FLOAT8E5M2FNUZ: (5, 2, 16, "fnuz"),
-    _dt.FLOAT4E2M1: (2, 1, 1, "e2m1"),
-}
-_SMALL_INTS = {_dt.INT4: (4, True), _dt.UINT4: (4, False), _dt.INT2: (2, True), _dt.UINT2: (2, False)}
+_FORMATS = _dt.FLOAT_FORMATS
+_SMALL_INTS = _dt.SMALL_INTS
 _EXOTIC = set(_FORMATS) | set(_SMALL_INTS) | {_dt.FLOAT8E8M0}
-
-
-def _max_finite(code):
-    e, m, bias, fam = _FORMATS[code]
-    top = (1 << e) - 1
-    if fam == "ieee":
-        return float(np.ldexp(2.0 - 2.0 ** -m, top - 1 - bias))
-    if fam == "fn":
-        return float(np.ldexp(2.0 - 2.0 ** (1 - m), top - bias))
-    return float(np.ldexp(2.0 - 2.0 ** -m, top - bias))  # fnuz, e2m1: every exponent is finite
+decode_float, encode_float = _dt.decode_float, _dt.encode_float  # the shared codecs (defined in dtypes.py)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -48,161 +29,51 @@ def _declared(ctx, i):
 
 
 def elem_code(x, ctx=None, i=0):
-    """ONNX element type of input i: its dtype, or the declared type when the array is exotic storage."""
+    """ONNX element type of input i: from its dtype (exotic representations are self-describing), else from the
+    declared input type."""
     x = np.asarray(x)
     try:
-        code = _dt.code_of(x.dtype)
+        return _dt.code_of(x.dtype)
     except KeyError:
-        code = 0
+        code = _dt.exotic_code(x.dtype)  # an exotic array of the other representation
+        if code:
+            return code
     declared = _declared(ctx, i)
-    if declared in _EXOTIC and code not in _EXOTIC:
-        return declared  # storage representation (no ml_dtypes): trust the declared type
-    if code == 0:
-        if declared:
-            return declared
-        raise InvalidArgument(f"Cast: unsupported input dtype {x.dtype}")
-    return code
+    if declared:
+        return declared
+    raise InvalidArgument(f"Cast: unsupported input dtype {x.dtype}")
 
 
 def _bits_of(x, code):
-    """Raw bit pattern (uint8/uint16) of an exotic float array, ml_dtypes or storage."""
-    x = np.asarray(x)
-    width = 16 if code == _dt.BFLOAT16 else 8
-    ut = np.uint16 if width == 16 else np.uint8
-    if x.dtype in (np.dtype(np.uint8), np.dtype(np.uint16)):
-        return x.astype(ut, copy=False)  # storage representation (no ml_dtypes)
-    return x.view(ut)
+    """Raw bit pattern (uint8/uint16) of an exotic float array (ml_dtypes or structured)."""
+    return _dt.raw(x, code)
 
 
 def _wrap_bits(bits, code):
-    """Bits (storage) -> onnxide's array for `code` (an ml_dtypes view when installed)."""
-    dt = _dt.np_dtype(code)
-    if dt.itemsize == bits.dtype.itemsize and dt != bits.dtype:
-        return bits.copy(order="C").view(dt)
-    return bits.astype(dt, copy=False)
+    """Bits -> onnxide's array for `code` (ml_dtypes when installed, else the structured dtype)."""
+    return _dt.wrap(np.array(bits, copy=True), code)
 
 
 def _small_int_values(x, code):
     """int4/uint4/int2/uint2 array -> its integer values as int8/uint8."""
-    signed = _SMALL_INTS[code][1]
-    return np.asarray(x).astype(np.int8 if signed else np.uint8, copy=False)
+    return _dt.raw(x, code)
 
 
 def _wrap_small_int(values, code):
     signed = _SMALL_INTS[code][1]
-    v = np.asarray(values).astype(np.int8 if signed else np.uint8)
-    return v.astype(_dt.np_dtype(code), copy=False)
+    return _dt.wrap(np.asarray(values).astype(np.int8 if signed else np.uint8), code)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# float codecs
+# float codecs: shared, in dtypes.py
 # ---------------------------------------------------------------------------------------------------------------
-
-def decode_float(bits, code):
-    """Bit patterns of an exotic float format -> float32 values (exact)."""
-    if code == _dt.BFLOAT16:
-        return (bits.astype(np.uint32) << 16).view(np.float32)
-    if code == _dt.FLOAT8E8M0:
-        b = bits.astype(np.int32)
-        out = np.ldexp(np.ones(b.shape), b - 127).astype(np.float32)
-        return np.where(b == 0xFF, np.float32(np.nan), out).astype(np.float32)
-    e, m, bias, fam = _FORMATS[code]
-    b = bits.astype(np.int64)
-    sign = (b >> (e + m)) & 1
-    ex = (b >> m) & ((1 << e) - 1)
-    man = b & ((1 << m) - 1)
-    mag = np.where(ex == 0, np.ldexp(man.astype(np.float64), 1 - bias - m),
-                   np.ldexp((man + (1 << m)).astype(np.float64), ex - bias - m))
-    val = np.where(sign == 1, -mag, mag)
-    top = (1 << e) - 1
-    nan = np.where(sign == 1, -np.nan, np.nan)  # NaN keeps the pattern's sign bit
-    if fam == "ieee":
-        val = np.where(ex == top, np.where(man == 0, np.where(sign == 1, -np.inf, np.inf), nan), val)
-    elif fam == "fn":
-        val = np.where((ex == top) & (man == (1 << m) - 1), nan, val)
-    elif fam == "fnuz":
-        val = np.where(b == 0x80, nan, val)
-    return val.astype(np.float32)
-
-
-def encode_float(v, code, saturate=True):
-    """Float values (any float dtype) -> bit patterns of `code`, rounding to nearest even, with ONNX's
-    saturation / overflow rules (bfloat16 follows plain float rules: overflow gives inf)."""
-    e, m, bias, fam = _FORMATS[code]
-    v = np.asarray(v, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        nan = np.isnan(v)
-        neg = np.signbit(v)
-        a = np.where(nan, 0.0, np.abs(v))
-        emin = 1 - bias
-        _, fe = np.frexp(np.where(np.isinf(a), 1.0, a))
-        exu = np.maximum(fe.astype(np.int64) - 1, emin)
-        q = np.ldexp(1.0, exu - m)
-        r = np.round(a / q) * q  # exact scaling by powers of two; np.round is half-to-even
-        r = np.where(np.isinf(a), np.inf, r)
-        maxv = _max_finite(code)
-        over = r > maxv
-        sat = fam == "e2m1" or (code != _dt.BFLOAT16 and saturate)
-        if sat:
-            r = np.where(over, maxv, r)
-            over = np.zeros_like(over)
-        rr = np.where(over, 0.0, r)
-        _, fe2 = np.frexp(rr)
-        exu2 = np.maximum(fe2.astype(np.int64) - 1, emin)
-        normal = rr >= np.ldexp(1.0, emin)
-        exf = np.where(normal, exu2 + bias, 0)
-        man = np.where(normal, rr / np.ldexp(1.0, exu2 - m) - (1 << m), rr / np.ldexp(1.0, emin - m))
-        man = np.round(man).astype(np.int64)
-        sign = neg.astype(np.int64)
-        if fam == "fnuz":
-            sign = np.where(rr == 0, 0, sign)
-        bits = (sign << (e + m)) | (exf.astype(np.int64) << m) | man
-        top = (1 << e) - 1
-        sbit = sign << (e + m)
-        if fam == "ieee":
-            inf_bits = sbit | (top << m)
-            nan_bits = (neg.astype(np.int64) << (e + m)) | (top << m) | (1 << (m - 1))
-            bits = np.where(over, inf_bits, bits)
-        elif fam == "fn":
-            nan_bits = (neg.astype(np.int64) << (e + m)) | (top << m) | ((1 << m) - 1)
-            bits = np.where(over, nan_bits, bits)
-        elif fam == "fnuz":
-            nan_bits = np.full(bits.shape, 0x80, dtype=np.int64)
-            bits = np.where(over, nan_bits, bits)
-        else:  # e2m1 has no NaN: NaN becomes a zero (ml_dtypes' choice: sign-inverted zero)
-            nan_bits = np.where(neg, 0, 1 << (e + m))
-        bits = np.where(nan, nan_bits, bits)
-    return bits.astype(np.uint16 if code == _dt.BFLOAT16 else np.uint8)
-
 
 def encode_e8m0(v, saturate=True, round_mode="up"):
-    """Float values -> float8e8m0 bits (an 8-bit power-of-two exponent, bias 127, 0xFF = NaN); the sign is ignored."""
-    if round_mode not in ("up", "down", "nearest"):
-        raise InvalidArgument(f"Cast: round_mode must be 'up', 'down' or 'nearest', got {round_mode!r}")
-    f = np.asarray(v, dtype=np.float32)
-    with np.errstate(all="ignore"):
-        fbits = f.copy(order="C").view(np.uint32).astype(np.int64)
-    exp = (fbits >> 23) & 0xFF
-    frac = fbits & 0x7FFFFF
-    isnan = np.isnan(f)
-    isinf = np.isinf(f)
-    finite = ~(isnan | isinf)
-    if round_mode == "up":
-        inc = frac > 0
-    elif round_mode == "nearest":
-        inc = ((fbits >> 22) & 1 == 1) & (((fbits & 0x3FFFFF) > 0) | (exp > 0))
-    else:
-        inc = np.zeros(exp.shape, dtype=bool)
-    inc &= finite
-    if saturate:
-        inc &= exp != 0xFE
-    out = exp + inc.astype(np.int64)
-    if saturate:
-        out = np.where(isinf, 0xFE, out)
-    else:
-        out = np.where(isinf | (finite & (exp == 0)), 0xFF, out)
-    out = np.where(isnan, 0xFF, out)
-    return np.minimum(out, 0xFF).astype(np.uint8)
+    """Float values -> float8e8m0 bits (see dtypes.encode_e8m0), refusing a bad round_mode as Cast's error."""
+    try:
+        return _dt.encode_e8m0(v, saturate, round_mode)
+    except ValueError as e:
+        raise InvalidArgument(f"Cast: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -399,9 +270,7 @@ def _raw_bits(x, code):
     x = np.asarray(x)
     w = _bit_width(code)
     if code in _SMALL_INTS:
-        plain = x.dtype in (np.dtype(np.int8), np.dtype(np.uint8))
-        raw = x.astype(np.int16).astype(np.uint8) if plain else x.view(np.uint8)
-        return (raw & ((1 << w) - 1)).astype(np.uint8)
+        return (_dt.raw(x, code).view(np.uint8) & ((1 << w) - 1)).astype(np.uint8)
     if code in _FORMATS or code == _dt.FLOAT8E8M0:
         raw = _bits_of(x, code)
         return raw & np.asarray((1 << w) - 1, raw.dtype) if w == 4 else raw

@@ -4,6 +4,7 @@ Each pass is a function `(model) -> bool` (True when it changed the graph) that 
 `optimize` repeats a level's passes until nothing changes. Fused ops are ordinary registered ops, so every EP
 runs an optimized graph (the numpy kernels at least).
 """
+from ..ir.infer import infer_shapes
 from . import constant_folding, eliminate, fuse_conv, fuse_patterns, transpose
 
 BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, eliminate.remove_dead_nodes,
@@ -22,10 +23,12 @@ def passes_for(level):
 def optimize(model, level, max_rounds=8):
     """Run the passes of `level` (ORT's GraphOptimizationLevel value) to a fixed point; returns the model."""
     passes = passes_for(level)
+    infer_shapes(model)
     for _ in range(max_rounds):
         changed = False
         for p in passes:
             changed |= bool(p(model))
         if not changed:
             break
+        infer_shapes(model)
     return model

@@ -37,7 +37,34 @@ def fold_constants(model):
     return changed
 
 
+def _static_shape(g, name):
+    vt = g.value_type(name)
+    if vt is None or vt.tensor_type is None or vt.tensor_type.shape is None:
+        return None
+    dims = [d.dim_value for d in vt.tensor_type.shape.dim]
+    return None if any(d is None for d in dims) else dims
+
+
+def _fold_shape(g, n):
+    """Shape / Size of a value whose dims are all known statically (the shape sub-graphs of exported models)."""
+    if n.domain not in ("", "ai.onnx") or n.op_type not in ("Shape", "Size") or not n.inputs:
+        return None
+    dims = _static_shape(g, n.inputs[0])
+    if dims is None:
+        return None
+    if n.op_type == "Size":
+        return [np.asarray(int(np.prod(dims, dtype=np.int64)), dtype=np.int64)]
+    r = len(dims)
+    start, end = n.attrs.get("start", 0), n.attrs.get("end", r)
+    start = max(0, min(r, start + r if start < 0 else start))
+    end = max(0, min(r, end + r if end < 0 else end))
+    return [np.asarray(dims[start:end], dtype=np.int64)]
+
+
 def _try_fold(model, n):
+    shape = _fold_shape(model.graph, n)
+    if shape is not None and n.outputs[0] not in {v.name for v in model.graph.outputs}:
+        return shape
     if n.op_type in _NONDETERMINISTIC or any(hasattr(v, "nodes") or isinstance(v, list) and v and
                                              hasattr(v[0], "nodes") for v in n.attrs.values()):
         return None

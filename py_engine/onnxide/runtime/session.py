@@ -9,6 +9,7 @@ from .. import proto as P
 from ..errors import (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
 from ..ir import load_model
 from ..ir.to_proto import model_to_proto
+from ..ir.infer import infer_shapes
 from ..optimizer import optimize
 from . import providers as eps
 from .executor import Executor
@@ -109,7 +110,9 @@ class InferenceSession:
         mp = P.parse(P.ModelProto, data)
         if mp.graph is None:
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
-        self._model = optimize(load_model(mp, base_dir), self._sess_options.graph_optimization_level)
+        self._model = load_model(mp, base_dir)
+        infer_shapes(self._model)
+        optimize(self._model, self._sess_options.graph_optimization_level)
         self._providers = _normalize_providers(providers, provider_options)
         so = self._sess_options
         self._profiler = Profiler(so.profile_file_prefix) if so.enable_profiling else None

@@ -1,32 +1,42 @@
-"""intra_op_num_threads natively: the BLAS thread pool is limited for the duration of each run (threadpoolctl)."""
+"""intra_op_num_threads natively: BLAS thread pools are set to the session's count for each run (threadpoolctl's
+library handles, queried once), and put back afterwards."""
 import contextlib
 
-_controller = None
+_blas = None
+
+
+def _blas_libraries():
+    global _blas
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+        except Exception:  # no threadpoolctl (Pyodide has no threads anyway)
+            _blas = []
+    return _blas
 
 
 def blas_threads(n):
-    """A reusable context manager limiting BLAS threads to n (no-op for n <= 0 or without threadpoolctl)."""
-    global _controller
-    if not n or n <= 0:
+    """A reusable context manager running its body with n BLAS threads (no-op for n <= 0)."""
+    if not n or n <= 0 or not _blas_libraries():
         return contextlib.nullcontext()
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # Pyodide has no threads anyway
-        return contextlib.nullcontext()
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _Limit(_controller, int(n))
+    return _Limit(_blas_libraries(), int(n))
 
 
 class _Limit:
-    def __init__(self, controller, n):
-        self.controller, self.n, self._active = controller, n, None
+    def __init__(self, libs, n):
+        self.libs, self.n, self.saved = libs, n, []
 
     def __enter__(self):
-        self._active = self.controller.limit(limits=self.n, user_api="blas")
+        self.saved = []
+        for lib in self.libs:
+            old = lib.get_num_threads()
+            if old != self.n:
+                lib.set_num_threads(self.n)
+                self.saved.append((lib, old))
         return self
 
     def __exit__(self, *exc):
-        self._active.restore_original_limits()
-        self._active = None
+        for lib, old in self.saved:
+            lib.set_num_threads(old)
         return False

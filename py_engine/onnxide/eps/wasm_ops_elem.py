@@ -1,0 +1,245 @@
+"""The WASM EP's row-wise and elementwise kernels: Softmax/LogSoftmax, Layer/Instance/Batch normalization, unary
+activations and broadcasting binary arithmetic (same claim/fallback contract as wasm_ops.py)."""
+import numpy as np
+
+from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, guarded
+from .wasm_runtime import In, Out
+
+# ---- softmax ----------------------------------------------------------------------------------------------------
+
+
+def softmax_fast(rt, log, coerced, x, axis):
+    if not _is_f32(x) or x.ndim == 0 or x.size == 0:
+        return FALLBACK
+    a = axis + x.ndim if axis < 0 else axis
+    if coerced:
+        if not 0 <= a <= x.ndim:
+            return FALLBACK
+    elif a != x.ndim - 1:
+        return FALLBACK  # softmax over an inner axis: the numpy kernel
+    n = int(np.prod(x.shape[a:], dtype=np.int64))
+    if n == 0:
+        return FALLBACK
+    y = np.empty(x.shape, F32)
+    rt.call("ox_softmax", [x.size // n, n, In(_contig(x)), Out(y), int(log)])
+    return y
+
+
+def claim_softmax(log):
+    def claim(rt, node, opdef, attrs):
+        if set(attrs) - {"axis"}:
+            return None
+        coerced = opdef.since < 13
+        default = opdef.attrs.get("axis", 1 if coerced else -1)
+        return guarded(lambda x, *, axis=default, **kw: softmax_fast(rt, log, coerced, x, axis), opdef.kernel)
+    return claim
+
+
+# ---- normalization ----------------------------------------------------------------------------------------------
+
+def layernorm_fast(rt, x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None, **_):
+    if stash_type != 1 or not _is_f32(x, scale) or (b is not None and not _is_f32(b)) or x.ndim == 0:
+        return FALLBACK
+    if not -x.ndim <= axis < x.ndim:
+        return FALLBACK
+    a = axis % x.ndim
+    norm_shape = x.shape[a:]
+    d = int(np.prod(norm_shape, dtype=np.int64))
+    if d == 0 or x.size == 0:
+        return FALLBACK
+    try:
+        sc = _contig(np.broadcast_to(scale, norm_shape))
+        bb = _contig(np.broadcast_to(b, norm_shape)) if b is not None else None
+    except ValueError:
+        return FALLBACK
+    if np.broadcast_shapes(x.shape, scale.shape) != x.shape or (
+            b is not None and np.broadcast_shapes(x.shape, b.shape) != x.shape):
+        return FALLBACK
+    rows = x.size // d
+    nout = max(1, ctx.num_outputs if ctx is not None else 1)
+    y = np.empty(x.shape, F32)
+    stat_shape = x.shape[:a] + (1,) * (x.ndim - a)
+    mean = np.empty(stat_shape, F32) if nout > 1 else None
+    rstd = np.empty(stat_shape, F32) if nout > 2 else None
+    rt.call("ox_rownorm", [rows, d, In(_contig(x)), Out(y), float(epsilon), In(sc),
+                           In(bb) if bb is not None else 0, 0, 1,
+                           Out(mean) if mean is not None else 0, Out(rstd) if rstd is not None else 0])
+    return (y, mean, rstd)[:nout] if nout > 1 else y
+
+
+def claim_layernorm(rt, node, opdef, attrs):
+    if set(attrs) - {"axis", "epsilon", "stash_type"} or attrs.get("stash_type", 1) != 1:
+        return None
+    return guarded(lambda *a, **kw: layernorm_fast(rt, *a, **kw), opdef.kernel)
+
+
+def instnorm_fast(rt, x, scale, b, *, epsilon=1e-5, **_):
+    if not _is_f32(x, scale, b) or x.ndim < 3 or x.size == 0:
+        return FALLBACK
+    n, c = x.shape[:2]
+    if scale.shape != (c,) or b.shape != (c,):
+        return FALLBACK
+    d = x.size // (n * c)
+    y = np.empty(x.shape, F32)
+    rt.call("ox_rownorm", [n * c, d, In(_contig(x)), Out(y), float(epsilon), In(_contig(scale)), In(_contig(b)),
+                           1, c, 0, 0])
+    return y
+
+
+def claim_instnorm(rt, node, opdef, attrs):
+    if set(attrs) - {"epsilon"}:
+        return None
+    return guarded(lambda *a, **kw: instnorm_fast(rt, *a, **kw), opdef.kernel)
+
+
+def batchnorm_fast(rt, x, scale, b, mean, var, *, epsilon=1e-5, **_):
+    if not _is_f32(x, scale, b, mean, var) or x.ndim < 2 or x.size == 0:
+        return FALLBACK
+    c = x.shape[1]
+    if any(v.shape != (c,) for v in (scale, b, mean, var)):
+        return FALLBACK
+    s = (scale / np.sqrt(var + np.float32(epsilon))).astype(F32)
+    y = np.empty(x.shape, F32)
+    rt.call("ox_channel_affine", [x.shape[0], c, x.size // (x.shape[0] * c), In(_contig(x)), In(_contig(mean)),
+                                  In(s), In(_contig(b)), Out(y), 0, 0.0, 0.0])
+    return y
+
+
+def claim_batchnorm(rt, node, opdef, attrs):
+    # inference form only: one output, no training mode (opset >= 9 has no `spatial` / `is_test`)
+    if opdef.since < 9 or len([o for o in node.outputs if o]) != 1 or len(node.outputs) != 1:
+        return None
+    if set(attrs) - {"epsilon", "momentum", "training_mode"} or attrs.get("training_mode", 0):
+        return None
+    return guarded(lambda *a, **kw: batchnorm_fast(rt, *a, **kw), opdef.kernel)
+
+
+# ---- elementwise ------------------------------------------------------------------------------------------------
+
+def unary_fast(rt, x, act, a0=0.0, a1=0.0):
+    if not _is_f32(x):
+        return FALLBACK
+    y = np.empty(x.shape, F32)
+    if x.size:
+        rt.call("ox_unary", [x.size, In(_contig(x)), Out(y), act, float(a0), float(a1)])
+    return y
+
+
+# op -> (min since claimed, allowed attributes, function(attrs) -> (act, a0, a1) or None)
+UNARY = {
+    "Relu": (6, {}, lambda at: (ACT["relu"], 0.0, 0.0)),
+    "LeakyRelu": (6, {"alpha": 0.01}, lambda at: (ACT["leaky"], at["alpha"], 0.0)),
+    "Sigmoid": (6, {}, lambda at: (ACT["sigmoid"], 0.0, 0.0)),
+    "Tanh": (6, {}, lambda at: (ACT["tanh"], 0.0, 0.0)),
+    "HardSigmoid": (6, {"alpha": 0.2, "beta": 0.5}, lambda at: (ACT["hardsigmoid"], at["alpha"], at["beta"])),
+    "HardSwish": (14, {}, lambda at: (ACT["hardswish"], 0.0, 0.0)),
+    "Elu": (6, {"alpha": 1.0}, lambda at: (ACT["elu"], at["alpha"], 0.0)),
+    "Selu": (6, {"alpha": 1.67326319, "gamma": 1.05070102}, lambda at: (ACT["selu"], at["alpha"], at["gamma"])),
+    "Exp": (6, {}, lambda at: (ACT["exp"], 0.0, 0.0)),
+    "Sqrt": (6, {}, lambda at: (ACT["sqrt"], 0.0, 0.0)),
+    "Erf": (9, {}, lambda at: (ACT["erf"], 0.0, 0.0)),
+    "Abs": (6, {}, lambda at: (ACT["abs"], 0.0, 0.0)),
+    "Neg": (6, {}, lambda at: (ACT["neg"], 0.0, 0.0)),
+    "Gelu": (20, {"approximate": "none"},
+             lambda at: {"none": (ACT["gelu"], 0.0, 0.0), "tanh": (ACT["gelu_tanh"], 0.0, 0.0)}.get(at["approximate"])),
+    "Swish": (24, {"alpha": 1.0}, lambda at: (ACT["swish"], at["alpha"], 0.0)),
+    "Clip": (6, {"min": -3.4028234663852886e+38, "max": 3.4028234663852886e+38},
+             lambda at: (ACT["clip"], at["min"], at["max"])),
+}
+
+
+def clip11_fast(rt, x, lo=None, hi=None):
+    lim = []
+    for v, inf in ((lo, -np.inf), (hi, np.inf)):
+        if v is None:
+            lim.append(inf)
+        elif isinstance(v, np.ndarray) and v.dtype == F32 and v.size == 1:
+            lim.append(float(v.reshape(())))
+        else:
+            return FALLBACK
+    if lim[0] != lim[0] or lim[1] != lim[1]:
+        return FALLBACK  # NaN limits: numpy's semantics
+    return unary_fast(rt, x, ACT["clip"], lim[0], lim[1])
+
+
+def claim_unary(rt, node, opdef, attrs):
+    if node.op_type == "Clip" and opdef.since >= 11:
+        if attrs:
+            return None
+        return guarded(lambda *a, **kw: clip11_fast(rt, *a), opdef.kernel)
+    since, allowed, params = UNARY[node.op_type]
+    if opdef.since < since or set(attrs) - set(allowed):
+        return None
+    vals = {k: opdef.attrs.get(k, v) for k, v in allowed.items()}
+    vals.update(attrs)
+    p = params(vals)
+    if p is None:
+        return None
+    act, a0, a1 = p
+    return guarded(lambda x, **kw: unary_fast(rt, x, act, a0, a1), opdef.kernel)
+
+
+def broadcast_plan(sa, sb):
+    """(out shape, int32[12] dims/strides) for A op B with numpy broadcasting in <= 4 coalesced dims, or None."""
+    try:
+        out = np.broadcast_shapes(sa, sb)
+    except ValueError:
+        return None
+    r = len(out)
+    sa = (1,) * (r - len(sa)) + tuple(sa)
+    sb = (1,) * (r - len(sb)) + tuple(sb)
+
+    def strides(shape):
+        st, acc = [0] * r, 1
+        for i in range(r - 1, -1, -1):
+            st[i] = acc if shape[i] != 1 else 0
+            acc *= shape[i]
+        return st
+
+    ta, tb = strides(sa), strides(sb)
+    dims = []  # (size, stride a, stride b), outermost first, size-1 dims dropped, mergeable neighbours merged
+    for i in range(r):
+        if out[i] == 1:
+            continue
+        if dims:
+            n, xa, xb = dims[-1]
+            if xa == ta[i] * out[i] and xb == tb[i] * out[i]:
+                dims[-1] = (n * out[i], ta[i], tb[i])
+                continue
+        dims.append((out[i], ta[i], tb[i]))
+    if len(dims) > 4:
+        return None
+    dims = [(1, 0, 0)] * (4 - len(dims)) + dims
+    p = np.array([d[0] for d in dims] + [d[1] for d in dims] + [d[2] for d in dims], dtype=np.int32)
+    return out, p
+
+
+def binary_fast(rt, opcode, a, b, x_shape_out=False):
+    if not _is_f32(a, b):
+        return FALLBACK
+    plan = broadcast_plan(a.shape, b.shape)
+    if plan is None:
+        return FALLBACK
+    out, p = plan
+    if x_shape_out and out != a.shape:
+        return FALLBACK  # PRelu: slope must broadcast to X
+    y = np.empty(out, F32)
+    if y.size:
+        rt.call("ox_binary", [opcode, In(p), In(_contig(a)), In(_contig(b)), Out(y)])
+    return y
+
+
+def claim_binary(rt, node, opdef, attrs):
+    op_type = node.op_type
+    if attrs:
+        return None
+    if op_type in ("Add", "Sub", "Mul", "Div") and opdef.since < 7:
+        return None
+    if op_type in ("Max", "Min"):
+        if opdef.since < 6 or len(node.inputs) != 2 or not all(node.inputs):
+            return None
+    if op_type == "PRelu" and opdef.since < 6:
+        return None
+    code = BINOP[op_type]
+    prelu = op_type == "PRelu"
+    return guarded(lambda a, b, **kw: binary_fast(rt, code, a, b, prelu), opdef.kernel)

@@ -1,0 +1,249 @@
+"""Type and shape inference over the main graph: element types and (symbolic) dims for the ops that dominate real
+models, so get_outputs() can describe undeclared outputs and the optimizer can check ranks and fold shapes.
+
+A shape is a list of int (static), str (symbolic) or None (unknown) per dim; None for an unknown rank. Unknown
+ops leave their outputs unknown — inference never guesses.
+"""
+import numpy as np
+
+from .. import dtypes as dt
+from .. import proto as P
+from .model import ValueInfo
+
+_SAME = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
+         "Softsign", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Ceil", "Floor", "Round",
+         "Sin", "Cos", "Tan", "Identity", "Dropout", "Softmax", "LogSoftmax", "Hardmax", "Clip",
+         "BatchNormalization", "InstanceNormalization", "LayerNormalization", "LRN", "Mish", "Sign",
+         "Shrink", "ThresholdedRelu", "PRelu", "CumSum", "FusedConv_", "FastGelu", "QuickGelu", "BiasGelu",
+         "SkipLayerNormalization", "GroupNormalization", "RMSNormalization", "MeanVarianceNormalization",
+         "LpNormalization", "Not", "BitwiseNot", "IsNaN", "IsInf"}
+_BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod", "And", "Or", "Xor", "Equal",
+              "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Where", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}
+_BOOL_OUT = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN",
+             "IsInf"}
+_INT64_OUT = {"Shape": 0, "Size": 0, "NonZero": 0, "ArgMax": 0, "ArgMin": 0}
+
+
+def _broadcast(shapes):
+    if any(s is None for s in shapes):
+        return None
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
+        known = [d for d in dims if d != 1]
+        if not known:
+            out.append(1)
+        elif all(d == known[0] for d in known) and known[0] is not None:
+            out.append(known[0])
+        else:
+            ints = {d for d in known if isinstance(d, int)}
+            out.append(ints.pop() if len(ints) == 1 and len(set(known)) > 1 and None not in known else None)
+    return out
+
+
+def _norm_axis(a, rank):
+    return a + rank if a < 0 else a
+
+
+def _const(consts, name):
+    return consts.get(name) if name else None
+
+
+def _infer_node(n, types, consts, opset):
+    """[(elem_type, shape)] for the node's outputs, or None where unknown."""
+    ins = [types.get(x, (None, None)) if x else (None, None) for x in n.inputs]
+    t0, s0 = ins[0] if ins else (None, None)
+    op, a = n.op_type, n.attrs
+    if op in _SAME:
+        return [(t0, s0)]
+    if op in _BROADCAST:
+        elem = dt.BOOL if op in _BOOL_OUT else (ins[1][0] if op == "Where" else t0)
+        return [(elem, _broadcast([s for _, s in ins]))]
+    if op == "Cast":
+        return [(a.get("to"), s0)]
+    if op == "CastLike":
+        return [(ins[1][0], s0)]
+    if op in _INT64_OUT:
+        if op == "Shape":
+            r = None if s0 is None else len(s0)
+            if r is not None:
+                start, end = a.get("start", 0), a.get("end", r)
+                start, end = max(0, min(r, _norm_axis(start, r))), max(0, min(r, _norm_axis(end, r)))
+                r = max(0, end - start)
+            return [(dt.INT64, None if r is None else [r])]
+        if op == "Size":
+            return [(dt.INT64, [])]
+        if op in ("ArgMax", "ArgMin") and s0 is not None:
+            ax, keep = _norm_axis(a.get("axis", 0), len(s0)), a.get("keepdims", 1)
+            return [(dt.INT64, [1 if i == ax else d for i, d in enumerate(s0)] if keep else
+                     [d for i, d in enumerate(s0) if i != ax])]
+        return [(dt.INT64, None)]
+    if op in ("MatMul", "FusedMatMul") and s0 is not None and ins[1][1] is not None:
+        s1 = ins[1][1]
+        if len(s0) >= 2 and len(s1) >= 2 and not a.get("transA") and not a.get("transB"):
+            batch = _broadcast([s0[:-2], s1[:-2]])
+            return [(t0, None if batch is None else batch + [s0[-2], s1[-1]])]
+        if len(s0) >= 1 and len(s1) == 2:
+            return [(t0, s0[:-1] + [s1[-1]])]
+        return [(t0, None)]
+    if op in ("Gemm", "FusedGemm") and s0 is not None and ins[1][1] is not None and len(s0) == 2:
+        m = s0[1] if a.get("transA") else s0[0]
+        nn = ins[1][1][0] if a.get("transB") else ins[1][1][1]
+        return [(t0, [m, nn])]
+    if op in ("Conv", "FusedConv", "MaxPool", "AveragePool") and s0 is not None and len(s0) >= 3:
+        return [(t0, _conv_shape(n, s0, ins[1][1] if op in ("Conv", "FusedConv") else None))] + \
+            [(dt.INT64, None)] * (len(n.outputs) - 1)
+    if op in ("GlobalAveragePool", "GlobalMaxPool") and s0 is not None:
+        return [(t0, s0[:2] + [1] * (len(s0) - 2))]
+    if op == "Flatten" and s0 is not None:
+        ax = _norm_axis(a.get("axis", 1), len(s0))
+        return [(t0, [_prod(s0[:ax]), _prod(s0[ax:])])]
+    if op == "Transpose" and s0 is not None:
+        perm = a.get("perm") or list(range(len(s0)))[::-1]
+        return [(t0, [s0[p] for p in perm])]
+    if op == "Reshape":
+        shape = _const(consts, n.inputs[1]) if len(n.inputs) > 1 else np.asarray(a.get("shape", []))
+        return [(t0, _reshape(s0, shape, a.get("allowzero", 0)))]
+    if op in ("Unsqueeze", "Squeeze"):
+        axes = a.get("axes")
+        if axes is None and len(n.inputs) > 1:
+            v = _const(consts, n.inputs[1])
+            axes = None if v is None else [int(x) for x in v.reshape(-1)]
+        if s0 is None or (axes is None and op == "Unsqueeze"):
+            return [(t0, None)]
+        if op == "Unsqueeze":
+            r = len(s0) + len(axes)
+            ax = {_norm_axis(x, r) for x in axes}
+            it = iter(s0)
+            return [(t0, [1 if i in ax else next(it) for i in range(r)])]
+        if axes is None:
+            return [(t0, [d for d in s0 if d != 1]) if all(isinstance(d, int) for d in s0) else (t0, None)]
+        ax = {_norm_axis(x, len(s0)) for x in axes}
+        return [(t0, [d for i, d in enumerate(s0) if i not in ax])]
+    if op == "Concat" and all(s is not None for _, s in ins):
+        ax = _norm_axis(a.get("axis", 1), len(s0))
+        dims = [s[ax] for _, s in ins]
+        total = sum(dims) if all(isinstance(d, int) for d in dims) else None
+        return [(t0, [total if i == ax else d for i, d in enumerate(s0)])]
+    if op == "Gather" and s0 is not None and ins[1][1] is not None:
+        ax = _norm_axis(a.get("axis", 0), len(s0))
+        return [(t0, s0[:ax] + ins[1][1] + s0[ax + 1:])]
+    if op.startswith("Reduce") and s0 is not None:
+        axes = a.get("axes")
+        if axes is None and len(n.inputs) > 1 and n.inputs[1]:
+            v = _const(consts, n.inputs[1])
+            if v is None:
+                return [(t0, None)]
+            axes = [int(x) for x in v.reshape(-1)]
+        if not axes:
+            if a.get("noop_with_empty_axes", 0):
+                return [(t0, s0)]
+            axes = list(range(len(s0)))
+        ax = {_norm_axis(x, len(s0)) for x in axes}
+        keep = a.get("keepdims", 1)
+        return [(t0, [1 if i in ax else d for i, d in enumerate(s0)] if keep else
+                 [d for i, d in enumerate(s0) if i not in ax])]
+    if op == "Constant":
+        v = next(iter(a.values()), None)
+        if isinstance(v, np.ndarray):
+            return [(dt.code_of(v.dtype), list(v.shape))]
+    if op == "ConstantOfShape":
+        v = a.get("value")
+        shape = _const(consts, n.inputs[0])
+        return [(dt.code_of(v.dtype) if isinstance(v, np.ndarray) else dt.FLOAT,
+                 None if shape is None else [int(x) for x in shape.reshape(-1)])]
+    if op in ("Split", "Slice", "Expand", "Tile", "Pad", "Resize", "TopK", "Range", "Einsum", "Upsample"):
+        elems = [t0] * len(n.outputs)
+        if op == "TopK" and len(elems) > 1:
+            elems[1] = dt.INT64
+        rank = None if s0 is None or op in ("Range", "Einsum", "Expand") else len(s0)
+        return [(e, None if rank is None else [None] * rank) for e in elems]
+    return None
+
+
+def _prod(dims):
+    if all(isinstance(d, int) for d in dims):
+        return int(np.prod(dims, dtype=np.int64))
+    return None
+
+
+def _reshape(s0, shape, allowzero):
+    if shape is None:
+        return None
+    shape = [int(x) for x in np.asarray(shape).reshape(-1)]
+    out = []
+    for i, d in enumerate(shape):
+        if d == 0 and not allowzero:
+            out.append(s0[i] if s0 is not None and i < len(s0) else None)
+        else:
+            out.append(d if d != -1 else None)
+    if -1 in shape and s0 is not None and _prod(s0) is not None and all(isinstance(d, int) for d in out if d != None):
+        known = _prod([d for d in out if d is not None])
+        if known:
+            out[shape.index(-1)] = _prod(s0) // known
+    return out
+
+
+def _conv_shape(n, s0, wshape):
+    a = n.attrs
+    nd = len(s0) - 2
+    k = a.get("kernel_shape") or (list(wshape[2:]) if wshape is not None else None)
+    if k is None or any(not isinstance(d, int) for d in s0[2:]) or a.get("auto_pad", "NOTSET") != "NOTSET" \
+            or a.get("ceil_mode", 0):
+        return [s0[0], wshape[0] if wshape is not None else (s0[1] if n.op_type.endswith("Pool") else None)] + \
+            [None] * nd
+    pads = a.get("pads") or [0] * (2 * nd)
+    st = a.get("strides") or [1] * nd
+    dil = a.get("dilations") or [1] * nd
+    out = [(s0[2 + i] + pads[i] + pads[nd + i] - dil[i] * (k[i] - 1) - 1) // st[i] + 1 for i in range(nd)]
+    c = s0[1] if n.op_type.endswith("Pool") else (wshape[0] if wshape is not None else None)
+    return [s0[0], c] + out
+
+
+def _type_proto(elem, shape):
+    tt = P.TypeProtoTensor(elem_type=elem or 0)
+    if shape is not None:
+        tt.shape = P.TensorShapeProto(dim=[P.Dimension(dim_value=d) if isinstance(d, int) else
+                                           P.Dimension(dim_param=d) if isinstance(d, str) else P.Dimension()
+                                           for d in shape])
+    return P.TypeProto(tensor_type=tt)
+
+
+def _known(vi):
+    if vi is None or vi.type is None or vi.type.tensor_type is None:
+        return None
+    return (vi.elem_type or None, vi.shape)
+
+
+def infer_shapes(model):
+    """Fill graph.value_info (and untyped graph outputs) with inferred types; declared types win."""
+    g = model.graph
+    types, consts = {}, {}
+    for name, arr in g.initializers.items():
+        if isinstance(arr, np.ndarray):
+            try:
+                types[name] = (dt.code_of(arr.dtype), list(arr.shape))
+            except KeyError:
+                continue
+            if name not in {v.name for v in g.inputs} and arr.size <= 64:
+                consts[name] = arr
+    for vi in list(g.inputs) + list(g.value_info.values()):
+        k = _known(vi)
+        if k is not None:
+            types[vi.name] = k
+    for n in g.nodes:
+        try:
+            res = _infer_node(n, types, consts, model.opsets.get("", 1))
+        except (KeyError, IndexError, TypeError, ValueError):
+            res = None
+        for i, name in enumerate(n.outputs):
+            if not name or name in types:
+                continue
+            if res is not None and i < len(res) and res[i][0]:
+                types[name] = res[i]
+                g.value_info[name] = ValueInfo(name, _type_proto(*res[i]))
+    for o in g.outputs:
+        if o.type is None and o.name in types:
+            o.type = _type_proto(*types[o.name])
+    return types
