@@ -255,7 +255,7 @@ def decode_float(bits, code):
         return (bits.astype(np.uint32) << 16).view(np.float32)
     if code == FLOAT8E8M0:
         b = bits.astype(np.int32)
-        out = np.ldexp(np.ones(b.shape), b - 127).astype(np.float32)
+        out = np.ldexp(np.ones(b.shape), np.minimum(b, 254) - 127).astype(np.float32)
         return np.where(b == 0xFF, np.float32(np.nan), out).astype(np.float32)
     e, m, bias, fam = FLOAT_FORMATS[code]
     b = bits.astype(np.int64)

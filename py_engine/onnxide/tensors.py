@@ -84,8 +84,7 @@ def to_numpy(t, base_dir=None):
             elif code == dt.BOOL:
                 arr = np.frombuffer(raw, dtype=np.uint8).view(np.bool_)
             elif dt.is_exotic(code):  # bfloat16 / float8: little-endian bit patterns
-                arr = dt.wrap(np.frombuffer(raw, dtype=dt.np_dtype(dt.UINT16 if target.itemsize == 2 else dt.UINT8)
-                                            .newbyteorder("<")), code)
+                arr = dt.wrap(np.frombuffer(raw, dtype="<u2" if target.itemsize == 2 else np.uint8), code)
             else:
                 arr = np.frombuffer(raw, dtype=target.newbyteorder("<") if target.itemsize > 1 else target)
                 if not arr.dtype.isnative:
@@ -126,16 +125,15 @@ def _from_typed_fields(t, code, target, count):
 def from_numpy(arr, name=""):
     """Encode a numpy array as a TensorProto (raw_data little-endian; strings in string_data)."""
     arr = np.asarray(arr)
-    code = dt.code_of(arr.dtype)
+    code = dt.exotic_code(arr.dtype) or dt.code_of(arr.dtype)  # exotic arrays of either representation
     t = TensorProto(name=name, dims=list(arr.shape), data_type=code)
     if code == dt.STRING:
         t.string_data = [s if isinstance(s, bytes) else str(s).encode("utf-8") for s in arr.reshape(-1)]
     elif code in _PACKED_BITS:
         t.raw_data = _pack_bits(arr, code).tobytes()
     elif dt.is_exotic(code):
-        t.raw_data = np.ascontiguousarray(dt.raw(arr, code)).astype(dt.np_dtype(dt.UINT16 if arr.dtype.itemsize == 2
-                                                                                 else dt.UINT8).newbyteorder("<")
-                                                                   ).tobytes()
+        bits = dt.raw(arr, code)
+        t.raw_data = bits.astype(bits.dtype.newbyteorder("<"), order="C").tobytes()
     else:
         a = np.ascontiguousarray(arr)
         if a.dtype.byteorder == ">":

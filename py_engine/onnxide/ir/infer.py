@@ -219,6 +219,11 @@ def _known(vi):
 def infer_shapes(model):
     """Fill graph.value_info (and untyped graph outputs) with inferred types; declared types win."""
     g = model.graph
+    for name in [k for k, v in g.value_info.items() if v.inferred]:
+        del g.value_info[name]
+    for o in g.outputs:
+        if o.inferred:
+            o.type, o.inferred = None, False
     types, consts = {}, {}
     for name, arr in g.initializers.items():
         if isinstance(arr, np.ndarray):
@@ -242,8 +247,8 @@ def infer_shapes(model):
                 continue
             if res is not None and i < len(res) and res[i][0]:
                 types[name] = res[i]
-                g.value_info[name] = ValueInfo(name, _type_proto(*res[i]))
+                g.value_info[name] = ValueInfo(name, _type_proto(*res[i]), inferred=True)
     for o in g.outputs:
         if o.type is None and o.name in types:
-            o.type = _type_proto(*types[o.name])
+            o.type, o.inferred = _type_proto(*types[o.name]), True
     return types

@@ -11,10 +11,11 @@ from .functions import inline_functions
 class ValueInfo:
     """A named value's declared type: the TypeProto (or None when undeclared)."""
 
-    __slots__ = ("name", "type", "doc")
+    __slots__ = ("name", "type", "doc", "inferred")
 
-    def __init__(self, name, type_proto=None, doc=""):
+    def __init__(self, name, type_proto=None, doc="", inferred=False):
         self.name, self.type, self.doc = name, type_proto, doc
+        self.inferred = inferred  # True when onnxide's inference, not the model, gave the type
 
     @property
     def elem_type(self):

@@ -358,6 +358,7 @@ def group_query_attention(query, key, value, past_key, past_value, seqlens_k, to
         if qlen.shape != (b,) or (qlen < 0).any() or (qlen > np.minimum(s, total_len)).any():
             raise InvalidArgument(f"{name}: query_seqlens must be in [0, min(sequence_length, seqlens_k + 1)]")
         past_len = total_len - qlen
+        first_prompt = False
     else:
         qlen = np.minimum(s, total_len)
         first_prompt = past_key is None or (s == tsl)
@@ -373,6 +374,8 @@ def group_query_attention(query, key, value, past_key, past_value, seqlens_k, to
             raise InvalidArgument(f"{name}: do_rotary needs cos_cache and sin_cache")
         if position_ids is not None:
             pos = np.broadcast_to(np.asarray(position_ids).astype(np.int64), (b, s))
+            if first_prompt:  # onnxruntime reads only the very first id for a first prompt
+                pos = np.broadcast_to(pos[0, 0] + np.arange(s, dtype=np.int64), (b, s))
         else:
             pos = past_len.reshape(b, 1) + np.arange(s, dtype=np.int64).reshape(1, s)
         pos = np.minimum(pos, cos_cache.shape[0] - 1)  # padded rows may run past the cache: their output is unused
@@ -402,7 +405,7 @@ def group_query_attention(query, key, value, past_key, past_value, seqlens_k, to
     if causal:
         allowed = allowed & (j <= pos_q)
         if local_window_size is not None and local_window_size > 0:
-            allowed = allowed & (j >= pos_q - local_window_size)
+            allowed = allowed & (j > pos_q - local_window_size)
     mask = np.where(allowed, np.float32(0), np.float32(-np.inf))[:, None]  # (B, 1, S, T)
     if attention_bias is not None:
         ab = lift32(attention_bias)[0].astype(np.float32)
@@ -425,7 +428,9 @@ def group_query_attention(query, key, value, past_key, past_value, seqlens_k, to
     if want_qk and qk_output not in (1, 2):
         raise InvalidArgument(f"{name}: qk_output must be 0, 1 or 2")
     y, qk = sdpa(q4, pk, pv, mask, sc, softcap=softcap or 0.0, sink=sink,
-                 qk_mode=(1 if qk_output == 1 else 3) if want_qk else None)
+                 qk_mode=(2 if qk_output == 1 else 3) if want_qk else None)
+    if qk is not None and qk_output == 1:  # scores after softcap and bias; keys a row cannot see stay zero
+        qk = np.where(allowed[:, None], qk, qk.dtype.type(0))
     back = dt if dt != cd else None
     return _trim((lower(_merge(y), back), lower(pk, back), lower(pv, back),
                   None if qk is None else lower(qk, back)), ctx)

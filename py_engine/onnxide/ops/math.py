@@ -11,40 +11,39 @@ from .registry import op
 # shared helpers (also imported by logic.py / activation.py)
 # ---------------------------------------------------------------------------------------------------------------
 
-_EXOTIC_FLOATS = frozenset((_dt.BFLOAT16, _dt.FLOAT8E4M3FN, _dt.FLOAT8E4M3FNUZ, _dt.FLOAT8E5M2,
-                            _dt.FLOAT8E5M2FNUZ, _dt.FLOAT8E8M0, _dt.FLOAT4E2M1))
+_EXOTIC_FLOATS = _dt.EXOTIC_FLOATS
 
 
 def is_exotic_float(dtype):
-    """True for an ml_dtypes float dtype (bfloat16, float8, float4) numpy cannot compute on reliably."""
-    dt = np.dtype(dtype)
-    if dt.kind in "biuOUSc" or dt in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
-        return False
-    try:
-        return _dt.code_of(dt) in _EXOTIC_FLOATS
-    except KeyError:
-        return False
+    """True for bfloat16 / float8 / float4 dtypes, ml_dtypes' or the structured no-ml_dtypes ones (dtypes.py)."""
+    return _dt.is_exotic_float(dtype)
 
 
 def lift(x):
-    """(x as a computable array, original dtype or None): exotic floats become float32."""
+    """(x as a computable array, original dtype or None): exotic floats become their float32 values."""
     x = np.asarray(x)
     if is_exotic_float(x.dtype):
-        return x.astype(np.float32), x.dtype
+        return _dt.to_float32(x), x.dtype
     return x, None
 
 
 def lower(y, dtype):
-    """Undo `lift` on a result."""
-    return y if dtype is None else np.asarray(y).astype(dtype)
+    """Undo `lift` on a result: round to the exotic dtype (nearest even, no saturation, like ml_dtypes' astype);
+    any other dtype is a plain cast."""
+    if dtype is None:
+        return y
+    code = _dt.exotic_code(dtype)
+    if code:
+        return _dt.from_float32(y, code, saturate=False)
+    return np.asarray(y).astype(dtype)
 
 
 def lift32(x):
     """Like `lift`, but float16 is also computed in float32 (composite activations)."""
     x = np.asarray(x)
-    if x.dtype == np.float16 or is_exotic_float(x.dtype):
+    if x.dtype == np.float16:
         return x.astype(np.float32), x.dtype
-    return x, None
+    return lift(x)
 
 
 def floatwise(fn):
@@ -58,7 +57,7 @@ def floatwise(fn):
             if isinstance(a, np.ndarray) and is_exotic_float(a.dtype):
                 if i == 0:
                     orig = a.dtype
-                a = a.astype(np.float32)
+                a = _dt.to_float32(a)
             new.append(a)
         out = fn(*new, **kwargs)
         if orig is not None:
