@@ -1,6 +1,8 @@
 """Elementwise arithmetic: unary math, trig, binary arithmetic, variadic Sum/Mean/Max/Min, bitwise, Clip, Where."""
 import functools
 
+import math
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -172,9 +174,35 @@ def _build_erf_tables():
 _ERF_W, _ERF_HI, _ERF_TAB, _ERF_TAYLOR = _build_erf_tables()
 
 
+# erfc(z) ≈ t·exp(-z² + P(t)), t = 1/(1 + z/2): Chebyshev fit with fractional error < 1.2e-7 (Numerical Recipes)
+_ERFC_P = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+           1.00002368, -1.26551223)
+_ERF_SMALL = 0.5
+
+
+def _erf_single(x):
+    """erf to float32 accuracy in ~20 vector ops: Maclaurin series below 0.5, the erfc fit above."""
+    xd = x.astype(np.float64)
+    ax = np.abs(xd)
+    t = 1.0 / (1.0 + 0.5 * ax)
+    acc = np.full_like(t, _ERFC_P[0])
+    for c in _ERFC_P[1:]:
+        acc = acc * t + c
+    with np.errstate(over="ignore", under="ignore"):
+        big = np.copysign(1.0 - t * np.exp(acc - ax * ax), xd)
+    z = xd * xd  # erf(x) = 2/√π Σ (-1)^n x^(2n+1) / (n! (2n+1)); 7 terms reach 1e-10 below 0.5
+    series = np.full_like(z, 1.0 / (720 * 13))
+    for n in range(5, -1, -1):
+        series = series * (-z) + 1.0 / (math.factorial(n) * (2 * n + 1))
+    small = (2.0 / math.sqrt(math.pi)) * xd * series
+    return np.where(ax < _ERF_SMALL, small, big).astype(x.dtype)
+
+
 def erf_array(x):
-    """Vectorised erf in float64 (double accuracy); returns an array of x's float dtype."""
+    """Vectorised erf: double accuracy for float64, a fast float32-accurate path for narrower floats."""
     x = np.asarray(x)
+    if x.dtype in (np.float32, np.float16):
+        return _erf_single(x)
     xd = x.astype(np.float64)
     ax = np.abs(xd)
     out = np.empty_like(xd)
