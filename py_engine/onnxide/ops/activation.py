@@ -117,16 +117,22 @@ _act("Swish", _swish, {24: {"alpha": 1.0}})
 
 @op("Gelu", since=20)
 def gelu(x, *, approximate="none"):
-    xf, dt = lift32(x)
+    xf, dt = lift32(x)  # computed in float32 (float64 inputs stay float64), in place after the first temporary
+    c = xf.dtype.type
     with np.errstate(all="ignore"):
         if approximate == "tanh":
-            k = np.sqrt(2.0 / np.pi)
-            xd = xf.astype(np.float64)
-            y = 0.5 * xd * (1.0 + np.tanh(k * (xd + 0.044715 * xd ** 3)))
+            y = xf * xf
+            y *= c(0.044715)
+            y += c(1)
+            y *= xf
+            y *= c(np.sqrt(2.0 / np.pi))
+            np.tanh(y, out=y)
         else:
-            xd = xf.astype(np.float64)
-            y = 0.5 * xd * (1.0 + erf_array(xd / np.sqrt(2.0)))
-    return lower(y.astype(xf.dtype), dt)
+            y = erf_array(xf * c(1 / np.sqrt(2.0)))
+        y += c(1)
+        y *= xf
+        y *= c(0.5)
+    return lower(y, dt)
 
 
 def _prelu(x, slope):

@@ -181,21 +181,32 @@ _ERF_SMALL = 0.5
 
 
 def _erf_single(x):
-    """erf to float32 accuracy in ~20 vector ops: Maclaurin series below 0.5, the erfc fit above."""
-    xd = x.astype(np.float64)
-    ax = np.abs(xd)
-    t = 1.0 / (1.0 + 0.5 * ax)
+    """erf to float32 accuracy in ~30 in-place float32 vector ops: Maclaurin series below 0.5, the erfc fit above."""
+    xs = x.astype(np.float32)
+    ax = np.abs(xs)
+    t = ax * np.float32(0.5)
+    t += np.float32(1)
+    np.reciprocal(t, out=t)
     acc = np.full_like(t, _ERFC_P[0])
     for c in _ERFC_P[1:]:
-        acc = acc * t + c
+        acc *= t
+        acc += np.float32(c)
+    z = np.square(xs)
+    acc -= z
     with np.errstate(over="ignore", under="ignore"):
-        big = np.copysign(1.0 - t * np.exp(acc - ax * ax), xd)
-    z = xd * xd  # erf(x) = 2/√π Σ (-1)^n x^(2n+1) / (n! (2n+1)); 7 terms reach 1e-10 below 0.5
-    series = np.full_like(z, 1.0 / (720 * 13))
+        np.exp(acc, out=acc)
+    acc *= t
+    np.subtract(np.float32(1), acc, out=acc)  # erf(|x|) for |x| >= 0.5
+    np.copysign(acc, xs, out=acc)
+    series = np.full_like(z, 1.0 / (720 * 13))  # 2/√π Σ (-1)^n x^(2n+1) / (n! (2n+1)), 7 terms below 0.5
+    np.negative(z, out=z)
     for n in range(5, -1, -1):
-        series = series * (-z) + 1.0 / (math.factorial(n) * (2 * n + 1))
-    small = (2.0 / math.sqrt(math.pi)) * xd * series
-    return np.where(ax < _ERF_SMALL, small, big).astype(x.dtype)
+        series *= z
+        series += np.float32(1.0 / (math.factorial(n) * (2 * n + 1)))
+    series *= xs
+    series *= np.float32(2.0 / math.sqrt(math.pi))
+    np.copyto(acc, series, where=ax < _ERF_SMALL)
+    return acc.astype(x.dtype, copy=False)
 
 
 def erf_array(x):
