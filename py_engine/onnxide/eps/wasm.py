@@ -26,6 +26,11 @@ CLAIMS = {
     "InstanceNormalization": E.claim_instnorm,
     "BatchNormalization": E.claim_batchnorm,
 }
+MS_CLAIMS = {
+    "FusedConv": K.claim_fused_conv,
+    "FusedGemm": K.claim_fused_gemm,
+    "FusedMatMul": K.claim_fused_matmul,
+}
 CLAIMS.update({name: E.claim_unary for name in E.UNARY})
 CLAIMS.update({name: E.claim_binary for name in E.BINOP})
 
@@ -78,9 +83,8 @@ class WasmExecutionProvider(ExecutionProvider):
             warm(self.rt)
 
     def claim(self, node, opdef):
-        if registry.normalize_domain(node.domain) != "":
-            return None
-        claim = CLAIMS.get(node.op_type)
+        domain = registry.normalize_domain(node.domain)
+        claim = (CLAIMS if domain == "" else MS_CLAIMS if domain == registry.MS_DOMAIN else {}).get(node.op_type)
         if claim is None:
             return None
         return claim(self.rt, node, opdef, dict(node.attrs))

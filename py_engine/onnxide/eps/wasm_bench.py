@@ -2,7 +2,8 @@
 
 Natively (wasmtime):   PYTHONPATH=py_engine python -m onnxide.eps.wasm_bench [--sizes 256,512,1024] [--build B]
 In Pyodide (browser):  from onnxide.eps.wasm_bench import gemm_gflops; gemm_gflops()   # same code, ctypes route
-Returns / prints one row per (build, size): median ms and GFLOP/s; numpy's matmul on the same host for reference.
+Returns / prints one row per (build, size): median and best ms and GFLOP/s (best is the robust figure on a shared
+machine); numpy's matmul on the same host for reference.
 """
 import argparse
 import json
@@ -13,7 +14,8 @@ import numpy as np
 from . import wasm_runtime as rt
 
 
-def _median_time(fn, min_reps=3, budget_s=1.0):
+def _times(fn, min_reps=3, budget_s=1.0):
+    """(median, best) seconds of fn(); the best is the robust figure on a machine shared with other jobs."""
     fn()  # warm (tiers up in V8)
     times = []
     t_end = time.perf_counter() + budget_s
@@ -21,7 +23,7 @@ def _median_time(fn, min_reps=3, budget_s=1.0):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return float(np.median(times))
+    return float(np.median(times)), float(np.min(times))
 
 
 def gemm_gflops(sizes=(256, 512, 1024), builds=("simd128", "relaxed"), with_numpy=True, budget_s=1.0):
@@ -43,15 +45,17 @@ def gemm_gflops(sizes=(256, 512, 1024), builds=("simd128", "relaxed"), with_nump
                     1.0, 0, 0, 0, 0, 0.0, 0, 0.0, 0.0, scratch]
             be.call("ox_gemm", args)
             err = float(np.abs(c - a @ b).max() / max(np.abs(a @ b).max(), 1e-30))
-            s = _median_time(be.bind("ox_gemm", args), budget_s=budget_s)
-            rows.append({"build": got, "n": n, "ms": round(s * 1e3, 3), "gflops": round(2 * n ** 3 / s / 1e9, 2),
+            med, best = _times(be.bind("ox_gemm", args), budget_s=budget_s)
+            rows.append({"build": got, "n": n, "ms": round(med * 1e3, 3), "best_ms": round(best * 1e3, 3),
+                         "gflops": round(2 * n ** 3 / med / 1e9, 2), "best_gflops": round(2 * n ** 3 / best / 1e9, 2),
                          "rel_err": err})
     if with_numpy:
         for n in sizes:
             a = rng.standard_normal((n, n), dtype=np.float32)
             b = rng.standard_normal((n, n), dtype=np.float32)
-            s = _median_time(lambda: a @ b, budget_s=budget_s)
-            rows.append({"build": "numpy", "n": n, "ms": round(s * 1e3, 3), "gflops": round(2 * n ** 3 / s / 1e9, 2)})
+            med, best = _times(lambda: a @ b, budget_s=budget_s)
+            rows.append({"build": "numpy", "n": n, "ms": round(med * 1e3, 3), "best_ms": round(best * 1e3, 3),
+                         "gflops": round(2 * n ** 3 / med / 1e9, 2), "best_gflops": round(2 * n ** 3 / best / 1e9, 2)})
     return rows
 
 
@@ -71,7 +75,8 @@ def main(argv=None):
         if "error" in r:
             print(f"  {r['build']:8s} unavailable: {r['error']}")
         else:
-            print(f"  {r['build']:8s} n={r['n']:5d}  {r['ms']:9.3f} ms  {r['gflops']:7.2f} GFLOP/s")
+            print(f"  {r['build']:8s} n={r['n']:5d}  median {r['ms']:9.3f} ms {r['gflops']:7.2f} GFLOP/s   "
+                  f"best {r['best_ms']:9.3f} ms {r['best_gflops']:7.2f} GFLOP/s")
     return 0
 
 

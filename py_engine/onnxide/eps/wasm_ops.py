@@ -21,7 +21,7 @@ BINOP = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "PRelu": 6}
 
 
 def _is_f32(*arrays):
-    return all(isinstance(a, np.ndarray) and a.dtype == F32 for a in arrays)
+    return all(isinstance(a, (np.ndarray, np.generic)) and a.dtype == F32 for a in arrays)
 
 
 def guarded(fast, fallback):
@@ -38,7 +38,7 @@ def guarded(fast, fallback):
 
 
 def _contig(a):
-    return np.ascontiguousarray(a, dtype=F32)
+    return np.ascontiguousarray(a, dtype=F32)  # no copy for a C-contiguous float32 array (numpy's own buffer)
 
 
 # ---- GEMM family ------------------------------------------------------------------------------------------------
@@ -50,14 +50,16 @@ def gemm_call(rt, batch, m, n, k, a, rsa, csa, sa, b, rsb, csb, sb, c, ldc, sc, 
                         act, float(a0), float(a1), Scratch(rt.gemm_scratch)])
 
 
-def matmul_fast(rt, a, b):
+def matmul_fast(rt, a, b, trans_a=0, trans_b=0, alpha=1.0):
     if not _is_f32(a, b) or a.ndim == 0 or b.ndim == 0:
         return FALLBACK
     a1, b1 = a.ndim == 1, b.ndim == 1
+    if (trans_a and a1) or (trans_b and b1):
+        return FALLBACK
     a2 = a.reshape(1, -1) if a1 else a
     b2 = b.reshape(-1, 1) if b1 else b
-    m, k = a2.shape[-2:]
-    k2, n = b2.shape[-2:]
+    m, k = a2.shape[-2:][::-1] if trans_a else a2.shape[-2:]
+    k2, n = b2.shape[-2:][::-1] if trans_b else b2.shape[-2:]
     if k != k2 or m == 0 or n == 0 or k == 0:
         return FALLBACK
     try:
@@ -67,18 +69,20 @@ def matmul_fast(rt, a, b):
     out_shape = batch_shape + (m, n)
     a2, b2 = _contig(a2), _contig(b2)
     y = np.empty(out_shape, F32)
-    if b2.ndim == 2:  # shared B: fold A's batch into its rows
+    rsa, csa = (1, m) if trans_a else (k, 1)
+    rsb, csb = (1, k) if trans_b else (n, 1)
+    if b2.ndim == 2 and not trans_a:  # shared B: fold A's batch into its rows
         rows = a2.size // k
-        gemm_call(rt, 1, rows, n, k, a2, k, 1, 0, b2, n, 1, 0, y, n, 0)
+        gemm_call(rt, 1, rows, n, k, a2, k, 1, 0, b2, rsb, csb, 0, y, n, 0, alpha)
     else:
         nb = int(np.prod(batch_shape, dtype=np.int64))
         sa = 0 if int(np.prod(a2.shape[:-2], dtype=np.int64)) == 1 else m * k
         sb = 0 if int(np.prod(b2.shape[:-2], dtype=np.int64)) == 1 else k * n
         if sa and a2.shape[:-2] != batch_shape:
-            a2 = _contig(np.broadcast_to(a2, batch_shape + (m, k)))
+            a2 = _contig(np.broadcast_to(a2, batch_shape + a2.shape[-2:]))
         if sb and b2.shape[:-2] != batch_shape:
-            b2 = _contig(np.broadcast_to(b2, batch_shape + (k, n)))
-        gemm_call(rt, nb, m, n, k, a2, k, 1, sa, b2, n, 1, sb, y, n, m * n)
+            b2 = _contig(np.broadcast_to(b2, batch_shape + b2.shape[-2:]))
+        gemm_call(rt, nb, m, n, k, a2, rsa, csa, sa, b2, rsb, csb, sb, y, n, m * n, alpha)
     if a1:
         y = y.reshape(y.shape[:-2] + (n,))
     if b1:
@@ -92,7 +96,7 @@ def claim_matmul(rt, node, opdef, attrs):
     return guarded(lambda a, b, **kw: matmul_fast(rt, a, b), opdef.kernel)
 
 
-def gemm_fast(rt, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, **_):
+def gemm_fast(rt, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, act=(0, 0.0, 0.0), **_):
     if not _is_f32(a, b) or a.ndim != 2 or b.ndim != 2 or (c is not None and not _is_f32(c)):
         return FALLBACK
     m, k = (a.shape[1], a.shape[0]) if transA else a.shape
@@ -114,8 +118,43 @@ def gemm_fast(rt, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, **_)
     y = np.empty((m, n), F32)
     if k == 0:
         y[...] = 0.0
-    gemm_call(rt, 1, m, n, k, a, rsa, csa, 0, b, rsb, csb, 0, y, n, 0, alpha, bias, bsm, bsn, 0, beta)
+    gemm_call(rt, 1, m, n, k, a, rsa, csa, 0, b, rsb, csb, 0, y, n, 0, alpha, bias, bsm, bsn, 0, beta, *act)
     return y
+
+
+def claim_fused_matmul(rt, node, opdef, attrs):
+    if set(attrs) - {"alpha", "transA", "transB"}:
+        return None
+    return guarded(lambda a, b, *, alpha=1.0, transA=0, transB=0, **kw: matmul_fast(rt, a, b, transA, transB, alpha),
+                   opdef.kernel)
+
+
+# com.microsoft fused activations (ops/fused.py): name -> (code, parameter defaults)
+FUSED_ACTS = {"": (0, ()), "Relu": (1, ()), "LeakyRelu": (2, (0.01,)), "Sigmoid": (3, ()), "Tanh": (4, ()),
+              "HardSigmoid": (5, (0.2, 0.5)), "Clip": (7, (-np.inf, np.inf))}
+
+
+def fused_act(name, params):
+    """(act code, a0, a1) for a fused activation and its parameters, or None when the kernels lack it."""
+    if name not in FUSED_ACTS:
+        return None
+    code, defaults = FUSED_ACTS[name]
+    p = list(params or []) + list(defaults[len(params or []):])
+    p = [float(v) for v in p] + [0.0, 0.0]
+    return code, p[0], p[1]
+
+
+def claim_fused_gemm(rt, node, opdef, attrs):
+    if set(attrs) - {"alpha", "beta", "transA", "transB", "activation", "activation_alpha", "activation_beta",
+                     "activation_gamma"}:
+        return None
+    name = attrs.get("activation", "")
+    params = {"LeakyRelu": ["activation_alpha"], "HardSigmoid": ["activation_alpha", "activation_beta"],
+              "Clip": ["activation_alpha", "activation_beta"]}.get(name, [])
+    act = fused_act(name, [attrs.get(p, opdef.attrs.get(p)) for p in params])
+    if act is None:
+        return None
+    return guarded(lambda *a, **kw: gemm_fast(rt, *a, **{**kw, "act": act}), opdef.kernel)
 
 
 def claim_gemm(rt, node, opdef, attrs):
@@ -127,7 +166,7 @@ def claim_gemm(rt, node, opdef, attrs):
 # ---- convolution and pooling ----------------------------------------------------------------------------------------
 
 def conv_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
-              strides=None, **_):
+              strides=None, act=(0, 0.0, 0.0), **_):
     if not _is_f32(x, w) or (b is not None and not _is_f32(b)) or x.ndim not in (3, 4) or w.ndim != x.ndim:
         return FALLBACK
     nd = x.ndim - 2
@@ -160,8 +199,8 @@ def conv_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, k
         return FALLBACK
     scratch = rt.call("ox_conv2d_scratch_floats", [c, m, group, oh, ow, kh, kw, sh, sw, dh, dw])
     rt.call("ox_conv2d", [n, c, h, wd, m, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, group, In(_contig(x)),
-                          In(_contig(w)), In(_contig(b)) if b is not None else 0, Out(y), 0, 0.0, 0.0,
-                          Scratch(scratch)])
+                          In(_contig(w)), In(_contig(b)) if b is not None else 0, Out(y), act[0], float(act[1]),
+                          float(act[2]), Scratch(scratch)])
     return y
 
 
@@ -171,6 +210,20 @@ def claim_conv(rt, node, opdef, attrs):
     if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", ""):
         return None
     return guarded(lambda *a, **kw: conv_fast(rt, *a, **kw), opdef.kernel)
+
+
+def claim_fused_conv(rt, node, opdef, attrs):
+    if len(node.inputs) > 3 and node.inputs[3]:
+        return None  # the Z (sum) input: numpy
+    if set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activation",
+                     "activation_params"}:
+        return None
+    if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", ""):
+        return None
+    act = fused_act(attrs.get("activation", ""), attrs.get("activation_params"))
+    if act is None:
+        return None
+    return guarded(lambda *a, **kw: conv_fast(rt, *a, **{**kw, "act": act}), opdef.kernel)
 
 
 def pool_fast(rt, is_max, x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None,

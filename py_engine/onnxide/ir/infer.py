@@ -50,7 +50,41 @@ def _const(consts, name):
     return consts.get(name) if name else None
 
 
-def _infer_node(n, types, consts, opset):
+def dims_of(g, name):
+    """A value's declared or inferred dims (int / symbolic name / None each), or None for unknown rank."""
+    vt = g.value_type(name)
+    if vt is None or vt.tensor_type is None or vt.tensor_type.shape is None:
+        return None
+    return [d.dim_value if d.dim_value is not None else (d.dim_param or None) for d in vt.tensor_type.shape.dim]
+
+
+def _shape_value(n, types, sv):
+    """The entries (int / symbolic dim / None) of a small int64 shape tensor the node computes, with a scalar flag."""
+    op, ins = n.op_type, n.inputs
+    if op == "Shape":
+        d = types.get(ins[0], (None, None))[1]
+        if d is not None:
+            r = len(d)
+            s, e = n.attrs.get("start", 0), n.attrs.get("end", r)
+            s, e = max(0, min(r, s + r if s < 0 else s)), max(0, min(r, e + r if e < 0 else e))
+            return d[s:e], False
+    elif op == "Gather" and ins[0] in sv and len(ins) > 1 and ins[1] in sv and n.attrs.get("axis", 0) == 0:
+        vals, _ = sv[ins[0]]
+        idx, scalar = sv[ins[1]]
+        if all(isinstance(i, int) and -len(vals) <= i < len(vals) for i in idx):
+            return [vals[i] for i in idx], scalar
+    elif op == "Unsqueeze" and ins[0] in sv and sv[ins[0]][1]:
+        return sv[ins[0]][0], False
+    elif op == "Squeeze" and ins[0] in sv and len(sv[ins[0]][0]) == 1:
+        return sv[ins[0]][0], True
+    elif op == "Concat" and ins and all(x in sv and not sv[x][1] for x in ins):
+        return [v for x in ins for v in sv[x][0]], False
+    elif op == "Cast" and ins[0] in sv and n.attrs.get("to") in (dt.INT64, dt.INT32):
+        return sv[ins[0]]
+    return None
+
+
+def _infer_node(n, types, consts, opset, sv):
     """[(elem_type, shape)] for the node's outputs, or None where unknown."""
     ins = [types.get(x, (None, None)) if x else (None, None) for x in n.inputs]
     t0, s0 = ins[0] if ins else (None, None)
@@ -104,7 +138,20 @@ def _infer_node(n, types, consts, opset):
         return [(t0, [s0[p] for p in perm])]
     if op == "Reshape":
         shape = _const(consts, n.inputs[1]) if len(n.inputs) > 1 else np.asarray(a.get("shape", []))
+        if shape is None and len(n.inputs) > 1 and n.inputs[1] in sv:
+            entries = sv[n.inputs[1]][0]
+            return [(t0, [(s0[i] if s0 is not None and i < len(s0) else None) if e == 0 and not a.get("allowzero")
+                          else (e if isinstance(e, str) or (isinstance(e, int) and e > 0) else None)
+                          for i, e in enumerate(entries)])]
         return [(t0, _reshape(s0, shape, a.get("allowzero", 0)))]
+    if op == "Range" and all(x in sv for x in n.inputs[:3]):
+        (start,), (limit,), (delta,) = (sv[x][0] for x in n.inputs[:3])
+        if start == 0 and delta == 1 and limit is not None:
+            return [(t0, [limit])]
+        return [(t0, [None])]
+    if op == "Expand" and len(n.inputs) > 1 and n.inputs[1] in sv and s0 is not None:
+        return [(t0, _broadcast([s0, [e if isinstance(e, (str, int)) and e != -1 else None
+                                      for e in sv[n.inputs[1]][0]]]))]
     if op in ("Unsqueeze", "Squeeze"):
         axes = a.get("axes")
         if axes is None and len(n.inputs) > 1:
@@ -157,7 +204,7 @@ def _infer_node(n, types, consts, opset):
         elems = [t0] * len(n.outputs)
         if op == "TopK" and len(elems) > 1:
             elems[1] = dt.INT64
-        rank = None if s0 is None or op in ("Range", "Einsum", "Expand") else len(s0)
+        rank = 1 if op == "Range" else None if s0 is None or op in ("Einsum", "Expand") else len(s0)
         return [(e, None if rank is None else [None] * rank) for e in elems]
     return None
 
@@ -217,31 +264,40 @@ def _known(vi):
 
 
 def infer_shapes(model):
-    """Fill graph.value_info (and untyped graph outputs) with inferred types; declared types win."""
+    """Fill graph.value_info (and untyped graph outputs) with inferred types; declared types win.
+
+    Returns (types, shape_values): name -> (elem_type, dims), and name -> (entries, is_scalar) for the small
+    int64 tensors that hold shapes (entries are ints, symbolic dim names or None)."""
     g = model.graph
     for name in [k for k, v in g.value_info.items() if v.inferred]:
         del g.value_info[name]
     for o in g.outputs:
         if o.inferred:
             o.type, o.inferred = None, False
-    types, consts = {}, {}
+    types, consts, sv = {}, {}, {}
+    overridable = {v.name for v in g.inputs}
     for name, arr in g.initializers.items():
         if isinstance(arr, np.ndarray):
             try:
                 types[name] = (dt.code_of(arr.dtype), list(arr.shape))
             except KeyError:
                 continue
-            if name not in {v.name for v in g.inputs} and arr.size <= 64:
+            if name not in overridable and arr.size <= 64:
                 consts[name] = arr
+                if arr.dtype.kind in "iu" and arr.ndim <= 1:
+                    sv[name] = ([int(v) for v in arr.reshape(-1)], arr.ndim == 0)
     for vi in list(g.inputs) + list(g.value_info.values()):
         k = _known(vi)
         if k is not None:
             types[vi.name] = k
     for n in g.nodes:
         try:
-            res = _infer_node(n, types, consts, model.opsets.get("", 1))
+            res = _infer_node(n, types, consts, model.opsets.get("", 1), sv)
+            value = _shape_value(n, types, sv) if n.domain in ("", "ai.onnx") and n.outputs else None
         except (KeyError, IndexError, TypeError, ValueError):
-            res = None
+            res, value = None, None
+        if value is not None:
+            sv[n.outputs[0]] = value
         for i, name in enumerate(n.outputs):
             if not name or name in types:
                 continue
@@ -251,4 +307,4 @@ def infer_shapes(model):
     for o in g.outputs:
         if o.type is None and o.name in types:
             o.type, o.inferred = _type_proto(*types[o.name]), True
-    return types
+    return types, sv

@@ -65,26 +65,62 @@ def _apply_table(x, table, lo):
 # elementwise QLinear ops
 # ---------------------------------------------------------------------------------------------------------------------
 
-def _qlinear_binary(fn, a, a_scale, a_zp, b, b_scale, b_zp, c_scale, c_zp, name):
+def _fma32(x, y, z):
+    """float32 fused multiply-add (one rounding), as onnxruntime's AVX2 kernels compute."""
+    return (x.astype(np.float64) * np.float64(y) + np.asarray(z, np.float64)).astype(np.float32)
+
+
+def _scalar_spans(x, out_shape):
+    """True when `x` is constant along the innermost output axis (a per-span scalar in onnxruntime's broadcast)."""
+    if x.size == 1:
+        return True
+    return len(out_shape) > 0 and out_shape[-1] > 1 and (x.ndim == 0 or x.shape[-1] == 1)
+
+
+def _qlinear_add_values(a, za, ra, b, zb, rb, zc):
+    """onnxruntime's float32 QLinearAdd: zc - (ra*za + rb*zb) + a*ra + b*rb with its FMA grouping; the operand that
+    is a per-span scalar is folded into the fixed part first."""
+    f32 = np.float32
+    out_shape = np.broadcast_shapes(a.shape, b.shape)
+    af, bf = a.astype(f32), b.astype(f32)
+    if _scalar_spans(b, out_shape) or not _scalar_spans(a, out_shape):
+        fixed = f32(zc) - (ra * f32(za) + rb * f32(zb))
+        if _scalar_spans(b, out_shape):
+            return _fma32(af, ra, _fma32(bf, rb, fixed))
+        return _fma32(af, ra, _fma32(bf, rb, fixed))
+    fixed = f32(zc) - (ra * f32(za) + rb * f32(zb))  # A is the scalar: onnxruntime folds A first
+    return _fma32(bf, rb, _fma32(af, ra, fixed))
+
+
+def _qlinear_binary(kind, a, a_scale, a_zp, b, b_scale, b_zp, c_scale, c_zp, name):
     _check_type(a, a_zp, name)
     _check_type(b, b_zp, name)
     if a.dtype != b.dtype or (c_zp is not None and np.asarray(c_zp).dtype != a.dtype):
         raise InvalidArgument(f"{name}: A, B and C must share one type")
-    for s, what in ((a_scale, "A_scale"), (b_scale, "B_scale"), (c_scale, "C_scale")):
-        _scalar(s, what, name)
-    y = fn(dequant(a, a_scale, a_zp), dequant(b, b_scale, b_zp))
-    return quant(y, c_scale, c_zp, a.dtype)
+    sa, sb, sc = (_scalar(s, w, name) for s, w in ((a_scale, "A_scale"), (b_scale, "B_scale"), (c_scale, "C_scale")))
+
+    def zp(z):
+        return 0 if z is None else int(np.asarray(z).reshape(()))
+
+    za, zb, zc = zp(a_zp), zp(b_zp), zp(c_zp)
+    if kind == "add":
+        v = _qlinear_add_values(a, za, sa / sc, b, zb, sb / sc, zc)
+    else:  # (a - za) * (b - zb) as an exact integer, times sa*sb/sc, plus zc, all in float32
+        prod = (a.astype(np.int32) - np.int32(za)) * (b.astype(np.int32) - np.int32(zb))
+        v = prod.astype(np.float32) * np.float32(sa * sb / sc) + np.float32(zc)
+    lo, hi = _RANGES[a.dtype]
+    return np.clip(np.rint(v), lo, hi).astype(a.dtype)
 
 
 @op("QLinearAdd", since=1, domain=MS_DOMAIN)
 def qlinear_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point=None, *, ctx=None):
-    return _qlinear_binary(np.add, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point,
+    return _qlinear_binary("add", a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point,
                            _name("QLinearAdd", ctx))
 
 
 @op("QLinearMul", since=1, domain=MS_DOMAIN)
 def qlinear_mul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point=None, *, ctx=None):
-    return _qlinear_binary(np.multiply, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point,
+    return _qlinear_binary("mul", a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point,
                            _name("QLinearMul", ctx))
 
 

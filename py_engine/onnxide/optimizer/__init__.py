@@ -5,10 +5,10 @@ Each pass is a function `(model) -> bool` (True when it changed the graph) that 
 runs an optimized graph (the numpy kernels at least).
 """
 from ..ir.infer import infer_shapes
-from . import constant_folding, eliminate, fuse_conv, fuse_patterns, transpose
+from . import constant_folding, eliminate, fuse_conv, fuse_patterns, shape_values, transpose
 
 BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, eliminate.remove_dead_nodes,
-         eliminate.common_subexpressions, transpose.cancel_transposes]
+         eliminate.common_subexpressions, transpose.cancel_transposes, shape_values.simplify_reshape_targets]
 EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_patterns.fuse_layernorm, fuse_patterns.fuse_gelu,
             fuse_patterns.fuse_matmul_add, fuse_conv.fuse_activation]
 

@@ -1,0 +1,38 @@
+"""Reshape targets from shape arithmetic: Shape→Gather→Unsqueeze→Concat chains whose entries are the input's own
+(symbolic) dims become constant targets with 0 (copy the dim) and at most one -1, so the chain is dead code."""
+import numpy as np
+
+from ..ir.infer import dims_of, infer_shapes
+from .graph import constant_value, fresh_name
+
+
+def simplify_reshape_targets(model):
+    g, changed = model.graph, False
+    sv = None
+    for n in g.nodes:
+        if n.op_type != "Reshape" or n.domain not in ("", "ai.onnx") or len(n.inputs) < 2 or \
+                n.attrs.get("allowzero", 0) or constant_value(g, n.inputs[1]) is not None:
+            continue
+        if sv is None:
+            sv = infer_shapes(model)[1]
+        if n.inputs[1] not in sv:
+            continue
+        entries, _ = sv[n.inputs[1]]
+        dims = dims_of(g, n.inputs[0]) or []
+        target, free = [], 0
+        for i, e in enumerate(entries):
+            if isinstance(e, int):
+                target.append(e)
+                free += e == -1
+            elif e is not None and i < len(dims) and dims[i] == e:
+                target.append(0)  # the same symbolic dim as the input's at this position: copy it
+            else:
+                target.append(-1)
+                free += 1
+        if free > 1:
+            continue
+        name = fresh_name(g, n.inputs[1] + "_const")
+        g.initializers[name] = np.asarray(target, dtype=np.int64)
+        n.inputs = [n.inputs[0], name]
+        changed = True
+    return changed
