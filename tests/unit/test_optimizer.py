@@ -170,3 +170,16 @@ def test_shape_inference_types_undeclared_outputs_and_folds_static_shapes(tmp_pa
     ref = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})
     for a, b in zip(sess.run(None, {"x": x}), ref):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_reshape_target_from_shape_arithmetic_becomes_constant(tmp_path):
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "i0"], ["b"], axis=0), helper.make_node("Gather", ["s", "i1"], ["t"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "ax"], ["bu"]), helper.make_node("Unsqueeze", ["t", "ax"], ["tu"]),
+             helper.make_node("Concat", ["bu", "tu", "tail"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    inits = [_const("i0", np.array(0, np.int64)), _const("i1", np.array(1, np.int64)),
+             _const("ax", np.array([0], np.int64)), _const("tail", np.array([2, 4], np.int64))]
+    m = _model(nodes, [_vi("x", ["batch", "seq", 8])], [_vi("y", ["batch", "seq", 2, 4])], inits)
+    for shape in ((1, 5, 8), (3, 2, 8)):
+        _check(m, {"x": rng.standard_normal(shape).astype(np.float32)}, tmp_path, ["Reshape"])
