@@ -5,7 +5,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..errors import NotImplemented as OrtNotImplemented
-from .math import lift32, lower
+from .math import lift32
 from .registry import MS_DOMAIN, lookup, op
 
 _RANGES = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127), np.dtype(np.uint16): (0, 65535),

@@ -1,8 +1,9 @@
 """The graph optimizer shared by every EP: passes grouped by onnxruntime's levels (basic / extended / all).
 
-Each pass is a function `(model) -> bool` (True when it changed the graph) that edits the main graph in place;
-`optimize` repeats a level's passes until nothing changes. Fused ops are ordinary registered ops, so every EP
-runs an optimized graph (the numpy kernels at least).
+Each pass is a function `(scope) -> bool` (True when it changed the graph) that edits `scope.graph` in place,
+reading the opsets from `scope.opsets`; a scope is the model for the main graph, or a `GraphScope` for an
+If/Loop/Scan body. `optimize` runs a level's passes to a fixed point on every body (innermost first), then on
+the main graph. Fused ops are ordinary registered ops, so every EP runs an optimized graph.
 """
 from ..ir.infer import infer_shapes
 from . import constant_folding, eliminate, fuse_conv, fuse_patterns, shape_values, transpose
@@ -13,6 +14,13 @@ EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_patterns.fuse_layernorm, fu
             fuse_patterns.fuse_matmul_add, fuse_conv.fuse_activation]
 
 
+class GraphScope:
+    """A subgraph seen by the passes: its own graph, the model's opsets."""
+
+    def __init__(self, model, graph):
+        self.graph, self.opsets = graph, model.opsets
+
+
 def passes_for(level):
     level = int(level)
     if level <= 0:
@@ -20,15 +28,39 @@ def passes_for(level):
     return BASIC + (EXTENDED if level >= 2 else [])
 
 
-def optimize(model, level, max_rounds=8):
-    """Run the passes of `level` (ORT's GraphOptimizationLevel value) to a fixed point; returns the model."""
-    passes = passes_for(level)
-    infer_shapes(model)
+def _bodies(graph):
+    """Nested subgraphs of `graph`, innermost first."""
+    for n in graph.nodes:
+        for v in n.attrs.values():
+            for g in (v if isinstance(v, list) else [v]):
+                if hasattr(g, "nodes"):
+                    yield from _bodies(g)
+                    yield g
+
+
+def _clear_plans(graph):
+    graph.plan_cache.clear()
+    for g in _bodies(graph):
+        g.plan_cache.clear()
+
+
+def _run(scope, passes, max_rounds):
+    infer_shapes(scope)
     for _ in range(max_rounds):
         changed = False
         for p in passes:
-            changed |= bool(p(model))
+            changed |= bool(p(scope))
+        _clear_plans(scope.graph)
         if not changed:
             break
-        infer_shapes(model)
+        infer_shapes(scope)
+
+
+def optimize(model, level, max_rounds=8):
+    """Run the passes of `level` (ORT's GraphOptimizationLevel value) on every graph; returns the model."""
+    passes = passes_for(level)
+    if passes:
+        for body in list(_bodies(model.graph)):
+            _run(GraphScope(model, body), passes, max_rounds)
+    _run(model, passes, max_rounds)
     return model

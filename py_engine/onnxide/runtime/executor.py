@@ -151,12 +151,12 @@ class Executor:
 
     def __init__(self, model, providers, profiler=None):
         self.model, self.providers, self.profiler = model, providers, profiler
-        self.main_plan = self.plan_for(model.graph, frozenset())
+        self.main_plan = self.plan_for(model.graph, {})
 
-    def plan_for(self, graph, outer_known):
+    def plan_for(self, graph, outer_env):
         plan = graph.plan_cache.get("plan")
         if plan is None:
-            plan = build_plan(graph, self.model.opsets, self.providers, outer_known)
+            plan = build_plan(graph, self.model.opsets, self.providers, frozenset(outer_env))
             graph.plan_cache["plan"] = plan
         return plan
 
@@ -167,7 +167,7 @@ class Executor:
         return [env[n] for n in output_names]
 
     def run_subgraph(self, graph, inputs, outer_env):
-        plan = self.plan_for(graph, frozenset(outer_env))
+        plan = self.plan_for(graph, outer_env)
         env = {name: outer_env[name] for name in plan.outer_names if name in outer_env}
         env.update(graph.initializers)
         for vi, value in zip(graph.inputs, inputs):
