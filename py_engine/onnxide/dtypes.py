@@ -386,3 +386,14 @@ def from_float32(values, code, saturate=True):
             q = np.clip(np.nan_to_num(np.round(v.astype(np.float64))), lo, hi)
         return wrap(q.astype(_RAW[code]), code)
     return v.astype(np_dtype(code))
+
+
+def asarray(value, code):
+    """Python/numpy value -> an array of ONNX element type `code` in this mode's representation. Exotic codes take
+    numbers through `from_float32` (np.asarray(value, dtype=structured) would store the number as a bit pattern);
+    arrays already of that type (either representation) are passed through `from_user`."""
+    if isinstance(value, np.ndarray) and _foreign_code(value.dtype) == code:
+        return from_user(value)
+    if code in _RAW:
+        return from_float32(np.asarray(value, dtype=np.float64), code)
+    return np.asarray(value, dtype=np_dtype(code))

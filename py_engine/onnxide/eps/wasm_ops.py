@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..ops.conv import spatial_geometry, window_end_pads
-from .wasm_runtime import In, InOut, Out, Scratch
+from .wasm_runtime import In, Out, Scratch
 
 F32 = np.dtype(np.float32)
 FALLBACK = object()  # a fast path's "not mine": the numpy kernel runs instead
@@ -186,7 +186,8 @@ def conv_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     if min(pb) < 0 or min(pe) < 0 or min(st) <= 0 or min(dil) <= 0:
         return FALLBACK
     if nd == 1:
-        h, wd, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = 1, x.shape[2], 1, ks[0], 1, st[0], 1, dil[0], 0, pb[0], 1, out[0]
+        h, wd, kh, kw, sh, sw = 1, x.shape[2], 1, ks[0], 1, st[0]
+        dh, dw, pt, pl, oh, ow = 1, dil[0], 0, pb[0], 1, out[0]
     else:
         h, wd = x.shape[2:]
         kh, kw = ks

@@ -297,11 +297,9 @@ def runtime_present():
     """True when a wasm engine to run the kernels is importable (Pyodide's own, or wasmtime natively)."""
     if IS_PYODIDE:
         return True
-    try:
-        import wasmtime  # noqa: F401
-        return True
-    except ImportError:
-        return False
+    import importlib.util
+
+    return importlib.util.find_spec("wasmtime") is not None
 
 
 _LOADED = {}

@@ -72,6 +72,42 @@ def floatwise(fn):
     return wrapper
 
 
+def via_float32(fn=None, *, outputs=None):
+    """Kernel decorator for float kernels: exotic-float array inputs (bfloat16 / float8 / float4, ml_dtypes or
+    structured) are handed to the kernel as their float32 values, and its float results are rounded back with
+    `lower`. `outputs` says which results go back: None = every float result to the first exotic input's dtype;
+    a tuple of result indices (to that dtype); or a dict {result index: input index} (to that input's dtype, when
+    it was exotic). A call without exotic inputs runs the kernel unchanged."""
+
+    def deco(kernel):
+        @functools.wraps(kernel)
+        def wrapper(*args, **kwargs):
+            dts = [a.dtype if isinstance(a, np.ndarray) and is_exotic_float(a.dtype) else None for a in args]
+            first = next((d for d in dts if d is not None), None)
+            if first is None:
+                return kernel(*args, **kwargs)
+            out = kernel(*[_dt.to_float32(a) if d is not None else a for a, d in zip(args, dts)], **kwargs)
+            if isinstance(outputs, dict):
+                plan = {o: dts[i] if i < len(dts) else None for o, i in outputs.items()}
+            else:
+                n = len(out) if isinstance(out, tuple) else 1
+                plan = {o: first for o in (range(n) if outputs is None else outputs)}
+
+            def back(o, v):
+                d = plan.get(o)
+                if d is None or not isinstance(v, np.ndarray) or v.dtype.kind != "f":
+                    return v
+                return lower(v, d)
+
+            if isinstance(out, tuple):
+                return tuple(back(o, v) for o, v in enumerate(out))
+            return back(0, out)
+
+        return wrapper
+
+    return deco(fn) if fn is not None else deco
+
+
 def legacy_broadcast(a, b, broadcast, axis, name):
     """Opset<7 binary broadcasting: B is broadcast onto A (suffix-aligned, or aligned at `axis`) when broadcast=1."""
     a, b = np.asarray(a), np.asarray(b)

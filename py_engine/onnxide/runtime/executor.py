@@ -26,7 +26,7 @@ class Step:
     """One planned node: its kernel, resolved attribute kwargs and which values die after it."""
 
     __slots__ = ("node", "kernel", "kwargs", "wants_ctx", "inputs", "outputs", "release", "num_outputs",
-                 "opset", "input_types", "ep")
+                 "opset", "input_types", "ep", "ctx", "call_kwargs")
 
     def __init__(self, node, kernel, kwargs, wants_ctx, opset, input_types, ep):
         self.node, self.kernel, self.kwargs, self.wants_ctx = node, kernel, kwargs, wants_ctx
@@ -37,6 +37,7 @@ class Step:
         self.num_outputs = len(node.outputs)
         self.opset, self.input_types, self.ep = opset, input_types, ep
         self.release = ()
+        self.ctx, self.call_kwargs = None, kwargs
 
 
 class Plan:
@@ -154,10 +155,15 @@ class Executor:
         self.main_plan = self.plan_for(model.graph, {})
 
     def plan_for(self, graph, outer_env):
-        plan = graph.plan_cache.get("plan")
+        plan = graph.plan_cache.get(self)  # plans are per executor: they hold its EPs' kernels
         if plan is None:
             plan = build_plan(graph, self.model.opsets, self.providers, frozenset(outer_env))
-            graph.plan_cache["plan"] = plan
+            for step in plan.steps:
+                step.call_kwargs = dict(step.kwargs)
+                if step.wants_ctx:
+                    step.ctx = KernelContext(step, self, None)
+                    step.call_kwargs["ctx"] = step.ctx
+            graph.plan_cache[self] = plan
         return plan
 
     def run(self, feeds, output_names):
@@ -181,19 +187,15 @@ class Executor:
         prof = self.profiler
         for step in plan.steps:
             args = [env[x] if x else None for x in step.inputs]
+            if step.ctx is not None:
+                step.ctx._env = env
             if prof is not None:
                 t0 = prof.now_us()
             try:
-                if step.wants_ctx:
-                    result = step.kernel(*args, ctx=KernelContext(step, self, env), **step.kwargs)
-                else:
-                    result = step.kernel(*args, **step.kwargs)
+                result = step.kernel(*args, **step.call_kwargs)
             except OnnxideError as e:
                 raise type(e)(f"Non-zero status code returned while running {_node_label(step.node)} "
                               f"Status Message: {e}") from None
-            except KeyError as e:
-                raise RuntimeException(f"Non-zero status code returned while running {_node_label(step.node)} "
-                                       f"Status Message: missing value {e}") from e
             except Exception as e:  # a kernel's numpy error: report it against the node
                 raise RuntimeException(f"Non-zero status code returned while running {_node_label(step.node)} "
                                        f"Status Message: {type(e).__name__}: {e}") from e
@@ -201,10 +203,11 @@ class Executor:
                 prof.node(step, t0, args, result if isinstance(result, tuple) else (result,))
             outs = step.outputs
             if len(outs) == 1:
-                if isinstance(result, tuple):
-                    result = result[0]
-                if outs[0]:
-                    env[outs[0]] = _as_value(result)
+                if type(result) is not np.ndarray:
+                    if isinstance(result, tuple):
+                        result = result[0]
+                    result = _as_value(result)
+                env[outs[0]] = result
             else:
                 if not isinstance(result, (tuple, list)):
                     result = (result,)
