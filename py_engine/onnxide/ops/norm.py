@@ -109,6 +109,7 @@ def _norm_axis(axis, rank, name):
     return axis % rank
 
 
+@op("LayerNormalization", since=1)  # onnxruntime accepts it before opset 17 (older exports and its own fusions)
 @op("LayerNormalization", since=17)
 def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None):
     a = _norm_axis(axis, x.ndim, "LayerNormalization")
