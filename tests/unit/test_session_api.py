@@ -132,3 +132,33 @@ def test_io_binding_and_ort_values():
     (v,) = sess.run_with_ort_values(["y"], {"x": ort.OrtValue.ortvalue_from_numpy(x)})
     assert v.shape() == [2, 3] and v.data_type() == "tensor(float)"
     np.testing.assert_array_equal(v.numpy(), expected)
+
+
+def test_local_functions_are_inlined_with_attribute_references():
+    body = [helper.make_node("Constant", [], ["k"], value_float=0.0),
+            helper.make_node("LeakyRelu", ["a"], ["r"], alpha=0.0),
+            helper.make_node("Mul", ["r", "s"], ["out"])]
+    body[1].attribute[0].ref_attr_name = "slope"
+    fn = helper.make_function("local", "ScaledLeaky", ["a", "s"], ["out"], body,
+                              [helper.make_opsetid("", 17)], attributes=["slope"])
+    nodes = [helper.make_node("ScaledLeaky", ["x", "two"], ["y"], domain="local", slope=0.3)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5])],
+                          [numpy_helper.from_array(np.float32(2), "two")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+                          functions=[fn])
+    x = np.linspace(-2, 2, 5).astype(np.float32)
+    got = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    ref = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_overridable_initializers_can_be_fed():
+    m = _model()
+    m.graph.input.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, [3]))
+    sess = ort.InferenceSession(m.SerializeToString())
+    assert [i.name for i in sess.get_inputs()] == ["x"]
+    assert [(i.name, i.type, i.shape) for i in sess.get_overridable_initializers()] == [("b", "tensor(float)", [3])]
+    x = np.zeros((1, 4), np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], [[0.5, -0.5, 0.25]])
+    np.testing.assert_array_equal(sess.run(None, {"x": x, "b": np.ones(3, np.float32)})[0], [[1, 1, 1]])
