@@ -11,6 +11,7 @@ from .runtime.providers import available_providers as get_available_providers  #
 from .runtime.iobinding import IOBinding, OrtValue  # noqa: F401
 from .runtime.session import InferenceSession, ModelMetadata, NodeArg  # noqa: F401
 from . import ops as _ops  # noqa: F401  (registers every kernel)
+from . import eps as _eps  # noqa: F401  (registers WasmExecutionProvider where its runtime and a build exist)
 
 __version__ = "0.1.0"
 

@@ -55,7 +55,8 @@ def dims_of(g, name):
     vt = g.value_type(name)
     if vt is None or vt.tensor_type is None or vt.tensor_type.shape is None:
         return None
-    return [d.dim_value if d.dim_value is not None else (d.dim_param or None) for d in vt.tensor_type.shape.dim]
+    return [d.dim_value if d.dim_value is not None and d.dim_value >= 0 else (d.dim_param or None)
+            for d in vt.tensor_type.shape.dim]
 
 
 def _shape_value(n, types, sv):

@@ -28,7 +28,8 @@ class ValueInfo:
         t = self.type
         if t is None or t.tensor_type is None or t.tensor_type.shape is None:
             return None
-        return [d.dim_value if d.dim_value is not None else (d.dim_param or None) for d in t.tensor_type.shape.dim]
+        return [d.dim_value if d.dim_value is not None and d.dim_value >= 0 else (d.dim_param or None)
+                for d in t.tensor_type.shape.dim]  # a negative dim_value (seen in the wild) means unknown, as in ORT
 
 
 class Node:

@@ -3,6 +3,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from .math import is_exotic_float, lift, lower, step_rounder, step_sum, via_float32
 from .registry import op
 from .softmax import compute_dtype, work_dtype as _work_dtype
 
@@ -30,15 +31,29 @@ def _mm(a, b):
     return r if r.dtype == a.dtype else r.astype(a.dtype)
 
 
-def _guarded_softmax(x, masked_rows):
+def _id(v):
+    return v
+
+
+def _structured_lift(dt, arrays):
+    """No-ml_dtypes emulation: when `dt` is a structured exotic float, (its step rounder, the arrays as float32),
+    else (None, arrays unchanged). See math.step_rounder."""
+    rnd = step_rounder(dt)
+    if rnd is None:
+        return None, arrays
+    return rnd, [lift(a)[0] if isinstance(a, np.ndarray) and is_exotic_float(a.dtype) else a for a in arrays]
+
+
+def _guarded_softmax(x, masked_rows, rnd=None):
     """Softmax over the last axis; rows flagged in `masked_rows` (or whose max is -inf) become all-zero."""
+    r = rnd or _id
     m = np.max(x, axis=-1, keepdims=True)
     dead = np.isneginf(m)
     m = np.where(dead, x.dtype.type(0), m)
-    e = np.exp(x - m)
-    s = np.sum(e, axis=-1, keepdims=True)
+    e = r(np.exp(r(x - m)))
+    s = step_sum(e, -1, rnd)
     s = np.where(s == 0, x.dtype.type(1), s)
-    p = e / s
+    p = r(e / s)
     if masked_rows is not None:
         p = np.where(masked_rows, x.dtype.type(0), p)
     return p
@@ -64,6 +79,10 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         raise InvalidArgument(f"{name}: past_key and past_value must be given together")
     if nonpad is not None and past_key is not None:
         raise InvalidArgument(f"{name}: nonpad_kv_seqlen cannot be combined with past_key/past_value")
+    out_dt = q.dtype
+    rnd, (q, k, v, attn_mask, past_key, past_value) = _structured_lift(q.dtype, (q, k, v, attn_mask, past_key,
+                                                                                  past_value))
+    r = rnd or _id  # rounds each step onto the input type when it is emulated (structured bfloat16), else identity
     dt = q.dtype
     input_3d = q.ndim == 3
     if input_3d:
@@ -84,12 +103,12 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
 
     cd = _work_dtype(dt)
     sc = (1.0 / np.sqrt(head)) if scale is None else float(scale)
-    s = cd.type(dt.type(np.sqrt(sc)))  # sqrt(scale) rounded to the input type, applied to Q and K
-    qk = _mm(q.astype(cd) * s, np.swapaxes(k.astype(cd) * s, -1, -2))
+    s = r(cd.type(dt.type(np.sqrt(sc))))  # sqrt(scale) rounded to the input type, applied to Q and K
+    qk = r(_mm(r(q.astype(cd) * s), np.swapaxes(r(k.astype(cd) * s), -1, -2)))
     raw_qk = qk
     if softcap and softcap > 0:
-        c = cd.type(softcap)
-        qk = c * np.tanh(qk / c)
+        c = r(cd.type(softcap))
+        qk = r(c * r(np.tanh(r(qk / c))))
 
     # Additive bias: float mask values plus -inf wherever a boolean constraint disallows the key.
     float_bias = None
@@ -126,20 +145,23 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         allowed = conj(allowed, jj < np.asarray(nonpad).astype(np.int64).reshape(-1, 1, 1, 1))
     bias = np.zeros((sq, skv), dtype=cd)
     if float_bias is not None:
-        bias = bias + float_bias
+        bias = r(bias + float_bias)
     if allowed is not None:
-        bias = bias + np.where(allowed, cd.type(0), cd.type(-np.inf))
+        bias = r(bias + np.where(allowed, cd.type(0), cd.type(-np.inf)))
     masked_rows = np.isneginf(np.max(bias, axis=-1, keepdims=True))
 
     with np.errstate(invalid="ignore", over="ignore"):
-        scores = qk + bias
+        scores = r(qk + bias)
         sp = _precision_dtype(softmax_precision, name)
-        probs = _guarded_softmax(scores.astype(sp if sp is not None else cd), masked_rows)
-    probs = probs.astype(dt).astype(cd)
-    y = _mm(probs, v.astype(cd))
+        probs = _guarded_softmax(scores.astype(sp if sp is not None else cd), masked_rows,
+                                 rnd if sp is None else None)
+    probs = r(probs.astype(dt).astype(cd))
+    y = r(_mm(probs, v.astype(cd)))
     if input_3d:
         y = y.transpose(0, 2, 1, 3).reshape(batch, sq, -1)
-    y = y.astype(dt)
+    y = lower(y, out_dt) if rnd else y.astype(dt)
+    if rnd:
+        present_key, present_value = lower(present_key, out_dt), lower(present_value, out_dt)
 
     if ctx is None or ctx.num_outputs <= 1:
         return y
@@ -154,7 +176,8 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         qk_out = probs
     else:
         raise InvalidArgument(f"{name}: unsupported qk_matmul_output_mode {mode}")
-    return _outs((y, present_key, present_value, np.ascontiguousarray(qk_out).astype(dt)), ctx)
+    qk_out = np.ascontiguousarray(qk_out)
+    return _outs((y, present_key, present_value, lower(r(qk_out), out_dt) if rnd else qk_out.astype(dt)), ctx)
 
 
 @op("Attention", since=23)
@@ -194,6 +217,7 @@ def attention_25(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad
 # ---------------------------------------------------------------------------------------------------------------------
 
 @op("RotaryEmbedding", since=23)
+@via_float32
 def rotary_embedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved=0, num_heads=None,
                      rotary_embedding_dim=0):
     name = "RotaryEmbedding"
@@ -240,6 +264,7 @@ def rotary_embedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved=
 
 
 @op("SwiGLU", since=28)
+@via_float32
 def swiglu(a, b, *, alpha=1.0):
     if a.shape != b.shape:
         raise InvalidArgument(f"SwiGLU: A and B must have identical shapes, got {a.shape} and {b.shape}")
@@ -255,6 +280,7 @@ def swiglu(a, b, *, alpha=1.0):
 # ---------------------------------------------------------------------------------------------------------------------
 
 @op("LinearAttention", since=27)
+@via_float32
 def linear_attention(query, key, value, past_state=None, decay=None, beta=None, *, chunk_size=64, kv_num_heads,
                      q_num_heads, scale=0.0, update_rule="gated_delta", ctx=None):
     name = "LinearAttention"
@@ -333,6 +359,9 @@ def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softma
             raise InvalidArgument(f"{name}: q_num_heads {hq} must be a multiple of kv_num_heads {hkv}")
         k = np.repeat(k, hq // hkv, axis=1)
         v = np.repeat(v, hq // hkv, axis=1)
+    out_dt = v.dtype
+    rnd, (q, k, v) = _structured_lift(q.dtype, (q, k, v))
+    r = rnd or _id
     dt = q.dtype
     if softmax_precision is not None:
         sd = _precision_dtype(softmax_precision, name)
@@ -340,8 +369,8 @@ def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softma
         sd = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
     cd = compute_dtype(dt)
     sc = (1.0 / np.sqrt(e)) if scale is None else float(scale)
-    s = cd.type(dt.type(np.sqrt(np.float32(sc))))
-    scores = np.matmul(q.astype(cd) * s, np.swapaxes(k.astype(cd) * s, -1, -2)).astype(dt).astype(sd)
+    s = r(cd.type(dt.type(np.sqrt(np.float32(sc)))))
+    scores = r(np.matmul(q.astype(cd) * s, np.swapaxes(k.astype(cd) * s, -1, -2)).astype(dt)).astype(sd)
     if score_mod is not None:
         scores = np.asarray(ctx.run_graph(score_mod, [scores])[0]).astype(sd)
     with np.errstate(invalid="ignore"):
@@ -350,4 +379,4 @@ def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softma
         probs = ex / np.sum(ex, axis=-1, keepdims=True)
     if prob_mod is not None:
         probs = np.asarray(ctx.run_graph(prob_mod, [probs])[0]).astype(sd)
-    return np.matmul(probs, v.astype(sd)).astype(v.dtype)
+    return lower(np.matmul(probs, v.astype(sd)), out_dt) if rnd else np.matmul(probs, v.astype(sd)).astype(v.dtype)

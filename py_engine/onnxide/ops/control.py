@@ -150,7 +150,7 @@ def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
         per = [[] for _ in range(k_out)]
         L = int(lens[b])
         for t in range(L):
-            step_in = [x[b, (L - 1 - t) if d else t] for x, d in zip(xs, dirs)]
+            step_in = [x[b, (L - 1 - t) if d else t, ...] for x, d in zip(xs, dirs)]  # arrays, not numpy scalars
             outs = ctx.run_graph(body, st + step_in)
             st = list(outs[:n])
             for k, v in enumerate(outs[n:]):
@@ -201,7 +201,7 @@ def scan_9(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_dire
     xs = [np.moveaxis(x, a, 0) for x, a in zip(xs, in_axes)]
     per = [[] for _ in range(k_out)]
     for t in range(L):
-        step_in = [x[L - 1 - t] if d else x[t] for x, d in zip(xs, in_dirs)]
+        step_in = [x[L - 1 - t, ...] if d else x[t, ...] for x, d in zip(xs, in_dirs)]  # 0-d arrays, not scalars
         outs = ctx.run_graph(body, states + step_in)
         states = list(outs[:n])
         for k, v in enumerate(outs[n:]):

@@ -8,36 +8,27 @@ from .. import dtypes as _dt
 from ..errors import InvalidArgument
 from .registry import op
 
-_EXOTIC_FLOATS = (_dt.BFLOAT16, _dt.FLOAT8E4M3FN, _dt.FLOAT8E4M3FNUZ, _dt.FLOAT8E5M2, _dt.FLOAT8E5M2FNUZ,
-                  _dt.FLOAT4E2M1)
-
-
 def exotic_float_io(kernel):
-    """Let a float kernel take bfloat16/float8 inputs held as bit-pattern storage (no ml_dtypes, e.g. Pyodide):
-    such inputs, recognised by their declared type in ctx.input_types, are decoded to float32 and the first
-    output is encoded back to the first one's type.  With ml_dtypes the arrays are real dtypes: a no-op."""
+    """Let a float kernel take bfloat16/float8 inputs held in the structured no-ml_dtypes form (dtypes.py, e.g.
+    Pyodide): such inputs are decoded to float32 and the float outputs are rounded back to the first one's type.
+    With ml_dtypes the arrays are real dtypes numpy computes on: a no-op."""
 
     @functools.wraps(kernel)
     def wrapper(*args, ctx=None, **kw):
-        types = getattr(ctx, "input_types", None) if ctx is not None else None
-        out_code = None
-        if types:
-            args = list(args)
-            for i, a in enumerate(args):
-                if a is None or i >= len(types) or types[i] is None or a.dtype not in (np.uint8, np.uint16):
-                    continue
-                code = getattr(getattr(types[i], "tensor_type", None), "elem_type", 0)
-                if code in _EXOTIC_FLOATS:
-                    from .cast import cast_array
-                    args[i] = np.asarray(cast_array(a, code, _dt.FLOAT))
-                    out_code = out_code or code
+        out_dt = None
+        args = list(args)
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray) and a.dtype.names is not None and _dt.is_exotic_float(a.dtype):
+                args[i] = _dt.to_float32(a)
+                out_dt = out_dt or a.dtype
         res = kernel(*args, ctx=ctx, **kw)
-        if out_code is None:
+        if out_dt is None:
             return res
-        from .cast import cast_array
-        if isinstance(res, tuple):
-            return (cast_array(res[0].astype(np.float32, copy=False), _dt.FLOAT, out_code),) + res[1:]
-        return cast_array(res.astype(np.float32, copy=False), _dt.FLOAT, out_code)
+        code = _dt.exotic_code(out_dt)
+        if isinstance(res, tuple):  # float outputs (CausalConvWithState's state too) back; MaxPool's indices stay
+            return tuple(_dt.from_float32(r, code, saturate=False) if r is not None and r.dtype.kind == "f" else r
+                         for r in res)
+        return _dt.from_float32(res, code, saturate=False)
 
     return wrapper
 

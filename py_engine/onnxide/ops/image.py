@@ -4,6 +4,7 @@ import itertools
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import via_float32
 from .registry import op
 
 
@@ -108,6 +109,7 @@ def _grid_sample(x, grid, mode, padding_mode, align_corners):
 
 
 @op("GridSample", since=16)
+@via_float32
 def grid_sample_16(x, grid, *, align_corners=0, mode="bilinear", padding_mode="zeros"):
     if x.ndim != 4:
         raise InvalidArgument(f"GridSample(16): only 4-D input is supported, got rank {x.ndim}")
@@ -115,6 +117,7 @@ def grid_sample_16(x, grid, *, align_corners=0, mode="bilinear", padding_mode="z
 
 
 @op("GridSample", since=20)
+@via_float32
 def grid_sample_20(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"):
     return _grid_sample(x, grid, mode, padding_mode, bool(align_corners))
 
@@ -127,6 +130,7 @@ def _base_coords(n, align_corners):
 
 
 @op("AffineGrid", since=20)
+@via_float32
 def affine_grid(theta, size, *, align_corners=0):
     size = [int(s) for s in np.asarray(size).ravel()]
     if len(size) not in (4, 5):
@@ -209,6 +213,7 @@ def _roi_align(x, rois, batch_indices, mode, output_height, output_width, sampli
 
 
 @op("RoiAlign", since=10)
+@via_float32
 def roi_align_10(x, rois, batch_indices, *, mode="avg", output_height=1, output_width=1, sampling_ratio=0,
                  spatial_scale=1.0):
     return _roi_align(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio,
@@ -216,6 +221,7 @@ def roi_align_10(x, rois, batch_indices, *, mode="avg", output_height=1, output_
 
 
 @op("RoiAlign", since=16)
+@via_float32
 def roi_align_16(x, rois, batch_indices, *, coordinate_transformation_mode="half_pixel", mode="avg",
                  output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0):
     if coordinate_transformation_mode not in ("half_pixel", "output_half_pixel"):
@@ -236,6 +242,7 @@ def _corners(boxes, center_point_box):
 
 
 @op("NonMaxSuppression", since=10)
+@via_float32
 def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_threshold=None,
                         score_threshold=None, *, center_point_box=0):
     if boxes.ndim != 3 or boxes.shape[2] != 4 or scores.ndim != 3:

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from .math import lift, via_float32
 from .registry import op
 
 
@@ -122,16 +123,19 @@ def _scatter_elements(data, indices, updates, axis, reduction, name):
 
 
 @op("Scatter", since=9)
+@via_float32
 def scatter(data, indices, updates, *, axis=0):
     return _scatter_elements(data, indices, updates, axis, "none", "Scatter")
 
 
 @op("ScatterElements", since=11)
+@via_float32
 def scatter_elements_v11(data, indices, updates, *, axis=0):
     return _scatter_elements(data, indices, updates, axis, "none", "ScatterElements")
 
 
 @op("ScatterElements", since=16)
+@via_float32
 def scatter_elements(data, indices, updates, *, axis=0, reduction="none"):
     return _scatter_elements(data, indices, updates, axis, reduction, "ScatterElements")
 
@@ -156,11 +160,13 @@ def _scatter_nd(data, indices, updates, reduction):
 
 
 @op("ScatterND", since=11)
+@via_float32
 def scatter_nd_v11(data, indices, updates):
     return _scatter_nd(data, indices, updates, "none")
 
 
 @op("ScatterND", since=16)
+@via_float32
 def scatter_nd(data, indices, updates, *, reduction="none"):
     if reduction not in ("none",) + tuple(_REDUCERS):
         raise InvalidArgument(f"ScatterND: unknown reduction '{reduction}'")
@@ -257,8 +263,8 @@ def nonzero(X):  # noqa: N803
 # ---------------------------------------------------------------------------------------------------- Unique
 
 def _sort_key(x):
-    """An array numpy can sort/compare exactly for x (ml_dtypes kinds, 'V' in numpy, go through float32)."""
-    return x.astype(np.float32) if x.dtype.kind == "V" else x
+    """An array numpy can sort/compare exactly for x (exotic floats, ml_dtypes or structured, as float32)."""
+    return lift(x)[0]
 
 
 @op("Unique", since=11)
@@ -333,7 +339,7 @@ def one_hot(indices, depth, values, *, axis=-1):
     d = np.asarray(depth).reshape(-1)
     if d.size != 1:
         raise InvalidArgument("OneHot: depth must hold exactly one value")
-    d = int(d.astype(np.int64)[0])
+    d = int(lift(d)[0].astype(np.int64)[0])  # depth and indices may be of any numeric type, exotic floats too
     v = np.asarray(values).reshape(-1)
     if v.size != 2:
         raise InvalidArgument("OneHot: values must hold [off_value, on_value]")
@@ -341,7 +347,7 @@ def one_hot(indices, depth, values, *, axis=-1):
     if not -r - 1 <= axis <= r:
         raise InvalidArgument(f"OneHot: axis {axis} is out of range for rank {r}")
     a = axis + r + 1 if axis < 0 else axis
-    idx = np.asarray(indices).astype(np.int64)
+    idx = lift(indices)[0].astype(np.int64)
     idx = np.where(idx < 0, idx + d, idx)
     shape = [1] * (r + 1)
     shape[a] = d
@@ -395,21 +401,25 @@ def _arg(data, axis, keepdims, select_last_index, fn, name):
 
 
 @op("ArgMax", since=1)
+@via_float32
 def arg_max_v1(data, *, axis=0, keepdims=1):
     return _arg(data, axis, keepdims, 0, np.argmax, "ArgMax")
 
 
 @op("ArgMax", since=12)
+@via_float32
 def arg_max(data, *, axis=0, keepdims=1, select_last_index=0):
     return _arg(data, axis, keepdims, select_last_index, np.argmax, "ArgMax")
 
 
 @op("ArgMin", since=1)
+@via_float32
 def arg_min_v1(data, *, axis=0, keepdims=1):
     return _arg(data, axis, keepdims, 0, np.argmin, "ArgMin")
 
 
 @op("ArgMin", since=12)
+@via_float32
 def arg_min(data, *, axis=0, keepdims=1, select_last_index=0):
     return _arg(data, axis, keepdims, select_last_index, np.argmin, "ArgMin")
 
@@ -427,11 +437,13 @@ def _cum(x, axis, exclusive, reverse, fn, ident, name):
 
 
 @op("CumSum", since=11)
+@via_float32
 def cum_sum(x, axis, *, exclusive=0, reverse=0):
     return _cum(x, axis, exclusive, reverse, np.cumsum, 0, "CumSum")
 
 
 @op("CumProd", since=26)
+@via_float32
 def cum_prod(x, axis, *, exclusive=0, reverse=0):
     return _cum(x, axis, exclusive, reverse, np.cumprod, 1, "CumProd")
 
@@ -459,10 +471,12 @@ def _range(start, limit, delta, stash):
 
 
 @op("Range", since=11)
+@via_float32
 def range_v11(start, limit, delta):
     return _range(start, limit, delta, None)
 
 
 @op("Range", since=27)
+@via_float32
 def range_(start, limit, delta, *, stash_type=1):
     return _range(start, limit, delta, stash_type)

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import via_float32
 from .registry import op
 from .softmax import compute_dtype, log_softmax_along
 
@@ -37,6 +38,7 @@ def _nll(logp, target, weight, ignore_index, reduction, name):
 
 
 @op("NegativeLogLikelihoodLoss", since=12)
+@via_float32
 def nll_loss(input, target, weight=None, *, ignore_index=None, reduction="mean"):  # noqa: A002 - ONNX input name
     cd = compute_dtype(input.dtype)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -45,6 +47,7 @@ def nll_loss(input, target, weight=None, *, ignore_index=None, reduction="mean")
 
 
 @op("SoftmaxCrossEntropyLoss", since=12)
+@via_float32
 def softmax_cross_entropy_loss(scores, labels, weights=None, *, ignore_index=None, reduction="mean", ctx=None):
     cd = compute_dtype(scores.dtype)
     if scores.ndim < 2:

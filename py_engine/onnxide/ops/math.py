@@ -30,13 +30,13 @@ def lift(x):
 
 
 def lower(y, dtype):
-    """Undo `lift` on a result: round to the exotic dtype (nearest even, no saturation, like ml_dtypes' astype);
-    any other dtype is a plain cast."""
+    """Undo `lift` on a result / cast float values to any dtype exactly: a structured exotic dtype rounds through
+    dtypes.from_float32 (nearest even, no saturation, like ml_dtypes' astype); any other dtype is a numpy cast."""
     if dtype is None:
         return y
-    code = _dt.exotic_code(dtype)
-    if code:
-        return _dt.from_float32(y, code, saturate=False)
+    dtype = np.dtype(dtype)
+    if dtype.names is not None and _dt.exotic_code(dtype):  # structured: numpy's astype would store bit patterns
+        return _dt.from_float32(y, _dt.exotic_code(dtype), saturate=False)
     return np.asarray(y).astype(dtype)
 
 
@@ -72,18 +72,26 @@ def floatwise(fn):
     return wrapper
 
 
+def _structured_float(a):
+    return isinstance(a, np.ndarray) and a.dtype.names is not None and is_exotic_float(a.dtype)
+
+
 def via_float32(fn=None, *, outputs=None):
-    """Kernel decorator for float kernels: exotic-float array inputs (bfloat16 / float8 / float4, ml_dtypes or
-    structured) are handed to the kernel as their float32 values, and its float results are rounded back with
-    `lower`. `outputs` says which results go back: None = every float result to the first exotic input's dtype;
-    a tuple of result indices (to that dtype); or a dict {result index: input index} (to that input's dtype, when
-    it was exotic). A call without exotic inputs runs the kernel unchanged."""
+    """Kernel decorator for float kernels: exotic-float inputs in the structured (no-ml_dtypes) form are handed to
+    the kernel as their float32 values, and its float results are rounded back with `lower` (compute in float32,
+    round once). ml_dtypes arrays pass through untouched: numpy computes on those natively, as the kernel expects.
+    `outputs` says which results go back: None = every float result to the first exotic input's dtype; a tuple of
+    result indices (to that dtype); or a dict {result index: input index} (to that input's dtype, when it was
+    exotic). Structured tensor attributes are lifted too (they set no output type). A call without structured
+    exotic-float inputs runs the kernel unchanged."""
 
     def deco(kernel):
         @functools.wraps(kernel)
         def wrapper(*args, **kwargs):
-            dts = [a.dtype if isinstance(a, np.ndarray) and is_exotic_float(a.dtype) else None for a in args]
+            dts = [a.dtype if _structured_float(a) else None for a in args]
             first = next((d for d in dts if d is not None), None)
+            if any(_structured_float(v) for v in kwargs.values()):  # tensor attributes (e.g. tree thresholds)
+                kwargs = {k: _dt.to_float32(v) if _structured_float(v) else v for k, v in kwargs.items()}
             if first is None:
                 return kernel(*args, **kwargs)
             out = kernel(*[_dt.to_float32(a) if d is not None else a for a, d in zip(args, dts)], **kwargs)
@@ -106,6 +114,36 @@ def via_float32(fn=None, *, outputs=None):
         return wrapper
 
     return deco(fn) if fn is not None else deco
+
+
+def step_rounder(dtype):
+    """For kernels that compute step by step in their input's float type (so results round like the reference,
+    which computes in that type): None when numpy computes in `dtype` natively (float16/32/64, ml_dtypes), else
+    -- a structured exotic float, lifted to float32 -- a function rounding float32 values onto dtype's grid, to
+    apply after every step the way ml_dtypes' ufuncs round."""
+    dt = np.dtype(dtype)
+    if dt.names is None or not is_exotic_float(dt):
+        return None
+    code = _dt.exotic_code(dt)
+
+    def rnd(v):
+        return _dt.to_float32(_dt.from_float32(v, code, saturate=False))
+
+    return rnd
+
+
+def step_sum(x, axis, rnd):
+    """np.sum(x, axis, keepdims=True), accumulated in order with `rnd` after every addition when rnd is given
+    (numpy reduces an ml_dtypes array sequentially, rounding each partial sum)."""
+    if rnd is None:
+        return np.sum(x, axis=axis, keepdims=True)
+    xs = np.moveaxis(np.asarray(x), axis, -1)
+    if xs.shape[-1] == 0:
+        return np.expand_dims(np.zeros(xs.shape[:-1], xs.dtype), axis)
+    acc = xs[..., 0].copy()
+    for i in range(1, xs.shape[-1]):
+        acc = rnd(acc + xs[..., i])
+    return np.expand_dims(acc, axis)
 
 
 def legacy_broadcast(a, b, broadcast, axis, name):
@@ -196,7 +234,8 @@ def _build_erf_tables():
         xs = lo + (nodes + 1.0) * (width / 2)
         ys = np.array([math.erf(v) for v in xs])
         cheb = np.polynomial.chebyshev.chebfit(nodes, ys, deg)
-        tables[i] = np.polynomial.chebyshev.cheb2poly(cheb)[::-1]  # highest power first (Horner order)
+        poly = np.polynomial.chebyshev.cheb2poly(cheb)  # numpy 2.0 (Pyodide) may drop a trailing zero
+        tables[i] = np.pad(poly, (0, deg + 1 - len(poly)))[::-1]  # highest power first (Horner order)
     # Taylor coefficients of erf(x)/x in t = x*x, highest first
     taylor = []
     fact = 1.0
@@ -207,7 +246,7 @@ def _build_erf_tables():
     return width, hi, tables, np.array(taylor[::-1])
 
 
-_ERF_W, _ERF_HI, _ERF_TAB, _ERF_TAYLOR = _build_erf_tables()
+_erf_tables = functools.lru_cache(maxsize=1)(_build_erf_tables)  # built on the first float64 erf, not at import
 
 
 # erfc(z) ≈ t·exp(-z² + P(t)), t = 1/(1 + z/2): Chebyshev fit with fractional error < 1.2e-7 (Numerical Recipes)
@@ -250,6 +289,7 @@ def erf_array(x):
     x = np.asarray(x)
     if x.dtype in (np.float32, np.float16):
         return _erf_single(x)
+    _ERF_W, _ERF_HI, _ERF_TAB, _ERF_TAYLOR = _erf_tables()
     xd = x.astype(np.float64)
     ax = np.abs(xd)
     out = np.empty_like(xd)

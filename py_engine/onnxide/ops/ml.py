@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import via_float32
 from .registry import ML_DOMAIN, op
 
 
@@ -71,6 +72,7 @@ def _labels_out(idx, ints, strings):
 
 # ------------------------------------------------------------------------------------------- simple transforms
 @op("ArrayFeatureExtractor", since=1, domain=ML_DOMAIN)
+@via_float32
 def array_feature_extractor(x, y):
     idx = np.asarray(y).astype(np.int64).ravel()
     if x.ndim == 0:
@@ -82,11 +84,13 @@ def array_feature_extractor(x, y):
 
 
 @op("Binarizer", since=1, domain=ML_DOMAIN)
+@via_float32
 def binarizer(x, *, threshold=0.0):
     return (x > np.asarray(threshold, x.dtype)).astype(x.dtype)
 
 
 @op("Scaler", since=1, domain=ML_DOMAIN)
+@via_float32
 def scaler(x, *, offset=None, scale=None):
     xs = x.astype(np.float32)
     off = np.asarray(offset if offset else [0.0], np.float32)
@@ -95,6 +99,7 @@ def scaler(x, *, offset=None, scale=None):
 
 
 @op("Normalizer", since=1, domain=ML_DOMAIN)
+@via_float32
 def normalizer(x, *, norm="MAX"):
     r = _rows(x).astype(np.float32)
     if norm == "MAX":
@@ -111,6 +116,7 @@ def normalizer(x, *, norm="MAX"):
 
 
 @op("Imputer", since=1, domain=ML_DOMAIN)
+@via_float32
 def imputer(x, *, imputed_value_floats=None, imputed_value_int64s=None, replaced_value_float=0.0,
             replaced_value_int64=0):
     if x.dtype.kind == "f":
@@ -128,6 +134,7 @@ def imputer(x, *, imputed_value_floats=None, imputed_value_int64s=None, replaced
 
 
 @op("OneHotEncoder", since=1, domain=ML_DOMAIN)
+@via_float32
 def one_hot_encoder(x, *, cats_int64s=None, cats_strings=None, zeros=1):
     if cats_strings:
         cats = {c: i for i, c in enumerate(cats_strings)}
@@ -147,6 +154,7 @@ def one_hot_encoder(x, *, cats_int64s=None, cats_strings=None, zeros=1):
 
 
 @op("CategoryMapper", since=1, domain=ML_DOMAIN)
+@via_float32
 def category_mapper(x, *, cats_int64s=None, cats_strings=None, default_int64=-1, default_string="_Unused"):
     if not cats_int64s or not cats_strings or len(cats_int64s) != len(cats_strings):
         raise InvalidArgument("CategoryMapper: cats_int64s and cats_strings must have the same non-zero length")
@@ -161,6 +169,7 @@ def category_mapper(x, *, cats_int64s=None, cats_strings=None, default_int64=-1,
 
 
 @op("FeatureVectorizer", since=1, domain=ML_DOMAIN)
+@via_float32
 def feature_vectorizer(*inputs, inputdimensions=None):
     if not inputs:
         raise InvalidArgument("FeatureVectorizer: at least one input is required")
@@ -178,6 +187,7 @@ def feature_vectorizer(*inputs, inputdimensions=None):
 
 
 @op("DictVectorizer", since=1, domain=ML_DOMAIN)
+@via_float32
 def dict_vectorizer(x, *, int64_vocabulary=None, string_vocabulary=None, ctx=None):
     maps = x if isinstance(x, list) else [x]
     if string_vocabulary:
@@ -216,6 +226,7 @@ def dict_vectorizer(x, *, int64_vocabulary=None, string_vocabulary=None, ctx=Non
 
 
 @op("ZipMap", since=1, domain=ML_DOMAIN)
+@via_float32
 def zip_map(x, *, classlabels_int64s=None, classlabels_strings=None):
     labels = list(classlabels_strings) if classlabels_strings else [int(v) for v in classlabels_int64s or []]
     if not labels:
@@ -264,6 +275,7 @@ def _label_encode(x, keys, values, default, out_dtype):
 
 
 @op("LabelEncoder", since=1, domain=ML_DOMAIN)
+@via_float32
 def label_encoder_1(x, *, classes_strings=None, default_int64=-1, default_string="_Unused"):
     classes = list(classes_strings or [])
     a = np.asarray(x)
@@ -309,6 +321,7 @@ def _label_encoder(x, keys, value_attrs, defaults, values_tensor=None, default_t
 
 
 @op("LabelEncoder", since=2, domain=ML_DOMAIN)
+@via_float32
 def label_encoder_2(x, *, default_float=-0.0, default_int64=-1, default_string="_Unused", keys_floats=None,
                     keys_int64s=None, keys_strings=None, values_floats=None, values_int64s=None,
                     values_strings=None):
@@ -320,6 +333,7 @@ def label_encoder_2(x, *, default_float=-0.0, default_int64=-1, default_string="
 
 
 @op("LabelEncoder", since=4, domain=ML_DOMAIN)
+@via_float32
 def label_encoder_4(x, *, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None,
                     keys_floats=None, keys_int64s=None, keys_strings=None, keys_tensor=None, values_floats=None,
                     values_int64s=None, values_strings=None, values_tensor=None):
@@ -338,6 +352,7 @@ def _binary_scores(scores):
 
 
 @op("LinearClassifier", since=1, domain=ML_DOMAIN)
+@via_float32
 def linear_classifier(x, *, coefficients, classlabels_ints=None, classlabels_strings=None, intercepts=None,
                       multi_class=0, post_transform="NONE"):
     r = _rows(x).astype(np.float64)
@@ -363,6 +378,7 @@ def linear_classifier(x, *, coefficients, classlabels_ints=None, classlabels_str
 
 
 @op("LinearRegressor", since=1, domain=ML_DOMAIN)
+@via_float32
 def linear_regressor(x, *, coefficients=None, intercepts=None, post_transform="NONE", targets=1):
     r = _rows(x).astype(np.float64)
     coef = np.asarray(coefficients or [], np.float64).reshape(int(targets), -1)
@@ -392,6 +408,7 @@ def _kernel(x, sv, kind, params):
 
 
 @op("SVMRegressor", since=1, domain=ML_DOMAIN)
+@via_float32
 def svm_regressor(x, *, coefficients=None, kernel_params=None, kernel_type="LINEAR", n_supports=0, one_class=0,
                   post_transform="NONE", rho=None, support_vectors=None):
     r = _rows(x).astype(np.float64)
@@ -431,6 +448,7 @@ def _platt_coupling(pairwise, k):
 
 
 @op("SVMClassifier", since=1, domain=ML_DOMAIN)
+@via_float32
 def svm_classifier(x, *, classlabels_ints=None, classlabels_strings=None, coefficients=None, kernel_params=None,
                    kernel_type="LINEAR", post_transform="NONE", prob_a=None, prob_b=None, rho=None,
                    support_vectors=None, vectors_per_class=None):

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import via_float32
 from .ml import _labels_out, _rows, post_transform_scores
 from .registry import ML_DOMAIN, op
 
@@ -105,6 +106,7 @@ def _tables(n_nodes, n_out, nodes, targets, weights, agg):
 
 # ------------------------------------------------------------------------------------------- TreeEnsemble (5)
 @op("TreeEnsemble", since=5, domain=ML_DOMAIN)
+@via_float32
 def tree_ensemble(x, *, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_falsenodeids, nodes_featureids,
                   nodes_modes, nodes_splits, nodes_trueleafs, nodes_truenodeids, tree_roots, aggregate_function=1,
                   membership_values=None, n_targets=None, nodes_hitrates=None, nodes_missing_value_tracks_true=None,
@@ -255,6 +257,7 @@ _COMMON = ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values",
 
 
 @op("TreeEnsembleRegressor", since=1, domain=ML_DOMAIN)
+@via_float32
 def tree_ensemble_regressor_1(x, *, aggregate_function="SUM", base_values=None, n_targets=None,
                               nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
                               nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_nodeids=None,
@@ -264,6 +267,7 @@ def tree_ensemble_regressor_1(x, *, aggregate_function="SUM", base_values=None, 
 
 
 @op("TreeEnsembleRegressor", since=3, domain=ML_DOMAIN)
+@via_float32
 def tree_ensemble_regressor_3(x, *, aggregate_function="SUM", base_values=None, base_values_as_tensor=None,
                               n_targets=None, nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
                               nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None, nodes_modes=None,
@@ -275,6 +279,7 @@ def tree_ensemble_regressor_3(x, *, aggregate_function="SUM", base_values=None, 
 
 
 @op("TreeEnsembleClassifier", since=1, domain=ML_DOMAIN)
+@via_float32
 def tree_ensemble_classifier_1(x, *, base_values=None, class_ids=None, class_nodeids=None, class_treeids=None,
                                class_weights=None, classlabels_int64s=None, classlabels_strings=None,
                                nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
@@ -285,6 +290,7 @@ def tree_ensemble_classifier_1(x, *, base_values=None, class_ids=None, class_nod
 
 
 @op("TreeEnsembleClassifier", since=3, domain=ML_DOMAIN)
+@via_float32
 def tree_ensemble_classifier_3(x, *, base_values=None, base_values_as_tensor=None, class_ids=None,
                                class_nodeids=None, class_treeids=None, class_weights=None,
                                class_weights_as_tensor=None, classlabels_int64s=None, classlabels_strings=None,

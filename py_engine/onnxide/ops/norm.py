@@ -3,6 +3,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from .math import via_float32
 from .registry import op
 from .softmax import compute_dtype
 
@@ -68,6 +69,7 @@ def _batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, na
 
 
 @op("BatchNormalization", since=1)
+@via_float32(outputs={0: 0, 1: 3, 2: 4, 3: 3, 4: 4})
 def batch_norm_1(x, scale, b, mean, var, *, consumed_inputs=None, epsilon=1e-5, is_test=0, momentum=0.9, spatial=1,
                  ctx=None):
     training = not is_test and ctx is not None and ctx.num_outputs > 1
@@ -75,24 +77,28 @@ def batch_norm_1(x, scale, b, mean, var, *, consumed_inputs=None, epsilon=1e-5, 
 
 
 @op("BatchNormalization", since=6)
+@via_float32(outputs={0: 0, 1: 3, 2: 4, 3: 3, 4: 4})
 def batch_norm_6(x, scale, b, mean, var, *, epsilon=1e-5, is_test=0, momentum=0.9, spatial=1, ctx=None):
     training = not is_test and ctx is not None and ctx.num_outputs > 1
     return _outs(_batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, "BatchNormalization"), ctx)
 
 
 @op("BatchNormalization", since=7)
+@via_float32(outputs={0: 0, 1: 3, 2: 4, 3: 3, 4: 4})
 def batch_norm_7(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, spatial=1, ctx=None):
     training = ctx is not None and ctx.num_outputs > 1
     return _outs(_batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, "BatchNormalization"), ctx)
 
 
 @op("BatchNormalization", since=9)
+@via_float32(outputs={0: 0, 1: 3, 2: 4, 3: 3, 4: 4})
 def batch_norm_9(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, ctx=None):
     training = ctx is not None and ctx.num_outputs > 1
     return _outs(_batch_norm(x, scale, b, mean, var, epsilon, momentum, training, 1, "BatchNormalization"), ctx)
 
 
 @op("BatchNormalization", since=14)
+@via_float32(outputs={0: 0, 1: 3, 2: 4, 3: 3, 4: 4})
 def batch_norm_14(x, scale, b, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0, ctx=None):
     res = _batch_norm(x, scale, b, input_mean, input_var, epsilon, momentum, bool(training_mode), 1,
                       "BatchNormalization")
@@ -111,6 +117,7 @@ def _norm_axis(axis, rank, name):
 
 @op("LayerNormalization", since=1)  # onnxruntime accepts it before opset 17 (older exports and its own fusions)
 @op("LayerNormalization", since=17)
+@via_float32(outputs=(0,))
 def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None):
     a = _norm_axis(axis, x.ndim, "LayerNormalization")
     sd, cd = _stash(stash_type, x.dtype, "LayerNormalization")
@@ -129,6 +136,7 @@ def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=Non
 
 
 @op("RMSNormalization", since=23)
+@via_float32
 def rms_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
     a = _norm_axis(axis, x.ndim, "RMSNormalization")
     _, cd = _stash(stash_type, x.dtype, "RMSNormalization")
@@ -139,6 +147,7 @@ def rms_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
 
 
 @op("InstanceNormalization", since=1)
+@via_float32
 def instance_norm(x, scale, b, *, epsilon=1e-5):
     if x.ndim < 2:
         raise InvalidArgument(f"InstanceNormalization: input must have rank >= 2, got shape {x.shape}")
@@ -174,11 +183,13 @@ def _group_norm(x, scale, b, epsilon, num_groups, cd, per_channel):
 
 
 @op("GroupNormalization", since=18)
+@via_float32
 def group_norm_18(x, scale, b, *, epsilon=1e-5, num_groups):
     return _group_norm(x, scale, b, epsilon, num_groups, compute_dtype(x.dtype), per_channel=False)
 
 
 @op("GroupNormalization", since=21)
+@via_float32
 def group_norm_21(x, scale, b, *, epsilon=1e-5, num_groups, stash_type=1):
     _, cd = _stash(stash_type, x.dtype, "GroupNormalization")
     return _group_norm(x, scale, b, epsilon, num_groups, cd, per_channel=True)
@@ -189,6 +200,7 @@ def group_norm_21(x, scale, b, *, epsilon=1e-5, num_groups, stash_type=1):
 # ---------------------------------------------------------------------------------------------------------------------
 
 @op("LRN", since=1)
+@via_float32
 def lrn(x, *, alpha=1e-4, beta=0.75, bias=1.0, size):
     if x.ndim < 3:
         raise InvalidArgument(f"LRN: input must have rank >= 3, got shape {x.shape}")
@@ -208,6 +220,7 @@ def lrn(x, *, alpha=1e-4, beta=0.75, bias=1.0, size):
 
 
 @op("LpNormalization", since=1)
+@via_float32
 def lp_normalization(x, *, axis=-1, p=2):
     a = _norm_axis(axis, x.ndim, "LpNormalization")
     cd = compute_dtype(x.dtype)
@@ -224,6 +237,7 @@ def lp_normalization(x, *, axis=-1, p=2):
 
 
 @op("MeanVarianceNormalization", since=9)
+@via_float32
 def mvn(x, *, axes=(0, 2, 3)):
     cd = compute_dtype(x.dtype)
     xf = x.astype(cd, copy=False)
@@ -247,26 +261,31 @@ def _identity_dropout(data, ctx, mask_dtype):
 
 
 @op("Dropout", since=1)
+@via_float32
 def dropout_1(data, *, consumed_inputs=None, is_test=0, ratio=0.5, ctx=None):
     return _identity_dropout(data, ctx, np.asarray(data).dtype)
 
 
 @op("Dropout", since=6)
+@via_float32
 def dropout_6(data, *, is_test=0, ratio=0.5, ctx=None):
     return _identity_dropout(data, ctx, np.asarray(data).dtype)
 
 
 @op("Dropout", since=7)
+@via_float32
 def dropout_7(data, *, ratio=0.5, ctx=None):
     return _identity_dropout(data, ctx, np.asarray(data).dtype)
 
 
 @op("Dropout", since=10)
+@via_float32
 def dropout_10(data, *, ratio=0.5, ctx=None):
     return _identity_dropout(data, ctx, np.bool_)
 
 
 @op("Dropout", since=12)
+@via_float32
 def dropout_12(data, ratio=None, training_mode=None, *, seed=None, ctx=None):
     r = 0.5 if ratio is None else float(np.asarray(ratio).reshape(-1)[0])
     training = training_mode is not None and bool(np.asarray(training_mode).reshape(-1)[0])

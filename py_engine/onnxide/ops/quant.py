@@ -5,6 +5,7 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import InvalidArgument
 from .conv import _kernel_shape, conv_nd, spatial_geometry
+from .math import via_float32
 from .registry import op
 
 _INT_RANGES = {
@@ -172,6 +173,7 @@ def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, ou
 
 
 @op("DynamicQuantizeLinear", since=11)
+@via_float32
 def dynamic_quantize_linear(x):
     xf = x.astype(np.float32, copy=False)
     maxx = np.float32(max(0.0, float(xf.max()))) if xf.size else np.float32(0)
@@ -200,6 +202,7 @@ def _requantize(acc, multiplier, y_zero_point, out_code, name):
 def _scale_product(s1, s2, sy):
     """a_scale * b_scale / y_scale in the scales' own precision (float32, or float16 for half scales)."""
     dt = s1.dtype if s1.dtype in (np.float16, np.float32, np.float64) else np.float32
+    s1, s2, sy = (D.to_float32(s) if D.is_exotic_float(s.dtype) else s for s in (s1, s2, sy))  # bf16 scales
     with np.errstate(divide="ignore", invalid="ignore"):
         m = s1.astype(dt) * s2.astype(dt) / sy.astype(dt)
     return m.astype(np.float64)

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from .math import lift, lower, via_float32
 from .registry import op
 
 _shared = np.random.default_rng()  # unseeded nodes draw from one process-wide generator
@@ -62,6 +63,7 @@ def random_normal_like(x, *, dtype=None, mean=0.0, scale=1.0, seed=None):
 
 
 @op("Multinomial", since=7)
+@via_float32
 def multinomial(x, *, dtype=6, sample_size=1, seed=None):
     """x: [batch, classes] unnormalized log-probabilities; returns [batch, sample_size] class indices."""
     out_dt = np_dtype(dtype)
@@ -83,4 +85,4 @@ def multinomial(x, *, dtype=6, sample_size=1, seed=None):
 def bernoulli(x, *, dtype=None, seed=None):
     out_dt = x.dtype if dtype is None else np_dtype(dtype)
     u = _rng(seed).random(x.shape)
-    return (u < x.astype(np.float64)).astype(out_dt)
+    return lower((u < lift(x)[0].astype(np.float64)).astype(np.float32), out_dt)

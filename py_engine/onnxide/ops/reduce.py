@@ -2,12 +2,14 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import is_exotic_float, via_float32
 from .registry import op
 
 
 def _work_dtype(dt):
-    """dtype to accumulate in: float32 for float16 and the ml_dtypes floats, the input dtype otherwise."""
-    if dt == np.float16 or dt.kind == "V":
+    """dtype to accumulate in: float32 for float16 and the ml_dtypes floats, the input dtype otherwise (structured
+    exotic floats arrive as float32, see via_float32)."""
+    if dt == np.float16 or is_exotic_float(dt):
         return np.dtype(np.float32)
     return dt
 
@@ -97,8 +99,8 @@ def _register(op_type, kind, input_axes_since):
 
     attr_form.__name__ = f"{kind}_attr_axes"
     input_form.__name__ = f"{kind}_input_axes"
-    op(op_type, since=1)(attr_form)
-    op(op_type, since=input_axes_since)(input_form)
+    op(op_type, since=1)(via_float32(attr_form))
+    op(op_type, since=input_axes_since)(via_float32(input_form))
 
 
 for _op_type, _kind, _since in [

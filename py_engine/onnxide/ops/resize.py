@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import via_float32
 from .registry import op
 
 
@@ -196,6 +197,7 @@ def _params(mode, ctm, nearest_mode, cubic_coeff_a, exclude_outside, extrapolati
 
 
 @op("Resize", since=10)
+@via_float32
 def resize_10(x, scales, *, mode="nearest"):
     if mode not in ("nearest", "linear"):
         raise InvalidArgument(f"Resize(10): unsupported mode '{mode}'")
@@ -204,6 +206,7 @@ def resize_10(x, scales, *, mode="nearest"):
 
 
 @op("Resize", since=11)
+@via_float32
 def resize_11(x, roi=None, scales=None, sizes=None, *, mode="nearest",
               coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
               extrapolation_value=0.0, nearest_mode="round_prefer_floor"):
@@ -213,6 +216,7 @@ def resize_11(x, roi=None, scales=None, sizes=None, *, mode="nearest",
 
 
 @op("Resize", since=18)
+@via_float32
 def resize_18(x, roi=None, scales=None, sizes=None, *, mode="nearest",
               coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
               extrapolation_value=0.0, nearest_mode="round_prefer_floor", antialias=0, axes=None,
@@ -236,16 +240,19 @@ def _upsample(x, scales, mode):
 
 
 @op("Upsample", since=1)
+@via_float32
 def upsample_1(x, *, height_scale, width_scale, mode="nearest"):
     scales = [1.0] * (x.ndim - 2) + [height_scale, width_scale]
     return _upsample(x, scales, mode)
 
 
 @op("Upsample", since=7)
+@via_float32
 def upsample_7(x, *, scales, mode="nearest"):
     return _upsample(x, scales, mode)
 
 
 @op("Upsample", since=9)
+@via_float32
 def upsample_9(x, scales, *, mode="nearest"):
     return _upsample(x, scales, mode)

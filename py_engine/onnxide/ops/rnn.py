@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import via_float32
 from .registry import op
 
 # name (lower case) -> (function(x, alpha, beta), default alpha, default beta, uses alpha, uses beta)
@@ -225,6 +226,7 @@ def _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta
 
 
 @op("RNN", since=1)
+@via_float32
 def rnn_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, output_sequence=0, ctx):
     return _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
@@ -232,6 +234,7 @@ def rnn_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
 
 
 @op("RNN", since=7)
+@via_float32
 def rnn_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, ctx):
     return _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
@@ -239,6 +242,7 @@ def rnn_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
 
 
 @op("RNN", since=14)
+@via_float32
 def rnn_14(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
            activations=None, clip=None, direction="forward", hidden_size=None, layout=0, ctx):
     return _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
@@ -263,6 +267,7 @@ def _lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, activation_alpha, 
 
 
 @op("LSTM", since=1)
+@via_float32
 def lstm_1(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
            activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
            input_forget=0, output_sequence=0, ctx):
@@ -271,6 +276,7 @@ def lstm_1(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, 
 
 
 @op("LSTM", since=7)
+@via_float32
 def lstm_7(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
            activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
            input_forget=0, ctx):
@@ -279,6 +285,7 @@ def lstm_7(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, 
 
 
 @op("LSTM", since=14)
+@via_float32
 def lstm_14(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
             activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
             input_forget=0, layout=0, ctx):
@@ -298,6 +305,7 @@ def _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta
 
 
 @op("GRU", since=1)
+@via_float32
 def gru_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, output_sequence=0, ctx):
     return _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
@@ -305,6 +313,7 @@ def gru_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
 
 
 @op("GRU", since=3)
+@via_float32
 def gru_3(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0,
           output_sequence=0, ctx):
@@ -313,6 +322,7 @@ def gru_3(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
 
 
 @op("GRU", since=7)
+@via_float32
 def gru_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0, ctx):
     return _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
@@ -320,6 +330,7 @@ def gru_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
 
 
 @op("GRU", since=14)
+@via_float32
 def gru_14(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
            activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0, layout=0,
            ctx):

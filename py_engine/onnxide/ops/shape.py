@@ -4,6 +4,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from .math import lower
 from .registry import op
 
 
@@ -271,6 +272,8 @@ def _pad(data, pads, mode, value, axes=None):
     if mode == "constant":
         v = np.zeros((), data.dtype) if value is None else np.asarray(value).reshape(-1)
         v = v.reshape(-1)[0] if v.size else np.zeros((), data.dtype)
+        if data.dtype.names is not None and np.asarray(v).dtype != data.dtype:  # a number for a structured type
+            v = lower(np.asarray(v, dtype=np.float64), data.dtype)
         out = np.full([d + b + e for d, (b, e) in zip(data.shape, width)], v, dtype=data.dtype)
         out[tuple(slice(b, b + d) for d, (b, _) in zip(data.shape, width))] = data
         return out
@@ -437,5 +440,5 @@ def eye_like(input, *, dtype=None, k=0):  # noqa: A002
     n, m = input.shape
     out = np.zeros((n, m), dtype=dt)
     i = np.arange(max(0, -k), min(n, m - k)) if m - k > 0 else np.arange(0)
-    out[i, i + k] = np.ones((), dtype=dt)
+    out[i, i + k] = lower(np.ones((), np.float32), dt) if dt.names is not None else np.ones((), dtype=dt)
     return out

@@ -3,6 +3,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from .math import lower, via_float32
 from .registry import op
 
 
@@ -63,17 +64,20 @@ def _dft(x, dft_length, axis, inverse, onesided):
 
 
 @op("DFT", since=17)
+@via_float32
 def dft_17(x, dft_length=None, *, axis=1, inverse=0, onesided=0):
     return _dft(x, dft_length, axis, inverse, onesided)
 
 
 @op("DFT", since=20)
+@via_float32
 def dft_20(x, dft_length=None, axis=None, *, inverse=0, onesided=0):
     ax = -2 if axis is None or np.asarray(axis).size == 0 else _scalar_int(axis, "DFT: axis")
     return _dft(x, dft_length, ax, inverse, onesided)
 
 
 @op("STFT", since=17)
+@via_float32
 def stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
     if signal.ndim != 3:
         raise InvalidArgument(f"STFT: signal must be [batch, length, 1|2], got shape {signal.shape}")
@@ -117,7 +121,7 @@ def _window(size, periodic, output_datatype, coeffs, what):
             w = w + (a if i == 0 else a)
         else:
             w = w + ((-1) ** i) * a * np.cos(2 * np.pi * i * k / denom)
-    return w.astype(np_dtype(output_datatype))
+    return lower(w, np_dtype(output_datatype))
 
 
 @op("HannWindow", since=17)
@@ -136,6 +140,7 @@ def blackman_window(size, *, output_datatype=1, periodic=1):
 
 
 @op("MelWeightMatrix", since=17)
+@via_float32(outputs=())
 def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, *,
                       output_datatype=1):
     n_mel = _scalar_int(num_mel_bins, "MelWeightMatrix: num_mel_bins")
@@ -161,4 +166,4 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
     up = np.where((j >= left) & (j <= center), up, 0.0)
     down = np.where((j >= center) & (j < right), (right - j) / down_den, 0.0)
     out = np.where((j >= center) & (j < right), down, up)
-    return out.astype(np_dtype(output_datatype))
+    return lower(out, np_dtype(output_datatype))

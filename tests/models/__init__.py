@@ -1,0 +1,1 @@
+"""Real-model tests: pretrained models from registry packages, exported torch / scikit-learn models, real clients."""

@@ -1,0 +1,109 @@
+"""WasmExecutionProvider end to end: a small CNN + MLP graph through InferenceSession against the CPU EP, claims that
+must be declined (Indices output, training BatchNorm, legacy attributes), and fallback for non-float32 tensors."""
+import numpy as np
+import pytest
+
+pytest.importorskip("wasmtime", reason="wasmtime (pip) runs the wasm kernels natively")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import onnxide  # noqa: E402
+from onnxide.eps import wasm as wasm_ep  # noqa: E402
+
+if not wasm_ep.available():
+    pytest.skip("no wasm kernel build (run wasm_kernels/build.sh)", allow_module_level=True)
+
+PROVIDERS = ["WasmExecutionProvider", "CPUExecutionProvider"]
+RNG = np.random.default_rng(7)
+
+
+def _init(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+
+def _ep_of(sess):
+    return {s.node.op_type + (":" + s.node.name if s.node.name else ""): s.ep.name
+            for s in sess._executor.main_plan.steps}
+
+
+def test_cnn_mlp_matches_cpu():
+    f32 = np.float32
+    inits = [_init("w1", RNG.standard_normal((8, 3, 3, 3)).astype(f32)),
+             _init("b1", RNG.standard_normal(8).astype(f32)),
+             _init("s", RNG.random(8).astype(f32) + 0.5), _init("bb", RNG.standard_normal(8).astype(f32)),
+             _init("m", RNG.standard_normal(8).astype(f32)), _init("v", RNG.random(8).astype(f32) + 0.5),
+             _init("wd", RNG.standard_normal((8, 1, 3, 3)).astype(f32)),
+             _init("wf", RNG.standard_normal((10, 8)).astype(f32)), _init("bf", RNG.standard_normal(10).astype(f32)),
+             _init("shape", np.array([1, 8], np.int64))]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("BatchNormalization", ["c1", "s", "bb", "m", "v"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r1"]),
+             helper.make_node("Conv", ["r1", "wd"], ["dw"], group=8, pads=[1, 1, 1, 1]),
+             helper.make_node("HardSwish", ["dw"], ["hs"]),
+             helper.make_node("MaxPool", ["hs"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["mp"], ["gp"]),
+             helper.make_node("Reshape", ["gp", "shape"], ["flat"]),
+             helper.make_node("Gemm", ["flat", "wf", "bf"], ["fc"], transB=1),
+             helper.make_node("Softmax", ["fc"], ["y"], axis=-1)]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits, opset=17)
+    x = RNG.standard_normal((1, 3, 16, 16)).astype(f32)
+    sess = onnxide.InferenceSession(model, providers=PROVIDERS)
+    assert sess.get_providers() == PROVIDERS
+    eps = _ep_of(sess)
+    assert eps.pop("Reshape") == "CPUExecutionProvider"
+    assert set(eps.values()) == {"WasmExecutionProvider"}, eps  # incl. the optimizer's fused ops
+    got = sess.run(None, {"x": x})[0]
+    want = onnxide.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_declines_what_it_cannot_do_exactly():
+    f32 = np.float32
+    c = 4
+    inits = [_init("s", np.ones(c, f32)), _init("b", np.zeros(c, f32)), _init("m", np.zeros(c, f32)),
+             _init("v", np.ones(c, f32))]
+    nodes = [helper.make_node("MaxPool", ["x"], ["mp", "idx"], kernel_shape=[2, 2], name="withidx"),
+             helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["bn", "rm", "rv"], training_mode=1,
+                              name="train"),
+             helper.make_node("LayerNormalization", ["x", "s"], ["ln"], stash_type=0, name="stash"),
+             helper.make_node("Gelu", ["x"], ["g"], approximate="tanh", name="gelu")]
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("mp", "bn", "ln", "g")]
+    outs.append(helper.make_tensor_value_info("idx", TensorProto.INT64, None))
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c, 4, 4])], outs, inits,
+                   opset=20)
+    sess = onnxide.InferenceSession(model, providers=PROVIDERS)
+    eps = _ep_of(sess)
+    assert eps["MaxPool:withidx"] == "CPUExecutionProvider"
+    assert eps["BatchNormalization:train"] == "CPUExecutionProvider"
+    assert eps["LayerNormalization:stash"] == "CPUExecutionProvider"
+    assert eps["Gelu:gelu"] == "WasmExecutionProvider"
+
+
+@pytest.mark.parametrize("dtype,tp", [(np.int32, TensorProto.INT32), (np.float64, TensorProto.DOUBLE),
+                                      (np.float16, TensorProto.FLOAT16)])
+def test_other_dtypes_fall_back_to_numpy(dtype, tp):
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("MatMul", ["s", "b"], ["y"])]
+    ins = [helper.make_tensor_value_info(n, tp, [3, 3]) for n in ("a", "b")]
+    model = _model(nodes, ins, [helper.make_tensor_value_info("y", tp, None)])
+    a = np.arange(9).reshape(3, 3).astype(dtype)
+    got = onnxide.InferenceSession(model, providers=PROVIDERS).run(None, {"a": a, "b": a})[0]
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, ((a + a) @ a).astype(dtype))
+
+
+def test_build_option_and_bad_option():
+    for build in ("simd128", "relaxed"):
+        from onnxide.eps import wasm_runtime
+
+        if wasm_runtime.find_build(build) is None:
+            continue
+        ep = wasm_ep.WasmExecutionProvider({"wasm_simd": build})
+        assert ep.build == build
+    with pytest.raises(onnxide.EPFail):
+        wasm_ep.WasmExecutionProvider({"wasm_simd": "avx512"})
