@@ -1,0 +1,114 @@
+"""Native benchmark of onnxide vs onnxruntime on the standard models (issue 6); writes docs/benchmarks.md.
+
+usage: python tests/bench/run_bench.py [--threads 1 2] [--iterations 20] [--write]
+Models come from the real-model caches (tests/models/fetch.py, tests/models/export.py); missing ones are
+listed as skipped. Timings are wall-clock medians in one process, onnxide and onnxruntime alternating per model.
+"""
+import argparse
+import os
+import platform
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(ROOT, "py_engine"), os.path.dirname(HERE)]
+
+import onnxide  # noqa: E402
+from onnxide.bench import bench_model  # noqa: E402
+
+
+def _mlp_bytes():
+    """A 3-layer MLP (64 → 256 → 256 → 10) built in code."""
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits, x, d = [], [], "x", 64
+    for i, h in enumerate((256, 256, 10)):
+        inits += [numpy_helper.from_array((rng.standard_normal((d, h)) * 0.1).astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(rng.standard_normal(h).astype(np.float32), f"b{i}")]
+        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]), helper.make_node("Add", [f"m{i}", f"b{i}"],
+                                                                                          [f"a{i}"])]
+        x = f"a{i}"
+        if i < 2:
+            nodes.append(helper.make_node("Relu", [x], [f"r{i}"]))
+            x = f"r{i}"
+        d = h
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", 1, [1, 64])],
+                          [helper.make_tensor_value_info(x, 1, [1, 10])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def standard_models():
+    """[(name, model path or bytes, feeds or None, symbolic dims)] for the models that are available here."""
+    from models import export, fetch
+
+    rng = np.random.default_rng(0)
+    out = []
+    resnet = export.path_of("resnet18_torchscript")
+    if os.path.isfile(resnet):
+        out.append(("ResNet-18 (torch TorchScript export), 1×3×224×224", resnet, None, {"batch": 1}))
+    minilm = export.path_of("minilm_torchscript")
+    if os.path.isfile(minilm):
+        ids = rng.integers(0, 1000, (1, 128)).astype(np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones((1, 128), np.int64),
+                 "token_type_ids": np.zeros((1, 128), np.int64)}
+        out.append(("MiniLM-size encoder (6×384, 12 heads), seq 128", minilm, feeds, {}))
+    ocr = {os.path.basename(p): p for p in fetch.model_paths("rapidocr_onnxruntime")}
+    if "ch_PP-OCRv4_det_infer.onnx" in ocr:
+        out.append(("PP-OCRv4 det, 1×3×320×320", ocr["ch_PP-OCRv4_det_infer.onnx"],
+                    {"x": rng.random((1, 3, 320, 320), dtype=np.float32)}, {}))
+    vad = {os.path.basename(p): p for p in fetch.model_paths("silero-vad")}
+    if "silero_vad.onnx" in vad:
+        out.append(("silero VAD (16 kHz, 512 samples)", vad["silero_vad.onnx"],
+                    {"input": (rng.standard_normal((1, 512)) * 0.1).astype(np.float32),
+                     "state": np.zeros((2, 1, 128), np.float32), "sr": np.array(16000, np.int64)}, {}))
+    out.append(("MLP 64-256-256-10", _mlp_bytes(), None, {}))
+    from onnxide.demo import default_model_bytes, default_input
+    out.append(("default CNN (README main job), 1×3×64×64", default_model_bytes(), {"image": default_input()}, {}))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    args = ap.parse_args(argv)
+    import onnxruntime as ort
+    from threadpoolctl import threadpool_info
+
+    models = standard_models()
+    rows = []
+    for threads in args.threads:
+        for name, model, feeds, dims in models:
+            r = bench_model(model, threads, 3, args.iterations, feeds=feeds, dims=dims)
+            rows.append((name, threads, r))
+            print(f"{name:55s} threads={threads} onnxide {r['onnxide_ms']:8.2f} ms  onnxruntime {r['ort_ms']:8.2f} ms"
+                  f"  ratio {r['ratio']:5.2f}x  create {r['onnxide_create_ms']:.0f}/{r['ort_create_ms']:.0f} ms",
+                  flush=True)
+    blas = ", ".join(f"{i['internal_api']} {i.get('version', '')} ({i.get('architecture', '')})"
+                     for i in threadpool_info() if i["user_api"] == "blas")
+    lines = ["# Native CPU benchmarks: onnxide vs onnxruntime", "",
+             "Written by `python tests/bench/run_bench.py --write` (one process, same inputs and thread count, "
+             "3 warm-ups then median of "
+             f"{args.iterations} runs; ratio = onnxide / onnxruntime, lower is better).", "",
+             f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; Python "
+             f"{platform.python_version()}, numpy {np.__version__} ({blas}); onnxide {onnxide.__version__}; "
+             f"onnxruntime {ort.__version__}.", "",
+             "| model | threads | onnxide ms | onnxruntime ms | ratio | onnxide create ms | onnxruntime create ms |"
+             " max abs diff |", "|---|---|---|---|---|---|---|---|"]
+    for name, threads, r in rows:
+        lines.append(f"| {name} | {threads} | {r['onnxide_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f}x | "
+                     f"{r['onnxide_create_ms']:.0f} | {r['ort_create_ms']:.0f} | {r['max_abs_diff']:.1e} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.write:
+        with open(os.path.join(ROOT, "docs", "benchmarks.md"), "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
