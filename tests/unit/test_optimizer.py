@@ -183,3 +183,22 @@ def test_reshape_target_from_shape_arithmetic_becomes_constant(tmp_path):
     m = _model(nodes, [_vi("x", ["batch", "seq", 8])], [_vi("y", ["batch", "seq", 2, 4])], inits)
     for shape in ((1, 5, 8), (3, 2, 8)):
         _check(m, {"x": rng.standard_normal(shape).astype(np.float32)}, tmp_path, ["Reshape"])
+
+
+def test_conv_then_constant_scale_and_shift_fold_into_weights(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"]), helper.make_node("Mul", ["s", "c"], ["m"]),
+             helper.make_node("Add", ["m", "t"], ["y"])]
+    inits = [_const("w", rng.standard_normal((4, 3, 3, 3)).astype(np.float32)),
+             _const("b", rng.standard_normal(4).astype(np.float32)),
+             _const("s", rng.standard_normal((4, 1, 1)).astype(np.float32)), _const("t", np.float32(0.7))]
+    m = _model(nodes, [_vi("x", [1, 3, 6, 6])], [_vi("y", [1, 4, 4, 4])], inits)
+    _check(m, {"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32)}, tmp_path, ["Conv"])
+
+
+@pytest.mark.parametrize("opset, ops", [(12, ["HardSigmoid", "Mul"]), (14, ["HardSwish"])])
+def test_hardswish_decomposition_fuses(tmp_path, opset, ops):
+    nodes = [helper.make_node("Add", ["x", "three"], ["a"]), helper.make_node("Clip", ["a", "zero", "six"], ["c"]),
+             helper.make_node("Mul", ["x", "c"], ["m"]), helper.make_node("Div", ["m", "six"], ["y"])]
+    inits = [_const("three", np.float32(3)), _const("zero", np.float32(0)), _const("six", np.float32(6))]
+    m = _model(nodes, [_vi("x", [2, 9])], [_vi("y", [2, 9])], inits, opset)
+    _check(m, {"x": (rng.standard_normal((2, 9)) * 4).astype(np.float32)}, tmp_path, ops)

@@ -1,15 +1,16 @@
-"""Extended passes on convolutions and GEMMs: BatchNormalization folded into Conv weights; Conv / Gemm followed by
-an activation fused into com.microsoft FusedConv / FusedGemm (which onnxruntime also runs)."""
+"""Extended passes on convolutions and GEMMs: BatchNormalization and constant Mul/Add folded into Conv weights and
+bias; Conv / Gemm followed by an activation fused into com.microsoft FusedConv / FusedGemm (which onnxruntime
+also runs)."""
 import numpy as np
 
 from ..ir.model import Node
-from .graph import constant_value, consumers, graph_output_names, single_consumer
+from .graph import constant_value, consumers, fresh_name, graph_output_names, single_consumer
 
 _FUSABLE = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip"}
 
 
 def _onnx(n, *types):
-    return n.domain in ("", "ai.onnx") and n.op_type in types
+    return n is not None and n.domain in ("", "ai.onnx") and n.op_type in types
 
 
 def fold_batchnorm_into_conv(model):
@@ -94,6 +95,57 @@ def fuse_activation(model):
         g.nodes[g.nodes.index(base)] = fused
         g.nodes.remove(act)
         model.opsets.setdefault("com.microsoft", 1)
+        uses = consumers(g)
+        changed = True
+    return changed
+
+
+def _per_channel(c, m, nd):
+    """A constant broadcastable per output channel of a Conv with m channels and nd spatial dims, as shape (m,),
+    or None (scalars and [m,1..1] / [1,m,1..1] shapes qualify)."""
+    if c.size == 1 and c.ndim <= nd + 2:
+        return np.full(m, c.reshape(-1)[0], dtype=np.float64)
+    shape = list(c.shape)
+    while shape and shape[0] == 1 and len(shape) > nd + 1:
+        shape.pop(0)
+    if len(shape) == nd + 1 and shape[0] == m and all(d == 1 for d in shape[1:]):
+        return c.reshape(m).astype(np.float64)
+    return None
+
+
+def fold_scale_shift_into_conv(model):
+    """Conv → Mul(constant) / Add(constant), per-channel or scalar: folded into the Conv's weights and bias."""
+    g, changed = model.graph, False
+    uses, outputs = consumers(g), graph_output_names(g)
+    for conv in list(g.nodes):
+        if conv not in g.nodes or not _onnx(conv, "Conv") or len(conv.outputs) != 1:
+            continue
+        nxt = single_consumer(uses, conv.outputs[0], outputs)
+        if not _onnx(nxt, "Mul", "Add"):
+            continue
+        other = nxt.inputs[1] if nxt.inputs[0] == conv.outputs[0] else nxt.inputs[0]
+        c = constant_value(g, other) if other != conv.outputs[0] else None
+        w = constant_value(g, conv.inputs[1])
+        has_b = len(conv.inputs) > 2 and bool(conv.inputs[2])
+        b = constant_value(g, conv.inputs[2]) if has_b else None
+        if c is None or w is None or w.dtype.kind != "f" or c.dtype != w.dtype or (has_b and b is None):
+            continue
+        k = _per_channel(c, w.shape[0], w.ndim - 2)
+        if k is None:
+            continue
+        b64 = b.astype(np.float64) if b is not None else np.zeros(w.shape[0])
+        if nxt.op_type == "Mul":
+            w_new = (w.astype(np.float64) * k.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+            b_new = (b64 * k).astype(w.dtype)
+        else:
+            w_new, b_new = w, (b64 + k).astype(w.dtype)
+        wn = fresh_name(g, conv.inputs[1] + "_folded")
+        g.initializers[wn] = w_new
+        bn = fresh_name(g, (conv.name or conv.outputs[0]) + "_folded_bias")
+        g.initializers[bn] = b_new
+        conv.inputs = [conv.inputs[0], wn, bn]
+        conv.outputs = [nxt.outputs[0]]
+        g.nodes.remove(nxt)
         uses = consumers(g)
         changed = True
     return changed

@@ -1,8 +1,10 @@
-"""Extended pattern fusions: LayerNormalization, GELU (Erf and Tanh forms), MatMul+Add → Gemm."""
+"""Extended pattern fusions: LayerNormalization, GELU (Erf form), HardSwish, MatMul+Add → Gemm."""
 import math
 
+import numpy as np
+
 from ..ir.model import Node
-from .graph import constant_value, consumers, graph_output_names, producers, single_consumer
+from .graph import constant_value, consumers, fresh_name, graph_output_names, producers, single_consumer
 
 
 def _is(n, op):
@@ -168,3 +170,49 @@ def fuse_matmul_add(model):
         uses = consumers(g)
         changed = True
     return changed
+
+
+def fuse_hardswish(model):
+    """x * clip(x + 3, 0, 6) / 6  ⇒  HardSwish(x) (opset ≥ 14) or Mul(x, HardSigmoid(x, 1/6, 1/2)) before it."""
+    g, changed = model.graph, False
+    uses, outputs = consumers(g), graph_output_names(g)
+    opset = model.opsets.get("", 1)
+    for add in list(g.nodes):
+        if add not in g.nodes or not _is(add, "Add") or opset < 6:
+            continue
+        x = next((c for c in add.inputs if _scalar(g, _other(add, c)) == 3.0), None)
+        clip = single_consumer(uses, add.outputs[0], outputs) if x else None
+        if not _is(clip, "Clip") or not _clip_0_6(g, clip):
+            continue
+        mul = single_consumer(uses, clip.outputs[0], outputs)
+        if not _is(mul, "Mul") or _other(mul, clip.outputs[0]) != x:
+            continue
+        div = single_consumer(uses, mul.outputs[0], outputs)
+        if _is(div, "Div") and div.inputs[0] == mul.outputs[0] and _scalar(g, div.inputs[1]) == 6.0:
+            tail = div
+        elif _is(div, "Mul") and _scalar(g, _other(div, mul.outputs[0])) in (1 / 6, np.float32(1 / 6)):
+            tail = div
+        else:
+            continue
+        base = (add.name or x) + "_hardswish"
+        if opset >= 14:
+            new = [Node("HardSwish", [x], [tail.outputs[0]], {}, "", base)]
+        else:
+            hs = fresh_name(g, base + "_gate")
+            new = [Node("HardSigmoid", [x], [hs], {"alpha": 1 / 6, "beta": 0.5}, "", base + "_gate"),
+                   Node("Mul", [x, hs], [tail.outputs[0]], {}, "", base)]
+        i = g.nodes.index(add)
+        g.nodes[i:i + 1] = new
+        for n in (clip, mul, tail):
+            g.nodes.remove(n)
+        uses = consumers(g)
+        changed = True
+    return changed
+
+
+def _clip_0_6(g, clip):
+    if "min" in clip.attrs or "max" in clip.attrs:
+        return clip.attrs.get("min") == 0.0 and clip.attrs.get("max") == 6.0
+    lo = _scalar(g, clip.inputs[1]) if len(clip.inputs) > 1 and clip.inputs[1] else None
+    hi = _scalar(g, clip.inputs[2]) if len(clip.inputs) > 2 and clip.inputs[2] else None
+    return lo == 0.0 and hi == 6.0
