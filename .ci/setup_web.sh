@@ -3,6 +3,7 @@
 #   build/web/pyodide/        self-contained Pyodide 0.27.7 indexURL: npm core + numpy/micropip/packaging wheels,
 #                             every wheel's sha256 checked against pyodide-lock.json
 #   build/web/onnxide-*.whl   the onnxide wheel built from this tree (pip wheel --no-deps)
+#   build/web/wasm/           the WASM EP's kernel modules from build/wasm/ (when .ci/setup_wasm.sh built them)
 #   build/web/manifest.json   names of the above, read by web/ at run time
 #   build/web/models/         the demo model (silero-vad 6.2.3's silero_vad.onnx, from PyPI, cached) and
 #                             default_cnn.onnx (onnxide's bundled default model, for web/examples/ and tests)
@@ -102,11 +103,20 @@ fi
 # The bundled default CNN (built in code by onnxide.demo) for the onnxruntime-web example app and the tests.
 PYTHONPATH="$ROOT/py_engine" python3 -c "import sys; from onnxide.demo import default_model_bytes; open(sys.argv[1], 'wb').write(default_model_bytes())" "$OUT/models/default_cnn.onnx"
 
-# 7. Manifest read by web/ (relative paths from build/web/).
+# 7. The WASM EP's kernel modules (built by .ci/setup_wasm.sh into build/wasm/), when present: the host writes them
+# into Pyodide's file system and points ONNXIDE_WASM_DIR at them, so WasmExecutionProvider registers in the page.
+rm -rf "$OUT/wasm"
+if ls "$ROOT"/build/wasm/onnxide_kernels_*.wasm >/dev/null 2>&1; then
+  mkdir -p "$OUT/wasm"
+  cp "$ROOT"/build/wasm/onnxide_kernels_*.wasm "$OUT/wasm/"
+fi
+
+# 8. Manifest read by web/ (relative paths from build/web/).
 python3 - "$OUT" "$WHEEL" "$PYODIDE_VERSION" <<'PY'
-import json, sys
+import json, os, sys
 out, wheel, ver = sys.argv[1:]
-json.dump({"pyodideVersion": ver, "indexURL": "pyodide/", "wheel": wheel,
+kernels = sorted(f"wasm/{f}" for f in os.listdir(f"{out}/wasm")) if os.path.isdir(f"{out}/wasm") else []
+json.dump({"pyodideVersion": ver, "indexURL": "pyodide/", "wheel": wheel, "wasmKernels": kernels,
            "demoModel": "models/silero_vad.onnx"}, open(f"{out}/manifest.json", "w"), indent=1)
 PY
 log "ready: $OUT"

@@ -280,8 +280,8 @@ def encode_float(v, code, saturate=True):
     """Float values (any float dtype) -> bit patterns of `code`, rounding to nearest even, with ONNX's
     saturation / overflow rules (bfloat16 follows plain float rules: overflow gives inf)."""
     e, m, bias, fam = FLOAT_FORMATS[code]
-    v = np.asarray(v, dtype=np.float64)
     with np.errstate(all="ignore"):
+        v = np.asarray(v, dtype=np.float64)
         nan = np.isnan(v)
         neg = np.signbit(v)
         a = np.where(nan, 0.0, np.abs(v))

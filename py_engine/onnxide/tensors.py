@@ -12,7 +12,7 @@ _PACKED_BITS = {dt.INT4: 4, dt.UINT4: 4, dt.FLOAT4E2M1: 4, dt.INT2: 2, dt.UINT2:
 _SIGNED_PACKED = {dt.INT4, dt.INT2}
 
 
-def _unpack_bits(raw_u8, code, count):
+def unpack_bits(raw_u8, code, count):
     """Unpack 4- or 2-bit elements (low bits first) into one byte each, sign-extended for signed kinds."""
     bits = _PACKED_BITS[code]
     per = 8 // bits
@@ -25,7 +25,7 @@ def _unpack_bits(raw_u8, code, count):
     return dt.wrap(vals, code)  # float4e2m1: the 4-bit pattern; int kinds: the value
 
 
-def _pack_bits(arr, code):
+def pack_bits(arr, code):
     bits = _PACKED_BITS[code]
     per = 8 // bits
     u = dt.raw(arr, code).reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
@@ -80,7 +80,7 @@ def to_numpy(t, base_dir=None):
                            dtype=object)
         elif raw is not None:
             if code in _PACKED_BITS:
-                arr = _unpack_bits(np.frombuffer(raw, np.uint8), code, count)
+                arr = unpack_bits(np.frombuffer(raw, np.uint8), code, count)
             elif code == dt.BOOL:
                 arr = np.frombuffer(raw, dtype=np.uint8).view(np.bool_)
             elif dt.is_exotic(code):  # bfloat16 / float8: little-endian bit patterns
@@ -110,7 +110,7 @@ def _from_typed_fields(t, code, target, count):
         return np.asarray(t.uint64_data, dtype=np.uint64).astype(target)
     ints = np.asarray(t.int32_data, dtype=np.int64)
     if code in _PACKED_BITS:
-        return _unpack_bits(ints.astype(np.uint8), code, count)
+        return unpack_bits(ints.astype(np.uint8), code, count)
     if code == dt.BOOL:
         return ints.astype(np.bool_)
     if target.kind in "iu":
@@ -130,7 +130,7 @@ def from_numpy(arr, name=""):
     if code == dt.STRING:
         t.string_data = [s if isinstance(s, bytes) else str(s).encode("utf-8") for s in arr.reshape(-1)]
     elif code in _PACKED_BITS:
-        t.raw_data = _pack_bits(arr, code).tobytes()
+        t.raw_data = pack_bits(arr, code).tobytes()
     elif dt.is_exotic(code):
         bits = dt.raw(arr, code)
         t.raw_data = bits.astype(bits.dtype.newbyteorder("<"), order="C").tobytes()

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgument
+from . import conv_winograd as _wino
 from .registry import op
 
 def exotic_float_io(kernel):
@@ -120,21 +121,38 @@ def windows(xp, kernel, strides, dilations, out):
     return np.lib.stride_tricks.as_strided(xp, shape=shape, strides=strides_, writeable=False)
 
 
-def conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, name):
-    """Grouped N-D correlation of x (N,C,*S) with w (M,C/group,*K) — no bias; computes in x's dtype.
+def conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, name, fast=False, bias=None):
+    """Grouped N-D correlation of x (N,C,*S) with w (M,C/group,*K), plus `bias` (M,) if given; computes in x's
+    dtype.
 
-    Paths: 1×1 unit-stride convs are one GEMM per image; depthwise convs accumulate over kernel taps; the rest
-    build im2col columns per image and run one 2-D GEMM per (image, group) so BLAS always sees plain matrices.
+    Paths: with `fast` (float Conv only: the result is not bit-exact), 3×3 stride-1 convs large enough to gain
+    run Winograd (conv_winograd); 1×1 unit-stride convs are one GEMM per image; depthwise convs accumulate over
+    kernel taps; the rest build im2col columns per image (in a reused buffer) and run one 2-D GEMM per
+    (image, group) so BLAS always sees plain matrices.
     """
     n, c = x.shape[:2]
     m = w.shape[0]
     nd = len(kernel)
     if group <= 0 or c % group or m % group or w.shape[1] * group != c:
         raise InvalidArgument(f"{name}: X channels {c}, W shape {w.shape} and group {group} are inconsistent")
+    dtype = np.result_type(x.dtype, w.dtype)
+    if fast:
+        wm = _wino.winograd_tile(x, w, group, kernel, strides, dilations, pb, pe, out)
+        if wm:
+            return _wino.winograd_conv3x3(x, w, pb, pe, out, wm, bias)
+    y = _conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, dtype)
+    if bias is not None:
+        y += np.asarray(bias, y.dtype).reshape((1, -1) + (1,) * nd)
+    return y
+
+
+def _conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, dtype):
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    nd = len(kernel)
     cg, mg = c // group, m // group
     kp = int(np.prod(kernel)) if nd else 1
     p = int(np.prod(out)) if nd else 1
-    dtype = np.result_type(x.dtype, w.dtype)
     y = np.empty((n, group, mg, p), dtype=dtype)
     wg = w.reshape(group, mg, cg * kp)
     if kp == 1 and not any(pb) and not any(pe) and all(s == 1 for s in strides):
@@ -151,11 +169,13 @@ def conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, name):
         for t, idx in enumerate(itertools.product(*(range(k) for k in kernel))):
             acc += view[(Ellipsis,) + idx] * wt[:, t].reshape((1, c) + (1,) * nd)
         return acc
-    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+    perm = tuple(range(1 + nd, 1 + 2 * nd)) + tuple(range(1, 1 + nd))
+    cols = _wino.scratch("im2col", (c,) + tuple(kernel) + tuple(out), xp.dtype)  # reused: no page faults per call
+    colsg = cols.reshape(group, cg * kp, p)
     for i in range(n):
-        cols = np.ascontiguousarray(view[i].transpose(tuple(a - 1 for a in perm))).reshape(group, cg * kp, p)
+        np.copyto(cols, view[i].transpose((0,) + perm))
         for g in range(group):
-            np.matmul(wg[g], cols[g], out=y[i, g])
+            np.matmul(wg[g], colsg[g], out=y[i, g])
     return y.reshape((n, m) + tuple(out))
 
 
@@ -180,9 +200,8 @@ def conv(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
         raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {x.shape}")
     ks = _kernel_shape(kernel_shape, w, name)
     out, pb, pe, st, dil = spatial_geometry(x.shape[2:], ks, strides, dilations, pads, auto_pad, name)
-    y = conv_nd(_float_in(x), _float_in(w), group, ks, st, dil, pb, pe, out, name)
-    if b is not None:
-        y += _float_in(b).reshape((1, -1) + (1,) * len(ks))
+    y = conv_nd(_float_in(x), _float_in(w), group, ks, st, dil, pb, pe, out, name, fast=True,
+                bias=None if b is None else _float_in(b).reshape(-1))
     return y.astype(x.dtype, copy=False)
 
 

@@ -1,4 +1,4 @@
-"""Fast 2-D Conv paths for conv_nd: Winograd F(4×4,3×3) / F(2×2,3×3) for 3×3 stride-1 convs, tap-copy im2col."""
+"""Fast 2-D Conv paths for conv_nd: Winograd F(4×4,3×3) / F(2×2,3×3) for 3×3 stride-1 convs, reused scratch buffers."""
 import threading
 import weakref
 
@@ -7,8 +7,9 @@ import numpy as np
 # ---------------------------------------------------------------------------------------------------------------
 # Winograd minimal filtering (Lavin & Gray).  Y = A^T [ (G g G^T) ⊙ (B^T d B) ] A per tile; the elementwise product
 # summed over input channels is, per tile position (ξ, ν), one GEMM  U[ξν] (M×C) @ V[ξν] (C×tiles).
-# The input/output transforms are written as shared-subexpression add/sub chains over strided slices of whole
-# images (one numpy call per term, vectorised over channels and tiles); no Python loop ever runs per tile.
+# Transforms along the outer axes (input rows, both output axes) are small BLAS GEMMs over contiguous data; the
+# input column transform is a shared-subexpression add/sub chain over (tiles × channels) blocks.  No Python loop
+# ever runs per tile or per channel.
 # ---------------------------------------------------------------------------------------------------------------
 
 # F(2,3): tile 4, output 2
@@ -16,6 +17,8 @@ _G2 = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 # F(4,3): tile 6, output 4 (interpolation points 0, ±1, ±2, ∞)
 _G4 = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
                 [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])
+
+ENABLED = True  # tests switch this off to compare against the im2col path
 
 _AT2 = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.float64)
 _AT4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], dtype=np.float64)
@@ -124,36 +127,35 @@ def _bt4(d, outs, tmp):
     np.subtract(a, b, out=outs[4])
 
 
-def _at2(s, outs, tmp):
-    """A^T for F(2,3): (s0+s1+s2, s1-s2-s3)."""
-    np.add(s[0], s[1], out=outs[0])
-    np.add(outs[0], s[2], out=outs[0])
-    np.subtract(s[1], s[2], out=outs[1])
-    np.subtract(outs[1], s[3], out=outs[1])
+def winograd_tile(x, w, group, kernel, strides, dilations, pb, pe, out):
+    """The Winograd output tile (4 or 2) conv_nd should use for this conv, or 0 for none.
+
+    Eligible: 2-D 3×3, stride 1, dilation 1, group 1, non-negative pads, float32/float64 x and w of one dtype.
+    Chosen where it measured faster than im2col + GEMM (single-thread OpenBLAS): at least 32 input and output
+    channels, and enough tiles that the t²/9-times larger transformed weights are worth streaming through the
+    per-position GEMMs (small spatial sizes at large channel counts stay on im2col)."""
+    if (not ENABLED or len(kernel) != 2 or group != 1 or list(kernel) != [3, 3] or list(strides) != [1, 1]
+            or list(dilations) != [1, 1] or min(pb) < 0 or min(pe) < 0 or x.dtype != w.dtype
+            or x.dtype not in (np.float32, np.float64) or x.ndim != 4):
+        return 0
+    n, c = x.shape[:2]
+    mo = w.shape[0]
+    if c < 32 or mo < 32:
+        return 0
+    ho, wo = out
+    t4 = n * -(-ho // 4) * -(-wo // 4)
+    if t4 >= 40 and 512 * t4 >= c * mo:
+        return 4
+    t2 = n * -(-ho // 2) * -(-wo // 2)
+    if t2 >= 48 and c * mo >= 128 * 128:
+        return 2
+    return 0
 
 
-def _at4(s, outs, tmp):
-    """A^T for F(4,3): a = s1+s2, b = s1-s2, c = s3+s4, e = s3-s4;
-    rows (s0+a+c, b+2e, a+4c, b+8e+s5)."""
-    a, b, c, e = tmp[0], tmp[1], tmp[2], tmp[3]
-    np.add(s[1], s[2], out=a)
-    np.subtract(s[1], s[2], out=b)
-    np.add(s[3], s[4], out=c)
-    np.subtract(s[3], s[4], out=e)
-    np.add(s[0], a, out=outs[0])
-    np.add(outs[0], c, out=outs[0])
-    np.multiply(e, 2, out=outs[1])
-    np.add(outs[1], b, out=outs[1])
-    np.multiply(c, 4, out=outs[2])
-    np.add(outs[2], a, out=outs[2])
-    np.multiply(e, 8, out=outs[3])
-    np.add(outs[3], b, out=outs[3])
-    np.add(outs[3], s[5], out=outs[3])
-
-
-def winograd_conv3x3(x, w, pb, pe, out, m=4):
+def winograd_conv3x3(x, w, pb, pe, out, m=4, bias=None):
     """Correlation of x (N, C, H, W) with w (M, C, 3, 3), stride 1, dilation 1, group 1, pads pb/pe (begin/end,
-    non-negative), output spatial `out`; returns (N, M, *out) contiguous in x's dtype.
+    non-negative), output spatial `out`, optional per-output-channel `bias` (added in the final copy); returns
+    (N, M, *out) contiguous in x's dtype.
 
     Works channels-last inside, with the W axis split by phase (column = m·j + phase), so that every transform
     term is one numpy call over a contiguous (tiles × channels) block: V[ξν] is (tiles, C), the GEMM is
@@ -202,31 +204,11 @@ def winograd_conv3x3(x, w, pb, pe, out, m=4):
     y = scratch("wg_v", (m, m * x_), dtype)
     np.matmul(at, s.reshape(t, m * x_), out=y)                             # y[p, q] = Σ_ξ A^T[p, ξ] s[ξ, q]
     res = np.empty((n, mo, th * m, tw * m), dtype=dtype)
-    res.reshape(n, mo, th, m, tw, m)[...] = y.reshape(m, m, n, th, tw, mo).transpose(2, 5, 3, 0, 4, 1)
+    yt = y.reshape(m, m, n, th, tw, mo).transpose(2, 5, 3, 0, 4, 1)
+    if bias is None:
+        res.reshape(n, mo, th, m, tw, m)[...] = yt
+    else:
+        np.add(yt, np.asarray(bias, dtype).reshape(1, mo, 1, 1, 1, 1), out=res.reshape(n, mo, th, m, tw, m))
     if (ho, wo) != (th * m, tw * m):
         res = np.ascontiguousarray(res[:, :, :ho, :wo])
     return res
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# im2col by per-tap slice copies into one preallocated column buffer (2-D, group 1)
-# ---------------------------------------------------------------------------------------------------------------
-
-def im2col_taps(xp_i, kernel, strides, dilations, out, cols=None):
-    """Columns (C·kh·kw, Ho·Wo) of one padded image xp_i (C, Hp, Wp), filled one kernel tap at a time."""
-    c = xp_i.shape[0]
-    kh, kw = kernel
-    ho, wo = out
-    sh, sw = strides
-    dh, dw = dilations
-    if cols is None:
-        cols = np.empty((c, kh, kw, ho, wo), dtype=xp_i.dtype)
-    else:
-        cols = cols.reshape(c, kh, kw, ho, wo)
-    for a in range(kh):
-        r0 = a * dh
-        rs = slice(r0, r0 + sh * (ho - 1) + 1, sh)
-        for b in range(kw):
-            c0 = b * dw
-            cols[:, a, b] = xp_i[:, rs, c0:c0 + sw * (wo - 1) + 1:sw]
-    return cols.reshape(c * kh * kw, ho * wo)

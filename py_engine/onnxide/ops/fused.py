@@ -2,6 +2,7 @@
 Conv / Gemm / MatMul kernels with an activation kernel — no op math is defined twice."""
 import numpy as np
 
+from .math import via_float32
 from .registry import MS_DOMAIN, lookup, op
 
 _ACT_OPSET = 22
@@ -25,6 +26,7 @@ def apply_activation(y, activation, params):
 
 
 @op("FusedConv", since=1, domain=MS_DOMAIN)
+@via_float32
 def fused_conv(x, w, b=None, z=None, *, activation="", activation_params=None, auto_pad="NOTSET", dilations=None,
                group=1, kernel_shape=None, pads=None, strides=None, ctx=None):
     y = lookup("", "Conv", 11).kernel(x, w, b, auto_pad=auto_pad, dilations=dilations, group=group,
@@ -35,6 +37,7 @@ def fused_conv(x, w, b=None, z=None, *, activation="", activation_params=None, a
 
 
 @op("FusedGemm", since=1, domain=MS_DOMAIN)
+@via_float32
 def fused_gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, activation="", activation_alpha=0.01,
                activation_beta=0.5, activation_gamma=0.0, ctx=None):
     y = lookup("", "Gemm", 13).kernel(a, b, c, alpha=alpha, beta=beta, transA=transA, transB=transB, ctx=ctx)
@@ -44,6 +47,7 @@ def fused_gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, activat
 
 
 @op("FusedMatMul", since=1, domain=MS_DOMAIN)
+@via_float32
 def fused_matmul(a, b, *, alpha=1.0, transA=0, transB=0, ctx=None):
     """MatMul of optionally transposed (last two dims) operands, scaled by alpha (transBatch* not supported)."""
     def prep(m, trans):

@@ -24,7 +24,7 @@ def _axis(axis, rank, name):
 
 
 def _norm_indices(idx, dim, name):
-    """int64 indices with negatives wrapped by `dim`; out-of-range ones are refused."""
+    """Indices (np.intp) with negatives wrapped by `dim`; out-of-range ones are refused."""
     idx = np.asarray(idx).astype(np.int64, copy=False)
     if idx.size:
         lo, hi = int(idx.min()), int(idx.max())
@@ -33,7 +33,7 @@ def _norm_indices(idx, dim, name):
             raise InvalidArgument(f"{name}: index {bad} is out of bounds for a dimension of size {dim}")
         if lo < 0:
             idx = np.where(idx < 0, idx + dim, idx)
-    return idx
+    return idx.astype(np.intp, copy=False)  # np.take refuses int64 where intp is int32 (wasm32 / Pyodide)
 
 
 def _norm_indices_by(idx, dims, name):

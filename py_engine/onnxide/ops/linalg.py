@@ -3,6 +3,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from .conv import exotic_float_io
+from .math import is_exotic_float
 from .registry import op
 
 
@@ -18,7 +19,7 @@ def _matmul(a, b, name):
     if ka != kb:
         raise InvalidArgument(f"{name}: inner dimensions differ, shapes {a.shape} and {b.shape}")
     dt = a.dtype
-    if dt == np.float16 or dt.kind not in "fiuc":  # float16 / bfloat16: accumulate in float32
+    if dt == np.float16 or dt.kind not in "fiuc" or is_exotic_float(dt):  # f16/bf16/f8: accumulate in float32
         return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(dt)
     if dt.kind in "iu" and a.size and b.size:
         # integer matmul is not BLAS-accelerated in numpy; float64 is exact while |sums| stay below 2**53
@@ -132,7 +133,7 @@ def einsum(*inputs, equation, ctx=None):
     eq = equation.replace(" ", "")
     dt = inputs[0].dtype if inputs else None
     try:
-        if dt is not None and (dt == np.float16 or dt.kind not in "fiucb"):
+        if dt is not None and (dt == np.float16 or dt.kind not in "fiucb" or is_exotic_float(dt)):
             res = np.einsum(eq, *[x.astype(np.float32) for x in inputs], optimize=len(inputs) > 2)
         else:
             res = np.einsum(eq, *inputs, optimize=len(inputs) > 2)

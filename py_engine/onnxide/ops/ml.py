@@ -79,7 +79,7 @@ def array_feature_extractor(x, y):
         raise InvalidArgument("ArrayFeatureExtractor: input must have rank >= 1")
     if idx.size and (idx.min() < 0 or idx.max() >= x.shape[-1]):
         raise InvalidArgument(f"ArrayFeatureExtractor: index out of range for last dimension {x.shape[-1]}")
-    z = np.take(x, idx, axis=-1)
+    z = np.take(x, idx.astype(np.intp), axis=-1)  # intp: np.take refuses int64 on wasm32
     return z.reshape(1, -1) if x.ndim == 1 else z
 
 

@@ -206,9 +206,12 @@ class InferenceSession:
 
 
 def _owned(value):
-    """Outputs never alias feeds or initializers (like onnxruntime's, they are the caller's to modify)."""
-    if isinstance(value, np.ndarray) and (value.base is not None or not value.flags.writeable):
-        return np.array(value)
+    """Outputs never alias feeds or initializers (like onnxruntime's, they are the caller's to modify); exotic
+    dtypes are handed out as ml_dtypes arrays where ml_dtypes is installed."""
+    if isinstance(value, np.ndarray):
+        if value.base is not None or not value.flags.writeable:
+            value = np.array(value)
+        return dt.to_user(value) if value.dtype.names is not None else value
     if isinstance(value, list):
         return [_owned(v) for v in value]
     return value
@@ -223,9 +226,10 @@ def _check_feed(vi, value):
         value = value.numpy()  # OrtValue-like objects
     if not isinstance(value, np.ndarray):
         try:
-            value = np.asarray(value, dtype=dt.np_dtype(code) if code else None)
+            value = dt.asarray(value, code) if code else np.asarray(value)
         except (TypeError, ValueError) as e:
             raise InvalidArgument(f"Input '{vi.name}' cannot be converted to {dt.type_string(code)}: {e}") from None
+    value = dt.from_user(value)  # an exotic array in the other representation (ml_dtypes vs structured)
     if code:
         try:
             got = dt.code_of(value.dtype)

@@ -1,0 +1,35 @@
+// conf-worker.mjs — a Worker running plain Pyodide + the onnxide wheel + tests/browser/page_runner.py; answers
+// {init}, {batch: url}, {case: i}. Kept in a Worker so the page can time a case out and terminate it.
+let runner = null;
+
+async function init(base) {
+  const manifest = await (await fetch(new URL('build/web/manifest.json', base))).json();
+  const web = new URL('build/web/', base);
+  const indexURL = new URL(manifest.indexURL, web).href;
+  const { loadPyodide } = await import(indexURL + 'pyodide.mjs');
+  const py = await loadPyodide({ indexURL });
+  await py.loadPackage(['numpy', new URL(manifest.wheel, web).href]);
+  py.FS.mkdirTree('/home/pyodide/conf');
+  for (const f of ['casecodec.py', 'page_runner.py']) {
+    py.FS.writeFile(`/home/pyodide/conf/${f}`, await (await fetch(new URL(`tests/browser/${f}`, base))).text());
+  }
+  py.runPython("import sys; sys.path.insert(0, '/home/pyodide/conf'); import numpy, onnxide");
+  runner = py.pyimport('page_runner');
+}
+
+self.onmessage = async ({ data }) => {
+  try {
+    if (data.init) {
+      const t = performance.now();
+      await init(data.init);
+      self.postMessage({ ok: performance.now() - t });
+    } else if (data.batch) {
+      const blob = new Uint8Array(await (await fetch(data.batch)).arrayBuffer());
+      self.postMessage({ ok: runner.load_batch(blob) });
+    } else if (data.case !== undefined) {
+      self.postMessage({ ok: runner.run_case(data.case) });
+    }
+  } catch (e) {
+    self.postMessage({ error: String(e.message || e) });
+  }
+};

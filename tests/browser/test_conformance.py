@@ -1,0 +1,175 @@
+"""ONNX backend conformance inside headless Chromium: cases run by onnxide in Pyodide (a Worker of
+pages/conformance.html), outputs compared natively with tests/conformance/cases.py's compare, next to the native
+CPU EP's result for the same case. CI runs a fixed subset of >= 300 small cases over every op family; with
+--browser-full all 2,033 run and docs/conformance/browser.md (+ .json) is written.
+
+Gate: a case that passes natively must pass in the browser unless known_gaps.json lists it (a list that only
+shrinks: a listed case that passes is reported so it can be removed)."""
+import base64
+import collections
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+
+import casecodec as cc
+from conformance.cases import compare, load_cases
+from conformance.run_backend import LEVELS, run_case
+from onnxide import dtypes as dt
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SUBSET_MIN, MAX_CASE_BYTES, BATCH, CASE_TIMEOUT_S = 320, 1 << 20, 25, 90
+
+
+def _nbytes(v):
+    if isinstance(v, (list, tuple)):
+        return sum(_nbytes(x) for x in v)
+    if isinstance(v, dict):
+        return sum(_nbytes(x) for x in v.values())
+    return getattr(v, "nbytes", 8)
+
+
+def case_bytes(c):
+    return len(c.model_bytes()) + sum(_nbytes(i) + _nbytes(o) for i, o in c.data_sets)
+
+
+def select_subset(cases, minimum=SUBSET_MIN):
+    """Deterministic: small cases, round-robin over (domain, op) pairs so every op family is represented."""
+    small = [c for c in cases if case_bytes(c) <= MAX_CASE_BYTES]
+    by_op = collections.defaultdict(list)
+    for c in sorted(small, key=lambda c: (len(c.ops), c.name)):
+        for op in c.ops:
+            by_op[op].append(c)
+    chosen, seen, depth = [], set(), 0
+    while len(chosen) < minimum and depth < 50:
+        for op in sorted(by_op):
+            for c in by_op[op][depth:depth + 1]:
+                if c.name not in seen:
+                    seen.add(c.name)
+                    chosen.append(c)
+        depth += 1
+    return sorted(chosen, key=lambda c: c.name)
+
+
+def write_batches(cases, folder):
+    os.makedirs(folder, exist_ok=True)
+    files = []
+    for b in range(0, len(cases), BATCH):
+        w = cc.Writer()
+        entries = [{"name": c.name, "model": w.raw(c.model_bytes()),
+                    "sets": [[w.value(x, lambda d, _=None: dt.code_of(d)) for x in ins] for ins, _ in c.data_sets]}
+                   for c in cases[b:b + BATCH]]
+        name = f"batch_{b // BATCH:03d}.bin"
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(w.blob({"cases": entries}))
+        files.append((name, len(entries)))
+    return files
+
+
+def judge(case, res):
+    """(passed, reason) for one browser result against the case's expected outputs."""
+    if "error" in res:
+        return False, res["error"]
+    header, payload = cc.read(base64.b64decode(res["b64"]))
+    if "error" in header:
+        return False, header["error"]
+    for (inputs, expected), got in zip(case.data_sets, header["sets"]):
+        got = [cc.value(g, payload, dt.np_dtype) for g in got]
+        if len(got) != len(expected):
+            return False, f"{len(got)} outputs, expected {len(expected)}"
+        for i, (e, g) in enumerate(zip(expected, got)):
+            why = compare(e, g, case.rtol, case.atol)
+            if why:
+                return False, f"output {i}: {why}"
+    return True, ""
+
+
+def run_in_browser(browser, server, scratch, cases):
+    from conftest import open_page
+    folder = scratch / "conformance"
+    batches = write_batches(cases, str(folder))
+    page = open_page(browser, f"{server.url}tests/browser/pages/conformance.html", "() => window.confReady",
+                     timeout_ms=180_000)
+    results = {}
+    try:
+        by_name = {c.name: c for c in cases}
+        for bi, (name, n) in enumerate(batches):
+            out = page.evaluate("([u, n, t]) => window.runBatch(u, n, t)",
+                                [f"/_scratch/conformance/{name}", n, CASE_TIMEOUT_S * 1000])
+            for c, res in zip(cases[bi * BATCH: bi * BATCH + n], out):
+                results[c.name] = judge(by_name[c.name], res)
+    finally:
+        page.close()
+    return results
+
+
+def write_report(cases, browser_res, native_res, path_md):
+    by_op = collections.defaultdict(lambda: [0, 0, 0])
+    for c in cases:
+        for op in c.ops:
+            by_op[op][0] += browser_res[c.name][0]
+            by_op[op][1] += native_res[c.name][0]
+            by_op[op][2] += 1
+    bp = sum(r[0] for r in browser_res.values())
+    npass = sum(r[0] for r in native_res.values())
+    only_native = sorted(k for k in browser_res if native_res[k][0] and not browser_res[k][0])
+    only_browser = sorted(k for k in browser_res if browser_res[k][0] and not native_res[k][0])
+    lines = ["# Conformance: onnxide in the browser (Chromium, Pyodide 0.27.7, numpy 2.0.2)", "",
+             f"ONNX backend cases passed in headless Chromium: **{bp} / {len(cases)}**; natively (CPU EP, same tree): "
+             f"**{npass} / {len(cases)}**.", "",
+             "Written by `python3 -m pytest tests/browser/test_conformance.py --browser-full` (each case runs in a "
+             "Web Worker; outputs compared with tests/conformance/cases.py's `compare`).", "",
+             f"## Failing in the browser but passing natively ({len(only_native)})", "", "| case | browser reason |",
+             "|---|---|"]
+    lines += [f"| {k} | {browser_res[k][1].replace('|', '/')} |" for k in only_native]
+    if only_browser:
+        lines += ["", f"## Passing in the browser but failing natively ({len(only_browser)})", ""]
+        lines += [f"- {k}: native: {native_res[k][1].replace('|', '/')}" for k in only_browser]
+    lines += ["", "## By operator", "", "| domain | op | browser | native | cases |", "|---|---|---|---|---|"]
+    for (d, op), (b, n, t) in sorted(by_op.items()):
+        lines.append(f"| {d} | {op} | {b} | {n} | {t} |")
+    lines += ["", "## All failing cases (browser)", "", "| case | reason |", "|---|---|"]
+    lines += [f"| {k} | {why.replace('|', '/')} |" for k, (ok, why) in sorted(browser_res.items()) if not ok]
+    os.makedirs(os.path.dirname(path_md), exist_ok=True)
+    with open(path_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(path_md[:-3] + ".json", "w") as f:
+        json.dump({"browser_passed": bp, "native_passed": npass, "total": len(cases),
+                   "cases": {k: {"browser": browser_res[k][0], "native": native_res[k][0],
+                                 "reason": browser_res[k][1]} for k in sorted(browser_res)}}, f, indent=1)
+
+
+@pytest.fixture(scope="module")
+def all_cases():
+    return load_cases()
+
+
+def test_backend_cases_in_chromium(browser, server, scratch, all_cases, request, capsys):
+    full = request.config.getoption("--browser-full")
+    cases = all_cases if full else select_subset(all_cases)
+    ops = {op for c in cases for op in c.ops}
+    assert full or (len(cases) >= 300 and len(ops) >= 150), (len(cases), len(ops))
+    t0 = time.time()
+    browser_res = run_in_browser(browser, server, scratch, cases)
+    t1 = time.time()
+    with np.errstate(all="ignore"):
+        native_res = {c.name: run_case(c, "CPUExecutionProvider", LEVELS["all"], 120) for c in cases}
+    with open(os.path.join(HERE, "known_gaps.json")) as f:
+        gaps = json.load(f)
+    regressions = [f"{k}: {browser_res[k][1]}" for k in sorted(browser_res)
+                   if native_res[k][0] and not browser_res[k][0] and k not in gaps]
+    fixed = [k for k in gaps if k in browser_res and browser_res[k][0]]
+    bp = sum(r[0] for r in browser_res.values())
+    npass = sum(r[0] for r in native_res.values())
+    if full:
+        write_report(cases, browser_res, native_res, os.path.join(ROOT, "docs", "conformance", "browser.md"))
+    with capsys.disabled():
+        print(f"\nbrowser conformance ({'full' if full else 'subset'}): {bp} / {len(cases)} in Chromium "
+              f"({t1 - t0:.0f}s), native {npass} / {len(cases)}; {len(ops)} (domain, op) pairs; "
+              f"{len(regressions)} new browser-only failures; {len(fixed)} known gaps now pass")
+        for k in fixed:
+            print(f"  known gap now passes (remove from known_gaps.json): {k}")
+    assert not regressions, "passing natively but failing in Chromium:\n" + "\n".join(regressions[:40])

@@ -1,0 +1,244 @@
+"""onnxide's onnxruntime-web-compatible JS API in headless Chromium, with Pyodide in a Worker and in the page:
+sessions from URLs and bytes, every tensor type, fetches, external data with progress, real models vs native,
+bad input rejected with onnxide's message (and the host still alive afterwards)."""
+import os
+
+import numpy as np
+import pytest
+
+import onnxide
+from js_api_models import JS_TYPES, ext_weight, write_all
+
+pytestmark = pytest.mark.parametrize("api_page", ["worker", "page"], indirect=True)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = "../../../build/web/models/"
+
+
+@pytest.fixture(scope="module")
+def test_models(scratch):
+    write_all(str(scratch / "models"))
+    return "/_scratch/models/"
+
+
+def js(page, body, arg=None):
+    """Run an async JS function body with `ort` and `arg` in scope; returns its JSON-able result."""
+    return page.evaluate(f"async (arg) => {{ const ort = window.ort; {body} }}", arg)
+
+
+def test_host_mode_and_versions(api_page):
+    info = js(api_page, "const h = await ort.getHost(); return {mode: h.mode, info: h.info, v: ort.env.versions};")
+    assert info["mode"] == ("worker" if "host=worker" in api_page.url else "page")
+    assert info["info"]["pyodideVersion"] == "0.27.7" and info["info"]["numpy"] == "2.0.2"
+    assert info["v"]["onnxide"] == onnxide.__version__
+    assert "CPUExecutionProvider" in info["info"]["providers"]
+    assert info["info"]["timings"]["pyodideMs"] > 0
+
+
+def test_default_cnn_matches_native(api_page):
+    from onnxide.demo import default_input, default_model_bytes
+    x = default_input()
+    got = js(api_page, f"""
+        const s = await ort.InferenceSession.create('{MODELS}default_cnn.onnx', {{executionProviders: ['wasm']}});
+        const x = new ort.Tensor('float32', Float32Array.from(arg), [1, 3, 64, 64]);
+        const out = await s.run({{image: x}});
+        const r = {{inputs: s.inputNames, outputs: s.outputNames, meta: s.inputMetadata, type: out.probs.type,
+                   dims: out.probs.dims, data: Array.from(out.probs.data), isTensor: out.probs instanceof ort.Tensor}};
+        await s.release();
+        return r;""", x.ravel().tolist())
+    assert got["inputs"] == ["image"] and got["outputs"] == ["probs"]
+    assert got["meta"][0] == {"name": "image", "isTensor": True, "type": "float32", "shape": ["batch", 3, 64, 64]}
+    assert got["type"] == "float32" and got["dims"] == [1, 10] and got["isTensor"]
+    want = onnxide.InferenceSession(default_model_bytes()).run(None, {"image": x})[0]
+    np.testing.assert_allclose(np.array(got["data"], np.float32).reshape(1, 10), want, rtol=1e-5, atol=1e-6)
+
+
+def test_silero_vad_matches_native(api_page):
+    """A real pretrained model (silero-vad 6.2.3, If + LSTM) streaming 8 chunks: same outputs as natively."""
+    rng = np.random.default_rng(3)
+    chunks = (rng.standard_normal((8, 576)) * 0.1).astype(np.float32)
+    got = js(api_page, f"""
+        const s = await ort.InferenceSession.create('{MODELS}silero_vad.onnx');
+        let state = new ort.Tensor('float32', new Float32Array(256), [2, 1, 128]);
+        const sr = new ort.Tensor('int64', [16000n], []);
+        const probs = [];
+        for (const c of arg) {{
+          const out = await s.run({{input: new ort.Tensor('float32', Float32Array.from(c), [1, 576]), state, sr}});
+          probs.push(out.output.data[0]);
+          state = out.stateN;
+        }}
+        await s.release();
+        return {{probs, state: Array.from(state.data)}};""", chunks.tolist())
+    sess = onnxide.InferenceSession(os.path.join(ROOT, "build", "web", "models", "silero_vad.onnx"))
+    state, probs = np.zeros((2, 1, 128), np.float32), []
+    for c in chunks:
+        p, state = sess.run(None, {"input": c[None], "state": state, "sr": np.array(16000, np.int64)})
+        probs.append(float(p[0, 0]))
+    np.testing.assert_allclose(got["probs"], probs, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.array(got["state"]).reshape(2, 1, 128), state, rtol=1e-4, atol=1e-5)
+
+
+def test_every_tensor_type_round_trips(api_page, test_models):
+    got = js(api_page, f"""
+        const s = await ort.InferenceSession.create('{test_models}alltypes.onnx');
+        const vals = {{float32: [1.5, -2, 3.25, 0, 1e-3, 7], float64: [1e-300, -2.5, 3, 0, 1, 2],
+          float16: [0.5, -2, 65504, 0, 1, -0.25], int8: [-128, 127, 0, 1, -1, 5], uint8: [0, 255, 1, 2, 3, 4],
+          int16: [-32768, 32767, 0, 1, -1, 2], uint16: [0, 65535, 1, 2, 3, 4],
+          int32: [-2147483648, 2147483647, 0, 1, -1, 2], uint32: [0, 4294967295, 1, 2, 3, 4],
+          int64: [-(2n ** 63n), 2n ** 63n - 1n, 0n, 1n, -1n, 9007199254740993n],
+          uint64: [0n, 2n ** 64n - 1n, 1n, 2n, 3n, 4n], bool: [true, false, true, true, false, false],
+          string: ['a', '', 'héllo', 'x y', '☃', 'z']}};
+        const feeds = {{}};
+        for (const [t, v] of Object.entries(vals)) feeds['x_' + t] = new ort.Tensor(t, v, [2, 3]);
+        const out = await s.run(feeds);
+        const r = {{}};
+        for (const [t, v] of Object.entries(vals)) {{
+          const o = out['y_' + t];
+          r[t] = {{type: o.type, dims: o.dims, ctor: o.data.constructor.name,
+                   data: Array.from(o.data, (x) => typeof x === 'bigint' ? x.toString() : x)}};
+        }}
+        return r;""")
+    assert set(got) == set(JS_TYPES)
+    for t, r in got.items():
+        assert r["type"] == t and r["dims"] == [2, 3], t
+    assert got["int64"]["data"] == [str(-2**63), str(2**63 - 1), "0", "1", "-1", "9007199254740993"]
+    assert got["uint64"]["data"][1] == str(2**64 - 1)
+    assert got["bool"]["data"] == [1, 0, 1, 1, 0, 0] and got["bool"]["ctor"] == "Uint8Array"
+    assert got["string"]["data"] == ["a", "", "héllo", "x y", "☃", "z"]
+    assert got["float16"]["data"][:3] in ([0.5, -2, 65504], [0x3800, 0xC000, 0x7BFF])  # Float16Array or bits
+    assert got["float32"]["data"] == [1.5, -2, 3.25, 0, np.float32(1e-3).item(), 7]
+    assert got["int32"]["data"][:2] == [-2147483648, 2147483647]
+    assert got["uint32"]["data"][1] == 4294967295
+
+
+def test_4bit_tensors(api_page, test_models):
+    got = js(api_page, f"""
+        const s = await ort.InferenceSession.create('{test_models}int4.onnx');
+        // 6 values packed two per byte, low nibble first: int4 [1,-2,7,-8,0,3], uint4 [1,2,15,0,9,4]
+        const i4 = new ort.Tensor('int4', new Int8Array([0xe1 - 256, 0x87 - 256, 0x30]), [2, 3]);
+        const u4 = new ort.Tensor('uint4', new Uint8Array([0x21, 0x0f, 0x49]), [2, 3]);
+        const out = await s.run({{x_int4: i4, x_uint4: u4}});
+        return {{i: Array.from(out.y_int4.data), u: Array.from(out.y_uint4.data), t: out.y_int4.type}};""")
+    assert got["t"] == "int4" and got["i"] == [0xe1 - 256, 0x87 - 256, 0x30] and got["u"] == [0x21, 0x0f, 0x49]
+
+
+def test_fetches_subset(api_page, test_models):
+    got = js(api_page, f"""
+        const s = await ort.InferenceSession.create('{test_models}alltypes.onnx');
+        const feeds = {{}};
+        for (const n of s.inputNames) {{
+          const t = n.slice(2);
+          feeds[n] = t === 'string' ? new ort.Tensor('string', ['a','b','c'], [1, 3])
+            : new ort.Tensor(t, t.endsWith('64') && t.includes('int') ? [1n, 2n, 3n] : [1, 0, 1], [1, 3]);
+        }}
+        const a = await s.run(feeds, ['y_int32', 'y_bool']);
+        const b = await s.run(feeds, {{y_float32: null}});
+        return {{a: Object.keys(a).sort(), b: Object.keys(b)}};""")
+    assert got == {"a": ["y_bool", "y_int32"], "b": ["y_float32"]}
+
+
+def test_external_data_with_progress(api_page, test_models):
+    got = js(api_page, f"""
+        const events = [];
+        const s = await ort.InferenceSession.create('{test_models}ext/matmul.onnx',
+          {{onProgress: (loaded, total, url) => events.push([loaded, total, url.split('/').pop()])}});
+        const x = new ort.Tensor('float32', [1, 0, 0, 0, 0, 0, 0, 1], [2, 4]);
+        const y1 = Array.from((await s.run({{x}})).y.data);
+        // explicit externalData from bytes, model from bytes
+        const mb = new Uint8Array(await (await fetch('{test_models}ext/matmul.onnx')).arrayBuffer());
+        const wb = new Uint8Array(await (await fetch('{test_models}ext/matmul.weights')).arrayBuffer());
+        const s2 = await ort.InferenceSession.create(mb, {{externalData: [{{path: 'matmul.weights', data: wb}}]}});
+        const y2 = Array.from((await s2.run({{x}})).y.data);
+        let missing = null;
+        try {{ await ort.InferenceSession.create(mb); }} catch (e) {{ missing = e.message; }}
+        return {{y1, y2, events, missing, bytesIntact: mb.length > 0}};""")
+    w = ext_weight()
+    want = np.concatenate([w[0], w[3]]).tolist()
+    np.testing.assert_allclose(got["y1"], want, rtol=1e-6)
+    np.testing.assert_allclose(got["y2"], want, rtol=1e-6)
+    files = {e[2] for e in got["events"]}
+    assert files == {"matmul.onnx", "matmul.weights"}
+    last = [e for e in got["events"] if e[2] == "matmul.weights"][-1]
+    assert last[0] == 48 and last[1] in (48, None)
+    assert got["missing"] and "matmul.weights" in got["missing"]
+    assert got["bytesIntact"], "the caller's model bytes must not be detached"
+
+
+def test_bad_input_rejects_with_onnxide_message(api_page, test_models):
+    got = js(api_page, f"""
+        const r = {{}};
+        const grab = async (k, f) => {{ try {{ await f(); r[k] = 'resolved'; }} catch (e) {{ r[k] = e.message; }} }};
+        await grab('404', () => ort.InferenceSession.create('{test_models}no-such-model.onnx'));
+        await grab('corrupt', () => ort.InferenceSession.create(new Uint8Array([8, 1, 18, 200, 1, 0, 0])));
+        await grab('empty', () => ort.InferenceSession.create(new Uint8Array(0)));
+        await grab('notonnx', () => ort.InferenceSession.create(new TextEncoder().encode('<html>not a model</html>')));
+        const s = await ort.InferenceSession.create('{MODELS}default_cnn.onnx');
+        const good = new ort.Tensor('float32', new Float32Array(3 * 64 * 64), [1, 3, 64, 64]);
+        await grab('name', () => s.run({{img: good}}));
+        const t = (type, C, n, dims) => new ort.Tensor(type, new C(n), dims);
+        await grab('dtype', () => s.run({{image: t('int32', Int32Array, 3 * 64 * 64, [1, 3, 64, 64])}}));
+        await grab('shape', () => s.run({{image: t('float32', Float32Array, 3 * 32 * 32, [1, 3, 32, 32])}}));
+        await grab('rank', () => s.run({{image: new ort.Tensor('float32', new Float32Array(12), [12])}}));
+        await grab('fetch', () => s.run({{image: good}}, ['nope']));
+        await grab('notTensor', () => s.run({{image: [1, 2, 3]}}));
+        r.after = Array.from((await s.run({{image: good}})).probs.dims);  // the host survived all of it
+        await s.release();
+        await grab('released', () => s.run({{image: good}}));
+        try {{ new ort.Tensor('float32', [1, 2, 3], [2, 2]); }} catch (e) {{ r.size = e.message; }}
+        return r;""")
+    assert "HTTP 404" in got["404"] and "no-such-model.onnx" in got["404"]
+    for k in ("corrupt", "empty", "notonnx"):
+        assert got[k].startswith(("InvalidProtobuf:", "InvalidGraph:", "Fail:")), (k, got[k])
+    assert got["name"].startswith("InvalidArgument:") and "img" in got["name"]
+    assert got["dtype"].startswith("InvalidArgument:") and "data type" in got["dtype"]
+    assert got["shape"].startswith("InvalidArgument:") and "dimensions" in got["shape"]
+    assert got["rank"].startswith("InvalidArgument:") and "rank" in got["rank"]
+    assert "nope" in got["fetch"]
+    assert "Tensor" in got["notTensor"]
+    assert got["after"] == [1, 10]
+    assert "released" in got["released"]
+    assert "does not match data length" in got["size"]
+
+
+def test_worker_keeps_the_page_responsive(api_page):
+    """With the Worker host the page's event loop keeps turning while a model runs; in-page it cannot."""
+    got = js(api_page, f"""
+        const s = await ort.InferenceSession.create('{MODELS}default_cnn.onnx');
+        const x = new ort.Tensor('float32', new Float32Array(4 * 3 * 64 * 64).fill(0.5), [4, 3, 64, 64]);
+        await s.run({{image: x}});
+        let ticks = 0;
+        const timer = setInterval(() => ticks++, 2);
+        const t0 = performance.now();
+        for (let i = 0; i < 3; i++) await s.run({{image: x}});
+        const ms = performance.now() - t0;
+        clearInterval(timer);
+        await s.release();
+        return {{ticks, ms, mode: (await ort.getHost()).mode}};""")
+    if got["mode"] == "worker":
+        assert got["ticks"] >= got["ms"] / 2 / 10, got  # at least a tenth of the 2 ms ticks while running
+    else:
+        assert got["ticks"] <= 6, got  # only between runs
+
+
+def test_wasm_execution_provider_in_page(api_page):
+    """The WASM EP's kernels ship in build/web/wasm/ (when .ci/setup_wasm.sh built them): 'wasm' selects it."""
+    import json
+    with open(os.path.join(ROOT, "build", "web", "manifest.json")) as f:
+        if not json.load(f).get("wasmKernels"):
+            pytest.skip("no WASM kernel builds in build/web/ (run .ci/setup_wasm.sh before .ci/setup_web.sh)")
+    from onnxide.demo import default_input, default_model_bytes
+    x = default_input()
+    got = js(api_page, f"""
+        const r = {{}};
+        for (const ep of ['wasm', 'cpu']) {{
+          const s = await ort.InferenceSession.create('{MODELS}default_cnn.onnx', {{executionProviders: [ep]}});
+          const out = await s.run({{image: new ort.Tensor('float32', Float32Array.from(arg), [1, 3, 64, 64])}});
+          r[ep] = {{providers: s.providers, probs: Array.from(out.probs.data)}};
+          await s.release();
+        }}
+        return r;""", x.ravel().tolist())
+    assert got["wasm"]["providers"] == ["WasmExecutionProvider", "CPUExecutionProvider"]
+    assert got["cpu"]["providers"] == ["CPUExecutionProvider"]
+    want = onnxide.InferenceSession(default_model_bytes()).run(None, {"image": x})[0].ravel()
+    np.testing.assert_allclose(got["wasm"]["probs"], want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got["cpu"]["probs"], want, rtol=1e-5, atol=1e-6)

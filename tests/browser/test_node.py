@@ -1,0 +1,47 @@
+"""onnxide's JS API in Node.js (Pyodide in-process, no browser): same results as natively, errors as messages."""
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import onnxide
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+@pytest.fixture(scope="module")
+def node_result():
+    if not shutil.which("node"):
+        pytest.skip("node not installed")
+    if not os.path.isfile(os.path.join(ROOT, "build", "web", "manifest.json")):
+        pytest.skip("build/web/ missing (run bash .ci/setup_web.sh)")
+    p = subprocess.run(["node", os.path.join(HERE, "node_api.mjs")], capture_output=True, text=True, timeout=300,
+                       cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_node_host_runs_models_like_native(node_result):
+    from onnxide.demo import default_model_bytes
+    r = node_result
+    assert r["mode"] == "node"
+    assert r["inputNames"] == ["image"] and r["outputNames"] == ["probs"] and r["dims"] == [1, 10]
+    x = (np.arange(3 * 64 * 64) % 97 / 97).astype(np.float32).reshape(1, 3, 64, 64)
+    want = onnxide.InferenceSession(default_model_bytes()).run(None, {"image": x})[0]
+    np.testing.assert_allclose(np.array(r["probs"], np.float32).reshape(1, 10), want, rtol=1e-5, atol=1e-6)
+    sess = onnxide.InferenceSession(os.path.join(ROOT, "build", "web", "models", "silero_vad.onnx"))
+    p, _ = sess.run(None, {"input": np.full((1, 576), 0.01, np.float32), "state": np.zeros((2, 1, 128), np.float32),
+                           "sr": np.array(16000, np.int64)})
+    assert abs(r["vad"][0] - float(p[0, 0])) < 1e-5 and r["vad"][1] == [2, 1, 128]
+    assert r["timings"]["pyodideMs"] > 0
+
+
+def test_node_bad_input_rejects(node_result):
+    r = node_result
+    assert r["badFeed"].startswith("InvalidArgument:")
+    assert "file not found" in r["missing"]
+    assert r["corrupt"].startswith("InvalidProtobuf:")

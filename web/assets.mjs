@@ -1,0 +1,94 @@
+// assets.mjs — owns finding and fetching files: the build/web/ manifest (Pyodide folder, onnxide wheel), and
+// fetch-with-progress for models and external data (http(s) via fetch, file: URLs via fs in Node.js).
+
+export const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined'
+  && typeof importScripts === 'undefined';
+
+/** Default assets folder: build/web/ next to web/, as .ci/setup_web.sh lays it out. */
+export function defaultAssetsURL() {
+  return new URL('../build/web/', import.meta.url).href;
+}
+
+function concat(chunks, total) {
+  const out = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.length;
+  }
+  return out;
+}
+
+/** Bytes of `url` (string or URL). onProgress(loaded, total|undefined) is called as chunks arrive. */
+export async function fetchBytes(url, onProgress) {
+  const u = new URL(url, isNode ? `file://${process.cwd()}/` : globalThis.location?.href);
+  if (u.protocol === 'file:' && isNode) {
+    const { readFile } = await import('node:fs/promises');
+    const { fileURLToPath } = await import('node:url');
+    let buf;
+    try {
+      buf = await readFile(fileURLToPath(u));
+    } catch (e) {
+      throw new Error(`Failed to load ${u.href}: ${e.code === 'ENOENT' ? 'file not found' : e.message}`);
+    }
+    const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+    if (onProgress) onProgress(bytes.length, bytes.length);
+    return bytes;
+  }
+  let res;
+  try {
+    res = await fetch(u.href);
+  } catch (e) {
+    throw new Error(`Failed to fetch ${u.href}: ${e.message}`);
+  }
+  if (!res.ok) throw new Error(`Failed to fetch ${u.href}: HTTP ${res.status} ${res.statusText}`.trim());
+  const total = Number(res.headers.get('content-length')) || undefined;
+  if (!res.body || !onProgress) {
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    if (onProgress) onProgress(bytes.length, total ?? bytes.length);
+    return bytes;
+  }
+  const reader = res.body.getReader();
+  const chunks = [];
+  let loaded = 0;
+  onProgress(0, total);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    loaded += value.length;
+    onProgress(loaded, total);
+  }
+  return concat(chunks, loaded);
+}
+
+export async function fetchText(url) {
+  return new TextDecoder().decode(await fetchBytes(url));
+}
+
+/** {indexURL, wheelURL, pyodideVersion, demoModelURL, wasmKernelURLs} from `<assetsURL>/manifest.json`. */
+export async function resolveAssets(assetsURL) {
+  const base = new URL(assetsURL || defaultAssetsURL(), isNode ? `file://${process.cwd()}/` : globalThis.location?.href);
+  let manifest;
+  try {
+    manifest = JSON.parse(await fetchText(new URL('manifest.json', base)));
+  } catch (e) {
+    throw new Error(`onnxide web assets not found at ${base.href} (run .ci/setup_web.sh): ${e.message}`);
+  }
+  return {
+    pyodideVersion: manifest.pyodideVersion,
+    indexURL: new URL(manifest.indexURL, base).href,
+    wheelURL: new URL(manifest.wheel, base).href,
+    demoModelURL: manifest.demoModel ? new URL(manifest.demoModel, base).href : undefined,
+    wasmKernelURLs: (manifest.wasmKernels || []).map((k) => new URL(k, base).href),
+  };
+}
+
+/** A path for Pyodide in Node.js (it wants file paths there), the URL itself elsewhere. */
+export async function forPyodide(url) {
+  if (isNode && url.startsWith('file:')) {
+    const { fileURLToPath } = await import('node:url');
+    return fileURLToPath(url) + (url.endsWith('/') ? '/' : '');
+  }
+  return url;
+}

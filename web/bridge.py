@@ -1,0 +1,209 @@
+"""Python side of onnxide's JS host (runs inside Pyodide): sessions by id, JS tensors <-> numpy, clean errors.
+
+Every public function returns a dict; a failure is {"error": "<ExceptionName>: <one-line message>"} so the JS side
+can reject with onnxide's own message. JS buffers are copied once into numpy (JsBuffer.assign_to) and outputs once
+into fresh JS Uint8Arrays (JsBuffer.assign) that the host transfers to the page.
+"""
+import functools
+import os
+import shutil
+import time
+
+import numpy as np
+
+import onnxide
+from onnxide import dtypes as dt
+from onnxide.tensors import pack_bits, unpack_bits
+
+try:  # Pyodide
+    from js import Uint8Array
+    from pyodide.ffi import to_js
+except ImportError:  # pragma: no cover - only imported by the JS host
+    Uint8Array = to_js = None
+
+# onnxruntime-web tensor type <-> ONNX element type
+JS_TO_CODE = {
+    "float32": dt.FLOAT, "float64": dt.DOUBLE, "float16": dt.FLOAT16, "int8": dt.INT8, "uint8": dt.UINT8,
+    "int16": dt.INT16, "uint16": dt.UINT16, "int32": dt.INT32, "uint32": dt.UINT32, "int64": dt.INT64,
+    "uint64": dt.UINT64, "bool": dt.BOOL, "string": dt.STRING, "int4": dt.INT4, "uint4": dt.UINT4,
+}
+CODE_TO_JS = {v: k for k, v in JS_TO_CODE.items()}
+LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "layout": 3, "all": 99}
+EP_NAMES = {"cpu": "CPUExecutionProvider", "wasm": "WasmExecutionProvider", "webgpu": "WebGpuExecutionProvider"}
+ROOT = "/tmp/onnxide_sessions"
+
+_sessions = {}
+_next_id = [1]
+
+
+def _clean(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # reported to JS as a rejected promise
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+            return _js({"error": f"{type(e).__name__}: {msg}"})
+    return wrapper
+
+
+def _js(value):
+    return to_js(value, dict_converter=lambda entries: __import__("js").Object.fromEntries(entries),
+                 create_pyproxies=False)
+
+
+def _meta(arg):
+    t = arg.type
+    is_tensor = t.startswith("tensor(")
+    elem = t[7:-1] if is_tensor else t
+    js_type = {"float": "float32", "double": "float64"}.get(elem, elem)
+    shape = [d if isinstance(d, (int, str)) else None for d in (arg.shape or [])] if arg.shape is not None else None
+    return {"name": arg.name, "isTensor": is_tensor, "type": js_type, "shape": shape}
+
+
+@_clean
+def info():
+    return _js({"onnxide": onnxide.__version__, "numpy": np.__version__,
+                "providers": onnxide.get_available_providers()})
+
+
+@_clean
+def external_locations(model):
+    """Relative paths of the external-data files `model` (JS Uint8Array) refers to."""
+    from onnxide import proto as P
+    mp = P.parse(P.ModelProto, model.to_bytes())
+    found = []
+
+    def walk(g):
+        if g is None:
+            return
+        for t in g.initializer:
+            if t.data_location == 1:
+                loc = {e.key: e.value for e in t.external_data}.get("location")
+                if loc and loc not in found:
+                    found.append(loc)
+        for n in g.node:
+            for a in n.attribute:
+                walk(a.g)
+                for sg in a.graphs:
+                    walk(sg)
+    walk(mp.graph)
+    return _js({"locations": found})
+
+
+@_clean
+def create(model, external, options):
+    """New session from model bytes + [(path, bytes)] external files; options: executionProviders, level."""
+    opts = options.to_py() if hasattr(options, "to_py") else dict(options or {})
+    sid = _next_id[0]
+    _next_id[0] += 1
+    folder = f"{ROOT}/{sid}"
+    os.makedirs(folder, exist_ok=True)
+    path = f"{folder}/model.onnx"
+    t0 = time.perf_counter()
+    with open(path, "wb") as f:
+        f.write(model.to_bytes())
+    for item in (external.to_py() if hasattr(external, "to_py") else external or []):
+        rel, data = item["path"], item["data"]
+        target = os.path.normpath(os.path.join(folder, rel))
+        if not target.startswith(folder + "/"):
+            raise onnxide.InvalidArgument(f"External data path '{rel}' leaves the model's folder")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(data.to_bytes() if hasattr(data, "to_bytes") else bytes(data))
+    so = onnxide.SessionOptions()
+    level = opts.get("graphOptimizationLevel", "all")
+    if level not in LEVELS:
+        raise onnxide.InvalidArgument(f"Unsupported graph optimization level: {level}")
+    so.graph_optimization_level = LEVELS[level]
+    providers = []
+    for ep in opts.get("executionProviders") or ["cpu"]:
+        name = ep if isinstance(ep, str) else ep.get("name")
+        full = EP_NAMES.get(name, name)
+        if full in onnxide.get_available_providers() and full not in providers:
+            providers.append(full)
+    try:
+        sess = onnxide.InferenceSession(path, so, providers=providers or ["CPUExecutionProvider"])
+    except Exception:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    _sessions[sid] = (sess, folder)
+    return _js({"id": sid, "inputMetadata": [_meta(a) for a in sess.get_inputs()],
+                "outputMetadata": [_meta(a) for a in sess.get_outputs()], "providers": sess.get_providers(),
+                "createMs": (time.perf_counter() - t0) * 1e3})
+
+
+def _to_numpy(name, feed):
+    js_type, dims = feed.type, [int(d) for d in feed.dims]
+    code = JS_TO_CODE.get(js_type)
+    if code is None:
+        raise onnxide.InvalidArgument(f"Input '{name}': unsupported tensor type '{js_type}'")
+    count = int(np.prod(dims, dtype=np.int64))
+    if code == dt.STRING:
+        return np.array(list(feed.data.to_py()), dtype=object).reshape(dims)
+    if code in (dt.INT4, dt.UINT4):
+        raw = np.empty(feed.data.byteLength, np.uint8)
+        feed.data.assign_to(raw)
+        return unpack_bits(raw, code, count).reshape(dims)
+    dtype = np.dtype(np.uint8) if code == dt.BOOL else dt.np_dtype(code)
+    if feed.data.byteLength != count * dtype.itemsize:
+        raise onnxide.InvalidArgument(f"Input '{name}': {feed.data.byteLength} bytes of data for dims {dims}")
+    arr = np.empty(dims, dtype)
+    feed.data.assign_to(arr)
+    return arr != 0 if code == dt.BOOL else arr
+
+
+def _to_wire(arr, declared):
+    """(type, dims, Uint8Array | list[str]) of an output array."""
+    arr = np.asarray(arr)
+    elem = declared[7:-1] if declared.startswith("tensor(") else None
+    code = dt.CODE_BY_NAME.get(elem) if elem else None
+    if code is None or not dt.is_exotic(code):
+        code = dt.code_of(arr.dtype)
+    if code not in CODE_TO_JS:
+        raise onnxide.NotImplemented(f"Output type {dt.NAMES.get(code, code)} has no onnxruntime-web tensor type")
+    dims = [int(d) for d in arr.shape]
+    if code == dt.STRING:
+        return CODE_TO_JS[code], dims, [str(s) for s in arr.reshape(-1)]
+    if code in (dt.INT4, dt.UINT4):
+        raw = pack_bits(arr, code)
+    else:
+        raw = np.ascontiguousarray(arr, dtype=np.uint8 if code == dt.BOOL else dt.np_dtype(code))
+    out = Uint8Array.new(raw.nbytes)
+    if raw.nbytes:
+        out.assign(raw.reshape(-1).view(np.uint8))
+    return CODE_TO_JS[code], dims, out
+
+
+@_clean
+def run(sid, feeds, fetches):
+    """Outputs [{name, type, dims, data}] and timings for JS feeds [{name, type, dims, data}]."""
+    if sid not in _sessions:
+        raise onnxide.InvalidArgument(f"Session {sid} was released")
+    sess, _ = _sessions[sid]
+    t0 = time.perf_counter()
+    np_feeds = {f.name: _to_numpy(f.name, f) for f in feeds}
+    t1 = time.perf_counter()
+    names = list(fetches.to_py()) if fetches is not None and hasattr(fetches, "to_py") else None
+    outputs = sess.run(names or None, np_feeds)
+    t2 = time.perf_counter()
+    declared = {a.name: a.type for a in sess.get_outputs()}
+    names = names or [a.name for a in sess.get_outputs()]
+    wire = []
+    for name, value in zip(names, outputs):
+        if not isinstance(value, np.ndarray) and not np.isscalar(value):
+            raise onnxide.NotImplemented(f"Output '{name}' is a {type(value).__name__}: only tensors can be "
+                                         f"returned to JS")
+        t, dims, data = _to_wire(value, declared.get(name, ""))
+        wire.append({"name": name, "type": t, "dims": dims, "data": data})
+    t3 = time.perf_counter()
+    return _js({"outputs": wire, "timings": {"feedsMs": (t1 - t0) * 1e3, "runMs": (t2 - t1) * 1e3,
+                                             "outputsMs": (t3 - t2) * 1e3}})
+
+
+@_clean
+def release(sid):
+    entry = _sessions.pop(sid, None)
+    if entry is not None:
+        shutil.rmtree(entry[1], ignore_errors=True)
+    return _js({"released": entry is not None})

@@ -1,0 +1,111 @@
+// host-client.mjs — owns starting the host and talking to it: a WorkerHost (page side of worker.mjs: request ids,
+// transfers, a dead worker rejects every pending and later call) or a LocalHost (PyodideHost in this realm).
+import { env } from './env.mjs';
+import { isNode } from './assets.mjs';
+
+class WorkerHost {
+  constructor() {
+    this.mode = 'worker';
+    this.worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module', name: 'onnxide' });
+    this.pending = new Map();
+    this.nextId = 1;
+    this.dead = null;
+    this.worker.onmessage = (ev) => {
+      const { id, result, error, log } = ev.data;
+      if (log !== undefined) {
+        if (env.onnxide.onLog) env.onnxide.onLog(log);
+        return;
+      }
+      const p = this.pending.get(id);
+      if (!p) return;
+      this.pending.delete(id);
+      if (error !== undefined) p.reject(new Error(error));
+      else p.resolve(result);
+    };
+    const die = (why) => {
+      this.dead = new Error(`onnxide worker died: ${why}`);
+      for (const p of this.pending.values()) p.reject(this.dead);
+      this.pending.clear();
+    };
+    this.worker.onerror = (ev) => { ev.preventDefault?.(); die(ev.message || 'error while loading worker.mjs'); };
+    this.worker.onmessageerror = () => die('a message could not be deserialized');
+  }
+
+  call(method, args = {}, transfer = []) {
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, method, args }, transfer);
+    });
+  }
+
+  terminate() {
+    this.worker.terminate();
+    this.dead = new Error('onnxide worker was terminated');
+  }
+}
+
+class LocalHost {
+  constructor(mode) {
+    this.mode = mode;
+    this.host = null;
+  }
+
+  async call(method, args = {}) {
+    if (!this.host) {
+      const { PyodideHost } = await import('./host.mjs');
+      this.host = this.host || new PyodideHost();
+    }
+    if (method === 'init') return this.host.init({ ...args, onLog: (l) => env.onnxide.onLog?.(l) });
+    if (method === 'externalLocations') return this.host.externalLocations(args.model);
+    return this.host[method](args);
+  }
+
+  terminate() {}
+}
+
+function chooseMode() {
+  const want = env.onnxide.host;
+  if (isNode) return 'node';
+  if (want === 'page' || env.wasm.proxy === false) return 'page';
+  if (want === 'worker' || typeof Worker === 'function') return 'worker';
+  return 'page';
+}
+
+let started = null;
+
+/** The shared host ({mode, call(method, args, transfer)} with `info` from init); booted on first use. */
+export function getHost() {
+  if (!started) {
+    started = (async () => {
+      const mode = chooseMode();
+      const host = mode === 'worker' ? new WorkerHost() : new LocalHost(mode);
+      let info;
+      try {
+        info = await host.call('init', { assetsURL: env.onnxide.assetsURL, packages: [...env.onnxide.packages] });
+      } catch (e) {
+        host.terminate();
+        throw e;
+      }
+      host.info = info;
+      env.versions.onnxide = info.onnxide;
+      env.versions.pyodide = info.pyodideVersion;
+      return host;
+    })();
+    started.catch(() => { started = null; });
+  }
+  return started;
+}
+
+/** Stop the host (the Worker is terminated); the next session boots a new one. */
+export async function shutdownHost() {
+  if (!started) return;
+  const s = started;
+  started = null;
+  try {
+    (await s).terminate();
+  } catch {
+    // it never started
+  }
+}

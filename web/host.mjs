@@ -1,0 +1,100 @@
+// host.mjs — owns the Pyodide host: boots Pyodide from the self-contained build/web/pyodide folder, installs the
+// onnxide wheel, imports web/bridge.py, and serves init/create/run/release on plain data. The same object runs in
+// the Web Worker (worker.mjs), in the page, or in Node.js; it never touches the DOM.
+import { fetchBytes, fetchText, forPyodide, resolveAssets } from './assets.mjs';
+
+const BRIDGE = 'onnxide_web_bridge';
+const WASM_DIR = '/home/pyodide/onnxide_wasm';
+
+function unwrap(proxy) {
+  // bridge functions return a JS object already (to_js); errors come back as {error}
+  if (proxy && proxy.error) throw new Error(proxy.error);
+  return proxy;
+}
+
+export class PyodideHost {
+  constructor() {
+    this.pyodide = null;
+    this.bridge = null;
+    this.booting = null;
+  }
+
+  /** Boot once; resolves to {pyodideVersion, onnxide, numpy, providers, timings}. */
+  init(config = {}) {
+    if (!this.booting) this.booting = this._boot(config);
+    return this.booting;
+  }
+
+  async _boot({ assetsURL, packages = [], onLog } = {}) {
+    const t0 = performance.now();
+    const assets = await resolveAssets(assetsURL);
+    const indexURL = await forPyodide(assets.indexURL);
+    const { loadPyodide } = await import(new URL('pyodide.mjs', assets.indexURL).href);
+    const log = onLog || (() => {});
+    const pyodide = await loadPyodide({ indexURL, stdout: log, stderr: log });
+    const t1 = performance.now();
+    const errors = [];
+    const wheel = await forPyodide(assets.wheelURL);
+    await pyodide.loadPackage(['numpy', wheel, ...packages], {
+      messageCallback: log, errorCallback: (m) => { errors.push(m); log(m); },
+    });
+    // the WASM EP's kernels: into Pyodide's file system, found through ONNXIDE_WASM_DIR at import
+    if (assets.wasmKernelURLs.length) {
+      pyodide.FS.mkdirTree(WASM_DIR);
+      for (const url of assets.wasmKernelURLs) {
+        pyodide.FS.writeFile(`${WASM_DIR}/${url.split('/').pop()}`, await fetchBytes(url));
+      }
+      pyodide.runPython(`import os; os.environ['ONNXIDE_WASM_DIR'] = '${WASM_DIR}'`);
+    }
+    const t2 = performance.now();
+    // loadPackage does not reject on a missing file: a real import tells.
+    try {
+      pyodide.runPython('import numpy, onnxide');
+    } catch (e) {
+      throw new Error(`onnxide could not be imported in Pyodide (${errors.join('; ') || e.message})`);
+    }
+    const t3 = performance.now();
+    const src = await fetchText(new URL('./bridge.py', import.meta.url));
+    pyodide.FS.mkdirTree('/home/pyodide/onnxide_web');
+    pyodide.FS.writeFile(`/home/pyodide/onnxide_web/${BRIDGE}.py`, src);
+    pyodide.runPython(`import sys; sys.path.insert(0, '/home/pyodide/onnxide_web')`);
+    this.bridge = pyodide.pyimport(BRIDGE);
+    this.pyodide = pyodide;
+    const info = unwrap(this.bridge.info());
+    const t4 = performance.now();
+    return {
+      pyodideVersion: pyodide.version, ...info,
+      timings: { pyodideMs: t1 - t0, packagesMs: t2 - t1, importMs: t3 - t2, bridgeMs: t4 - t3, totalMs: t4 - t0 },
+    };
+  }
+
+  /** External-data file names a model refers to. */
+  externalLocations(model) {
+    return unwrap(this.bridge.external_locations(model)).locations;
+  }
+
+  /** {id, inputMetadata, outputMetadata, providers, createMs} for model bytes + [{path, data: Uint8Array}]. */
+  create({ model, externalData = [], options = {} }) {
+    const opts = {
+      executionProviders: (options.executionProviders || ['cpu']).map((e) => (typeof e === 'string' ? e : e.name)),
+      graphOptimizationLevel: options.graphOptimizationLevel || 'all',
+    };
+    return unwrap(this.bridge.create(model, externalData, opts));
+  }
+
+  /** {outputs: {name: {type, dims, data: ArrayBuffer|string[]}}, timings} for feeds {name: {type, dims, data}}. */
+  run({ id, feeds, fetches }) {
+    const list = Object.entries(feeds).map(([name, f]) => ({ name, type: f.type, dims: f.dims, data: f.data }));
+    const t0 = performance.now();
+    const res = unwrap(this.bridge.run(id, list, fetches && fetches.length ? fetches : null));
+    const outputs = {};
+    for (const o of res.outputs) {
+      outputs[o.name] = { type: o.type, dims: o.dims, data: o.type === 'string' ? o.data : o.data.buffer };
+    }
+    return { outputs, timings: { ...res.timings, hostMs: performance.now() - t0 } };
+  }
+
+  release({ id }) {
+    return unwrap(this.bridge.release(id));
+  }
+}

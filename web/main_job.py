@@ -1,0 +1,90 @@
+"""The browser main job: serve the repository on 127.0.0.1, open web/demo/ in headless Chromium once, print the
+VAD result and timings (Pyodide boot separate from cold start and warm runs), save a screenshot.
+
+usage: python3 web/main_job.py [--host worker|page] [--screenshot docs/web-demo.png] [--timeout 180]
+Needs `bash .ci/setup_web.sh` first (Pyodide folder, onnxide wheel, demo model, Chromium).
+"""
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from chromium import Browser, unavailable  # noqa: E402
+from devserver import ROOT, Server  # noqa: E402
+
+
+def run_demo(context, base_url, host="worker", timeout_s=180, screenshot=None):
+    """Open the demo, wait for it to finish; returns window.onnxideDemo (state, result, error)."""
+    page = context.new_page()
+    logs = []
+    page.on("console", lambda m: logs.append(f"[console.{m.type}] {m.text}"))
+    page.on("pageerror", lambda e: logs.append(f"[pageerror] {e}"))
+    t0 = time.time()
+    page.goto(f"{base_url}web/demo/?host={host}")
+    try:
+        page.wait_for_function("() => window.onnxideDemo && ['done', 'error'].includes(window.onnxideDemo.state)",
+                               timeout=timeout_s * 1000, polling=200)
+    except Exception:
+        pass
+    demo = page.evaluate("() => window.onnxideDemo ? {state: window.onnxideDemo.state, error: window.onnxideDemo.error,"
+                         " result: window.onnxideDemo.result} : null")
+    demo = demo or {"state": "missing", "error": "window.onnxideDemo not set", "result": None}
+    demo["wall_s"] = time.time() - t0
+    demo["logs"] = logs
+    if screenshot:
+        os.makedirs(os.path.dirname(os.path.abspath(screenshot)), exist_ok=True)
+        page.screenshot(path=screenshot, full_page=True)
+    page.close()
+    return demo
+
+
+def report(demo):
+    r = demo["result"]
+    if demo["state"] != "done":
+        print(f"onnxide web demo FAILED ({demo['state']}): {demo['error']}")
+        for line in demo["logs"][-20:]:
+            print("  " + line)
+        return 1
+    b = r["boot"]
+    print(f"onnxide {r['versions']['onnxide']} in headless Chromium (Pyodide {r['versions']['pyodide']}, host: "
+          f"{r['host']}, providers: {', '.join(r['providers'])}): silero VAD on a {r['audioSeconds']:.1f} s "
+          f"synthetic clip")
+    print("  speech segments: " + (", ".join(f"{a:.2f}-{e:.2f} s" for a, e in r["segments"]) or "none")
+          + "  (synthesized voice at 1.00-2.60 s and 3.40-5.00 s)")
+    print(f"  Pyodide boot {b['pyodideMs']:.0f} ms; numpy + onnxide load/import {b['importMs']:.0f} ms; "
+          f"model download {r['loadMs']:.0f} ms; session creation {r['createMs']:.0f} ms")
+    print(f"  cold start (navigation -> first result) {r['coldStartMs']:.0f} ms; {len(r['runMs'])} runs of 32 ms "
+          f"audio chunks per execution provider:")
+    for ep in r.get("perEP") or [r]:
+        print(f"  [{' + '.join(ep['providers'])}] session creation {ep['createMs']:.0f} ms; per run: first "
+              f"{ep['firstRunMs']:.2f} ms, warm median {ep['warmMedianMs']:.2f} ms; whole clip {ep['clipMs']:.0f} ms "
+              f"({r['audioSeconds'] * 1000 / ep['clipMs']:.1f}x real time)")
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--host", default="worker", choices=["worker", "page"])
+    ap.add_argument("--screenshot", default=None, help="PNG path for a full-page screenshot after the run")
+    ap.add_argument("--timeout", type=int, default=180)
+    args = ap.parse_args(argv)
+    why = unavailable()
+    if why:
+        print(f"onnxide web demo skipped: {why}")
+        return 1
+    if not os.path.isfile(os.path.join(ROOT, "build", "web", "manifest.json")):
+        print("onnxide web demo: build/web/ missing; run `bash .ci/setup_web.sh` first")
+        return 1
+    with Server() as server, Browser() as context:
+        demo = run_demo(context, server.url, args.host, args.timeout, args.screenshot)
+    rc = report(demo)
+    if args.screenshot and rc == 0:
+        print(f"  screenshot: {args.screenshot}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

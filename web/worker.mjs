@@ -1,0 +1,30 @@
+// worker.mjs — owns the Web Worker side: a module Worker that runs one PyodideHost and answers the page's
+// {id, method, args} messages with {id, result} or {id, error}; output buffers are transferred, not copied.
+import { PyodideHost } from './host.mjs';
+
+const host = new PyodideHost();
+
+function transferables(result) {
+  const list = [];
+  for (const o of Object.values(result?.outputs || {})) {
+    if (o.data instanceof ArrayBuffer) list.push(o.data);
+  }
+  return list;
+}
+
+self.onmessage = async (ev) => {
+  const { id, method, args } = ev.data;
+  try {
+    let result;
+    if (method === 'init') {
+      result = await host.init({ ...args, onLog: (line) => self.postMessage({ log: String(line) }) });
+    } else if (method === 'externalLocations') result = host.externalLocations(args.model);
+    else if (method === 'create') result = host.create(args);
+    else if (method === 'run') result = host.run(args);
+    else if (method === 'release') result = host.release(args);
+    else throw new Error(`Unknown host method: ${method}`);
+    self.postMessage({ id, result }, transferables(result));
+  } catch (e) {
+    self.postMessage({ id, error: String(e && e.message ? e.message : e) });
+  }
+};
