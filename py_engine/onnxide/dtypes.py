@@ -121,12 +121,20 @@ def is_exotic(code):
     return code in _RAW
 
 
+_EXOTIC_CODE_CACHE = {}  # dtype -> code: kernels ask on every call
+
+
 def exotic_code(dtype):
     """The ONNX code of an exotic dtype (ml_dtypes or structured, in either mode), else 0. Never guesses from kind."""
-    dt = np.dtype(dtype)
-    if dt.kind not in "Vf" or dt in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
-        return 0
-    return _foreign_code(dt)
+    code = _EXOTIC_CODE_CACHE.get(dtype)
+    if code is None:
+        dt = np.dtype(dtype)
+        if dt.kind not in "Vf" or dt in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
+            code = 0
+        else:
+            code = _foreign_code(dt)
+        _EXOTIC_CODE_CACHE[dtype] = code
+    return code
 
 
 def is_exotic_float(dtype):

@@ -62,12 +62,12 @@ def _gemm(a, b, c, alpha, beta, trans_a, trans_b, name):
     dt = a.dtype
     if dt.kind not in "iu":  # float16/bfloat16 accumulate and scale in float32, rounding once at the end
         ct = np.float64 if dt == np.float64 else np.float32
-        y = _matmul(a.astype(ct, copy=False), b.astype(ct, copy=False), name)
+        y = _matmul(a.astype(ct, copy=False), b.astype(ct, copy=False), name)  # a fresh array: scaled in place
         if alpha != 1.0:
-            y = y * ct(alpha)
+            y *= ct(alpha)
         if c is not None and beta != 0.0:
             cc = c.astype(ct, copy=False)
-            y = y + (cc if beta == 1.0 else cc * ct(beta))
+            y += cc if beta == 1.0 else cc * ct(beta)
         return np.asarray(y.astype(dt, copy=False))
     y = _matmul(a, b, name)
     if alpha != 1.0:
@@ -80,11 +80,7 @@ def _gemm(a, b, c, alpha, beta, trans_a, trans_b, name):
 def _check_c(c, m, n, name):
     if c is None:
         return
-    try:
-        np.broadcast_shapes(c.shape, (m, n))
-    except ValueError:
-        raise InvalidArgument(f"{name}: C shape {c.shape} is not broadcastable to ({m}, {n})") from None
-    if c.ndim > 2 or np.broadcast_shapes(c.shape, (m, n)) != (m, n):
+    if c.ndim > 2 or any(d not in (1, want) for d, want in zip(c.shape[::-1], (n, m))):
         raise InvalidArgument(f"{name}: C shape {c.shape} is not unidirectionally broadcastable to ({m}, {n})")
 
 

@@ -72,6 +72,10 @@ def floatwise(fn):
     return wrapper
 
 
+def _structured(a):
+    return type(a) is np.ndarray and a.dtype.names is not None
+
+
 def _structured_float(a):
     return isinstance(a, np.ndarray) and a.dtype.names is not None and is_exotic_float(a.dtype)
 
@@ -88,6 +92,8 @@ def via_float32(fn=None, *, outputs=None):
     def deco(kernel):
         @functools.wraps(kernel)
         def wrapper(*args, **kwargs):
+            if not any(_structured(a) for a in args) and not any(_structured(v) for v in kwargs.values()):
+                return kernel(*args, **kwargs)  # the common case: nothing to convert
             dts = [a.dtype if _structured_float(a) else None for a in args]
             first = next((d for d in dts if d is not None), None)
             if any(_structured_float(v) for v in kwargs.values()):  # tensor attributes (e.g. tree thresholds)
