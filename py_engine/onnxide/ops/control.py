@@ -4,6 +4,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import Fail, InvalidArgument
 from .registry import op
+from .util import norm_axis
 
 
 def _scalar_bool(v, what):
@@ -112,12 +113,6 @@ def loop(M=None, cond=None, *v_initial, body, ctx):
 # ---------------------------------------------------------------- Scan
 
 
-def _norm_axis(axis, rank, what):
-    if not -rank <= axis < rank:
-        raise InvalidArgument(f"Scan: {what} axis {axis} is out of range for rank {rank}")
-    return axis % rank
-
-
 @op("Scan", since=8)
 def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
     m = num_scan_inputs
@@ -187,7 +182,7 @@ def scan_9(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_dire
     in_dirs = list(scan_input_directions) if scan_input_directions else [0] * m
     if len(in_axes) != m or len(in_dirs) != m:
         raise InvalidArgument(f"Scan: scan_input_axes/directions must have {m} entries")
-    in_axes = [_norm_axis(a, x.ndim, "input") for a, x in zip(in_axes, xs)]
+    in_axes = [norm_axis(a, x.ndim, "Scan input") for a, x in zip(in_axes, xs)]
     lengths = {x.shape[a] for x, a in zip(xs, in_axes)}
     if len(lengths) != 1:
         raise InvalidArgument(f"Scan: scan inputs have different sequence lengths {sorted(lengths)}")
@@ -211,7 +206,7 @@ def scan_9(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_dire
         vals = per[k][::-1] if out_dirs[k] else per[k]
         if vals:
             rank = np.asarray(vals[0]).ndim + 1
-            results.append(_stack(vals, _norm_axis(out_axes[k], rank, "output"), "Scan"))
+            results.append(_stack(vals, norm_axis(out_axes[k], rank, "Scan output"), "Scan"))
         else:
             results.append(_empty_output(body, n + k, out_axes[k]))
     return _result(results, ctx.num_outputs)

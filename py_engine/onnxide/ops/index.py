@@ -8,19 +8,7 @@ from ..dtypes import np_dtype
 from ..errors import InvalidArgument
 from .math import lift, via_float32
 from .registry import op
-
-
-def _ints(x):
-    if x is None:
-        return None
-    return [int(v) for v in np.asarray(x).reshape(-1).tolist()]
-
-
-def _axis(axis, rank, name):
-    a = int(axis)
-    if not -rank <= a < max(rank, 1):
-        raise InvalidArgument(f"{name}: axis {axis} is out of range for rank {rank}")
-    return a + rank if a < 0 else a
+from .util import ints, norm_axis
 
 
 def _norm_indices(idx, dim, name):
@@ -61,13 +49,13 @@ def _elements_index(indices, axis, data_shape, name):
 
 @op("Gather", since=1)
 def gather(data, indices, *, axis=0):
-    a = _axis(axis, data.ndim, "Gather")
+    a = norm_axis(axis, data.ndim, "Gather")
     return np.take(data, _norm_indices(indices, data.shape[a], "Gather"), axis=a)
 
 
 @op("GatherElements", since=11)
 def gather_elements(data, indices, *, axis=0):
-    a = _axis(axis, data.ndim, "GatherElements")
+    a = norm_axis(axis, data.ndim, "GatherElements")
     return data[_elements_index(indices, a, data.shape, "GatherElements")]
 
 
@@ -117,7 +105,7 @@ def _scatter_apply(out, key, updates, reduction, name):
 def _scatter_elements(data, indices, updates, axis, reduction, name):
     if indices.shape != updates.shape:
         raise InvalidArgument(f"{name}: indices shape {indices.shape} differs from updates {updates.shape}")
-    a = _axis(axis, data.ndim, name)
+    a = norm_axis(axis, data.ndim, name)
     key = _elements_index(indices, a, data.shape, name)
     return _scatter_apply(data.copy(), key, updates, reduction, name)
 
@@ -176,7 +164,7 @@ def scatter_nd(data, indices, updates, *, reduction="none"):
 @op("TensorScatter", since=24)
 def tensor_scatter(past_cache, update, write_indices=None, *, axis=-2, mode="linear"):
     r = past_cache.ndim
-    a = _axis(axis, r, "TensorScatter")
+    a = norm_axis(axis, r, "TensorScatter")
     if a == 0:
         raise InvalidArgument("TensorScatter: axis cannot be the batch dimension 0")
     if update.ndim != r or any(update.shape[i] != past_cache.shape[i] for i in range(r) if i != a):
@@ -206,7 +194,7 @@ def _slice(data, starts, ends, axes, steps):
     n = len(starts)
     if len(ends) != n:
         raise InvalidArgument("Slice: starts and ends differ in length")
-    axes = list(range(n)) if axes is None else [_axis(a, r, "Slice") for a in axes]
+    axes = list(range(n)) if axes is None else [norm_axis(a, r, "Slice") for a in axes]
     steps = [1] * n if steps is None else steps
     if len(axes) != n or len(steps) != n or len(set(axes)) != n:
         raise InvalidArgument("Slice: starts/ends/axes/steps disagree in length or axes repeat")
@@ -235,7 +223,7 @@ def slice_v1(data, *, starts, ends, axes=None):
 
 @op("Slice", since=10)
 def slice_(data, starts, ends, axes=None, steps=None):
-    return _slice(data, _ints(starts), _ints(ends), _ints(axes), _ints(steps))
+    return _slice(data, ints(starts), ints(ends), ints(axes), ints(steps))
 
 
 # ---------------------------------------------------------------------------------------------------- Compress / NonZero
@@ -247,7 +235,7 @@ def compress(input, condition, *, axis=None):  # noqa: A002
         flat = input.reshape(-1)
         cond = cond[:flat.shape[0]]
         return flat[np.nonzero(cond)[0]]
-    a = _axis(axis, input.ndim, "Compress")
+    a = norm_axis(axis, input.ndim, "Compress")
     cond = cond[:input.shape[a]]
     return np.take(input, np.nonzero(cond)[0], axis=a)
 
@@ -273,7 +261,7 @@ def unique(X, *, axis=None, sorted=1):  # noqa: N803, A002
         rows = X.reshape(-1, 1)
         moved = X.reshape(-1)
     else:
-        a = _axis(axis, X.ndim, "Unique")
+        a = norm_axis(axis, X.ndim, "Unique")
         moved = np.moveaxis(X, a, 0)
         rows = moved.reshape(moved.shape[0], -1)
     n = rows.shape[0]
@@ -315,7 +303,7 @@ def unique(X, *, axis=None, sorted=1):  # noqa: N803, A002
 @op("ReverseSequence", since=10)
 def reverse_sequence(input, sequence_lens, *, batch_axis=1, time_axis=0):  # noqa: A002
     r = input.ndim
-    ba, ta = _axis(batch_axis, r, "ReverseSequence"), _axis(time_axis, r, "ReverseSequence")
+    ba, ta = norm_axis(batch_axis, r, "ReverseSequence"), norm_axis(time_axis, r, "ReverseSequence")
     if ba == ta or not {ba, ta} <= {0, 1}:
         raise InvalidArgument("ReverseSequence: batch_axis and time_axis must be 0 and 1 in some order")
     nb, nt = input.shape[ba], input.shape[ta]
@@ -358,7 +346,7 @@ def one_hot(indices, depth, values, *, axis=-1):
 # ---------------------------------------------------------------------------------------------------- TopK / Arg*
 
 def _topk(x, k, axis, largest, name="TopK"):
-    a = _axis(axis, x.ndim, name)
+    a = norm_axis(axis, x.ndim, name)
     n = x.shape[a]
     if k < 0 or k > n:
         raise InvalidArgument(f"{name}: k={k} is out of range for an axis of size {n}")
@@ -379,16 +367,16 @@ def top_k_v1(X, *, axis=-1, k):  # noqa: N803
 
 @op("TopK", since=10)
 def top_k_v10(X, K, *, axis=-1):  # noqa: N803
-    return _topk(X, _ints(K)[0], axis, True)
+    return _topk(X, ints(K)[0], axis, True)
 
 
 @op("TopK", since=11)
 def top_k(X, K, *, axis=-1, largest=1, sorted=1):  # noqa: N803, A002
-    return _topk(X, _ints(K)[0], axis, largest)
+    return _topk(X, ints(K)[0], axis, largest)
 
 
 def _arg(data, axis, keepdims, select_last_index, fn, name):
-    a = _axis(axis, data.ndim, name)
+    a = norm_axis(axis, data.ndim, name)
     if data.shape[a] == 0:
         raise InvalidArgument(f"{name}: cannot reduce an empty axis {a}")
     keys = _sort_key(data)
@@ -427,7 +415,7 @@ def arg_min(data, *, axis=0, keepdims=1, select_last_index=0):
 # ---------------------------------------------------------------------------------------------------- CumSum / CumProd
 
 def _cum(x, axis, exclusive, reverse, fn, ident, name):
-    a = _axis(_ints(axis)[0], x.ndim, name)
+    a = norm_axis(ints(axis)[0], x.ndim, name)
     y = np.flip(x, axis=a) if reverse else x
     out = fn(y, axis=a, dtype=x.dtype)
     if exclusive:

@@ -5,6 +5,7 @@ from ..dtypes import np_dtype
 from ..errors import InvalidArgument
 from .math import via_float32
 from .registry import op
+from .util import norm_axis
 from .softmax import compute_dtype
 
 
@@ -109,17 +110,11 @@ def batch_norm_14(x, scale, b, input_mean, input_var, *, epsilon=1e-5, momentum=
 # Layer / RMS / Instance / Group normalization
 # ---------------------------------------------------------------------------------------------------------------------
 
-def _norm_axis(axis, rank, name):
-    if not -rank <= axis < rank:
-        raise InvalidArgument(f"{name}: axis {axis} is out of range for an input of rank {rank}")
-    return axis % rank
-
-
 @op("LayerNormalization", since=1)  # onnxruntime accepts it before opset 17 (older exports and its own fusions)
 @op("LayerNormalization", since=17)
 @via_float32(outputs=(0,))
 def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None):
-    a = _norm_axis(axis, x.ndim, "LayerNormalization")
+    a = norm_axis(axis, x.ndim, "LayerNormalization")
     sd, cd = _stash(stash_type, x.dtype, "LayerNormalization")
     xf = x.astype(cd, copy=False)
     axes = tuple(range(a, x.ndim))
@@ -138,7 +133,7 @@ def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=Non
 @op("RMSNormalization", since=23)
 @via_float32
 def rms_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
-    a = _norm_axis(axis, x.ndim, "RMSNormalization")
+    a = norm_axis(axis, x.ndim, "RMSNormalization")
     _, cd = _stash(stash_type, x.dtype, "RMSNormalization")
     xf = x.astype(cd, copy=False)
     ms = np.mean(np.square(xf), axis=tuple(range(a, x.ndim)), keepdims=True)
@@ -222,7 +217,7 @@ def lrn(x, *, alpha=1e-4, beta=0.75, bias=1.0, size):
 @op("LpNormalization", since=1)
 @via_float32
 def lp_normalization(x, *, axis=-1, p=2):
-    a = _norm_axis(axis, x.ndim, "LpNormalization")
+    a = norm_axis(axis, x.ndim, "LpNormalization")
     cd = compute_dtype(x.dtype)
     xf = x.astype(cd, copy=False)
     if p == 1:
@@ -241,7 +236,7 @@ def lp_normalization(x, *, axis=-1, p=2):
 def mvn(x, *, axes=(0, 2, 3)):
     cd = compute_dtype(x.dtype)
     xf = x.astype(cd, copy=False)
-    ax = tuple(sorted(set(_norm_axis(int(a), x.ndim, "MeanVarianceNormalization") for a in axes)))
+    ax = tuple(sorted(set(norm_axis(int(a), x.ndim, "MeanVarianceNormalization") for a in axes)))
     mean = np.mean(xf, axis=ax, keepdims=True)
     var = np.mean(np.square(xf), axis=ax, keepdims=True) - np.square(mean)
     std = np.sqrt(np.maximum(var, cd.type(0)))

@@ -6,24 +6,11 @@ from ..dtypes import np_dtype
 from ..errors import InvalidArgument
 from .math import lower
 from .registry import op
-
-
-def _ints(x):
-    """A 1-D int tensor (or scalar / list / None) as a list of Python ints."""
-    if x is None:
-        return None
-    return [int(v) for v in np.asarray(x).reshape(-1).tolist()]
-
-
-def _axis(axis, rank, name):
-    a = int(axis)
-    if not -rank <= a < max(rank, 1):
-        raise InvalidArgument(f"{name}: axis {axis} is out of range for rank {rank}")
-    return a + rank if a < 0 else a
+from .util import ints, norm_axis
 
 
 def _axes(axes, rank, name):
-    out = [_axis(a, rank, name) for a in axes]
+    out = [norm_axis(a, rank, name) for a in axes]
     if len(set(out)) != len(out):
         raise InvalidArgument(f"{name}: repeated axis in {list(axes)}")
     return out
@@ -32,7 +19,7 @@ def _axes(axes, rank, name):
 # ---------------------------------------------------------------------------------------------------- Reshape
 
 def _reshape(data, shape, allowzero=0, name="Reshape"):
-    shape = _ints(shape)
+    shape = ints(shape)
     new = []
     for i, s in enumerate(shape):
         if s == 0 and not allowzero:
@@ -96,7 +83,7 @@ def _concat(inputs, axis):
     if not inputs:
         raise InvalidArgument("Concat: no inputs")
     rank = inputs[0].ndim
-    a = _axis(axis, rank, "Concat")
+    a = norm_axis(axis, rank, "Concat")
     try:
         return np.concatenate(inputs, axis=a)
     except ValueError as e:
@@ -116,7 +103,7 @@ def concat(*inputs, axis):
 # ---------------------------------------------------------------------------------------------------- Split
 
 def _split(x, axis, split, num_outputs, n_out, name="Split"):
-    a = _axis(axis, x.ndim, name)
+    a = norm_axis(axis, x.ndim, name)
     dim = x.shape[a]
     if split is not None and len(split):
         sizes = list(split)
@@ -141,7 +128,7 @@ def _split(x, axis, split, num_outputs, n_out, name="Split"):
 
 @op("Split", since=1)
 def split_v1(input, split=None, *, axis=0, ctx):  # noqa: A002 - ONNX input name
-    s = _ints(split) if split is not None else None
+    s = ints(split) if split is not None else None
     return _split(input, axis, s, None, ctx.num_outputs)
 
 
@@ -152,7 +139,7 @@ def split_v2(input, *, axis=0, split=None, ctx):  # noqa: A002
 
 @op("Split", since=13)
 def split_v13(input, split=None, *, axis=0, ctx):  # noqa: A002
-    return _split(input, axis, _ints(split), None, ctx.num_outputs)
+    return _split(input, axis, ints(split), None, ctx.num_outputs)
 
 
 @op("Split", since=18)
@@ -161,7 +148,7 @@ def split(input, split=None, *, axis=0, num_outputs=None, ctx):  # noqa: A002
         raise InvalidArgument("Split: both the 'split' input and the 'num_outputs' attribute are given")
     if num_outputs is not None and num_outputs != ctx.num_outputs:
         raise InvalidArgument(f"Split: num_outputs={num_outputs} but the node has {ctx.num_outputs} outputs")
-    return _split(input, axis, _ints(split), num_outputs, ctx.num_outputs)
+    return _split(input, axis, ints(split), num_outputs, ctx.num_outputs)
 
 
 # ---------------------------------------------------------------------------------------------------- Squeeze
@@ -183,7 +170,7 @@ def squeeze_v1(data, *, axes=None):
 
 @op("Squeeze", since=13)
 def squeeze(data, axes=None):
-    return _squeeze(data, _ints(axes))
+    return _squeeze(data, ints(axes))
 
 
 def _unsqueeze(data, axes):
@@ -202,7 +189,7 @@ def unsqueeze_v1(data, *, axes):
 
 @op("Unsqueeze", since=13)
 def unsqueeze(data, axes):
-    return _unsqueeze(data, _ints(axes))
+    return _unsqueeze(data, ints(axes))
 
 
 # ---------------------------------------------------------------------------------------------------- Flatten
@@ -222,7 +209,7 @@ def flatten(input, *, axis=1):  # noqa: A002
 
 @op("Expand", since=8)
 def expand(input, shape):  # noqa: A002
-    shape = _ints(shape)
+    shape = ints(shape)
     try:
         out_shape = np.broadcast_shapes(input.shape, tuple(shape))
     except ValueError:
@@ -233,13 +220,13 @@ def expand(input, shape):  # noqa: A002
 @op("Tile", since=1)
 def tile_v1(input, tiles, axis):  # noqa: A002
     reps = [1] * input.ndim
-    reps[_axis(_ints(axis)[0], input.ndim, "Tile")] = _ints(tiles)[0]
+    reps[norm_axis(ints(axis)[0], input.ndim, "Tile")] = ints(tiles)[0]
     return np.tile(input, reps)
 
 
 @op("Tile", since=6)
 def tile(input, repeats):  # noqa: A002
-    reps = _ints(repeats)
+    reps = ints(repeats)
     if len(reps) != input.ndim:
         raise InvalidArgument(f"Tile: repeats has {len(reps)} entries for a rank-{input.ndim} input")
     if any(r < 0 for r in reps):
@@ -297,12 +284,12 @@ def pad_v2(data, *, mode="constant", pads, value=0.0):
 
 @op("Pad", since=11)
 def pad_v11(data, pads, constant_value=None, *, mode="constant"):
-    return _pad(data, _ints(pads), mode, constant_value)
+    return _pad(data, ints(pads), mode, constant_value)
 
 
 @op("Pad", since=18)
 def pad(data, pads, constant_value=None, axes=None, *, mode="constant"):
-    return _pad(data, _ints(pads), mode, constant_value, _ints(axes))
+    return _pad(data, ints(pads), mode, constant_value, ints(axes))
 
 
 # ---------------------------------------------------------------------------------------------------- Shape / Size
@@ -398,7 +385,7 @@ def identity(input):  # noqa: A002
 def center_crop_pad(input_data, shape, *, axes=None):
     r = input_data.ndim
     axes = list(range(r)) if axes is None else _axes(axes, r, "CenterCropPad")
-    target = _ints(shape)
+    target = ints(shape)
     if len(target) != len(axes):
         raise InvalidArgument(f"CenterCropPad: shape has {len(target)} entries for {len(axes)} axes")
     src = [slice(None)] * r
@@ -424,7 +411,7 @@ def center_crop_pad(input_data, shape, *, axes=None):
 def trilu(input, k=None, *, upper=1):  # noqa: A002
     if input.ndim < 2:
         raise InvalidArgument(f"Trilu: input must have rank >= 2, got shape {input.shape}")
-    kk = 0 if k is None else _ints(k)[0]
+    kk = 0 if k is None else ints(k)[0]
     n, m = input.shape[-2:]
     rows = np.arange(n).reshape(n, 1)
     cols = np.arange(m).reshape(1, m)

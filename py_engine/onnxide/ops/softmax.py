@@ -4,6 +4,7 @@ import numpy as np
 from ..errors import InvalidArgument
 from .math import is_exotic_float, lift, lower, step_rounder, step_sum
 from .registry import op
+from .util import norm_axis
 
 
 def compute_dtype(dt):
@@ -21,12 +22,6 @@ def work_dtype(dt):
     if dt.names is None and (dt.kind == "f" or dt.name == "bfloat16"):
         return dt  # (float8_e5m2 has kind 'f' too: ml_dtypes computes on it natively, like on bfloat16)
     return np.dtype(np.float32)
-
-
-def _axis(axis, rank, name):
-    if not -max(rank, 1) <= axis < max(rank, 1):
-        raise InvalidArgument(f"{name}: axis {axis} is out of range for an input of rank {rank}")
-    return axis % max(rank, 1)
 
 
 def _id(v):
@@ -91,7 +86,7 @@ def softmax_1(x, *, axis=1):
 
 @op("Softmax", since=13)
 def softmax_13(x, *, axis=-1):
-    return _float_apply(softmax_along, x)(x, _axis(axis, x.ndim, "Softmax"))
+    return _float_apply(softmax_along, x)(x, norm_axis(axis, x.ndim, "Softmax"))
 
 
 @op("LogSoftmax", since=1)
@@ -101,7 +96,7 @@ def log_softmax_1(x, *, axis=1):
 
 @op("LogSoftmax", since=13)
 def log_softmax_13(x, *, axis=-1):
-    return _float_apply(log_softmax_along, x)(x, _axis(axis, x.ndim, "LogSoftmax"))
+    return _float_apply(log_softmax_along, x)(x, norm_axis(axis, x.ndim, "LogSoftmax"))
 
 
 @op("Hardmax", since=1)
@@ -111,4 +106,4 @@ def hardmax_1(x, *, axis=1):
 
 @op("Hardmax", since=13)
 def hardmax_13(x, *, axis=-1):
-    return _hardmax_along(x, _axis(axis, x.ndim, "Hardmax"))
+    return _hardmax_along(x, norm_axis(axis, x.ndim, "Hardmax"))
