@@ -10,6 +10,15 @@ import onnxide
 from onnxide import dtypes as dt
 
 _batch = {}
+PROVIDERS = ["CPUExecutionProvider"]
+
+
+def set_provider(name):
+    """Run cases with `name` first (CPU EP behind it); raises when onnxide lacks that provider here."""
+    if name not in onnxide.get_available_providers():
+        raise RuntimeError(f"{name} is not available in Pyodide: {onnxide.get_available_providers()}")
+    PROVIDERS[:] = [name]
+    return name
 
 
 def _code_of(declared):
@@ -37,7 +46,7 @@ def run_case(i):
     out = {"name": case["name"]}
     try:
         off, n = case["model"]
-        sess = onnxide.InferenceSession(bytes(payload[off:off + n]), providers=["CPUExecutionProvider"])
+        sess = onnxide.InferenceSession(bytes(payload[off:off + n]), providers=list(PROVIDERS))
         names = [x.name for x in sess.get_inputs()]
         declared = [x.type for x in sess.get_outputs()]
         sets = []

@@ -1,7 +1,8 @@
 """ONNX backend conformance inside headless Chromium: cases run by onnxide in Pyodide (a Worker of
 pages/conformance.html), outputs compared natively with tests/conformance/cases.py's compare, next to the native
 CPU EP's result for the same case. CI runs a fixed subset of >= 300 small cases over every op family; with
---browser-full all 2,033 run and docs/conformance/browser.md (+ .json) is written.
+--browser-full all 2,033 run and docs/conformance/browser.md (+ .json) is written. --browser-ep wasm runs the cases with
+WasmExecutionProvider first in the page and natively (wasmtime); the full run then writes docs/conformance/wasm.md.
 
 Gate: a case that passes natively must pass in the browser unless known_gaps.json lists it (a list that only
 shrinks: a listed case that passes is reported so it can be removed)."""
@@ -15,13 +16,14 @@ import numpy as np
 import pytest
 
 import casecodec as cc
-from conformance.cases import compare, load_cases
+from conformance.cases import compare_outputs, load_cases
 from conformance.run_backend import LEVELS, run_case
 from onnxide import dtypes as dt
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SUBSET_MIN, MAX_CASE_BYTES, BATCH, CASE_TIMEOUT_S = 320, 1 << 20, 25, 90
+EPS = {"cpu": "CPUExecutionProvider", "wasm": "WasmExecutionProvider"}
 
 
 def _nbytes(v):
@@ -77,21 +79,17 @@ def judge(case, res):
     if "error" in header:
         return False, header["error"]
     for (inputs, expected), got in zip(case.data_sets, header["sets"]):
-        got = [cc.value(g, payload, dt.np_dtype) for g in got]
-        if len(got) != len(expected):
-            return False, f"{len(got)} outputs, expected {len(expected)}"
-        for i, (e, g) in enumerate(zip(expected, got)):
-            why = compare(e, g, case.rtol, case.atol)
-            if why:
-                return False, f"output {i}: {why}"
+        why = compare_outputs(expected, [cc.value(g, payload, dt.np_dtype) for g in got], case.rtol, case.atol)
+        if why:
+            return False, why
     return True, ""
 
 
-def run_in_browser(browser, server, scratch, cases):
+def run_in_browser(browser, server, scratch, cases, ep="CPUExecutionProvider"):
     from conftest import open_page
     folder = scratch / "conformance"
     batches = write_batches(cases, str(folder))
-    page = open_page(browser, f"{server.url}tests/browser/pages/conformance.html", "() => window.confReady",
+    page = open_page(browser, f"{server.url}tests/browser/pages/conformance.html?ep={ep}", "() => window.confReady",
                      timeout_ms=180_000)
     results = {}
     try:
@@ -106,7 +104,7 @@ def run_in_browser(browser, server, scratch, cases):
     return results
 
 
-def write_report(cases, browser_res, native_res, path_md):
+def write_report(cases, browser_res, native_res, path_md, ep="CPUExecutionProvider"):
     by_op = collections.defaultdict(lambda: [0, 0, 0])
     for c in cases:
         for op in c.ops:
@@ -117,10 +115,12 @@ def write_report(cases, browser_res, native_res, path_md):
     npass = sum(r[0] for r in native_res.values())
     only_native = sorted(k for k in browser_res if native_res[k][0] and not browser_res[k][0])
     only_browser = sorted(k for k in browser_res if browser_res[k][0] and not native_res[k][0])
-    lines = ["# Conformance: onnxide in the browser (Chromium, Pyodide 0.27.7, numpy 2.0.2)", "",
-             f"ONNX backend cases passed in headless Chromium: **{bp} / {len(cases)}**; natively (CPU EP, same tree): "
-             f"**{npass} / {len(cases)}**.", "",
-             "Written by `python3 -m pytest tests/browser/test_conformance.py --browser-full` (each case runs in a "
+    native = "CPU EP" if ep == "CPUExecutionProvider" else f"{ep} first, kernels run by wasmtime"
+    lines = [f"# Conformance: onnxide in the browser (Chromium, Pyodide 0.27.7, numpy 2.0.2), {ep} first", "",
+             f"ONNX backend cases passed in headless Chromium with {ep} first: **{bp} / {len(cases)}**; natively "
+             f"({native}, same tree): **{npass} / {len(cases)}**.", "",
+             f"Written by `python3 -m pytest tests/browser/test_conformance.py --browser-full"
+             f"{'' if ep == 'CPUExecutionProvider' else ' --browser-ep wasm'}` (each case runs in a "
              "Web Worker; outputs compared with tests/conformance/cases.py's `compare`).", "",
              f"## Failing in the browser but passing natively ({len(only_native)})", "", "| case | browser reason |",
              "|---|---|"]
@@ -153,10 +153,15 @@ def test_backend_cases_in_chromium(browser, server, scratch, all_cases, request,
     ops = {op for c in cases for op in c.ops}
     assert full or (len(cases) >= 300 and len(ops) >= 150), (len(cases), len(ops))
     t0 = time.time()
-    browser_res = run_in_browser(browser, server, scratch, cases)
+    ep = EPS[request.config.getoption("--browser-ep")]
+    if ep != "CPUExecutionProvider":
+        import onnxide.eps  # noqa: F401  (registers WasmExecutionProvider natively when wasmtime is present)
+        if ep not in onnxide.get_available_providers():
+            pytest.skip(f"{ep} is not available natively (wasmtime + wasm_kernels/build.sh)")
+    browser_res = run_in_browser(browser, server, scratch, cases, ep)
     t1 = time.time()
     with np.errstate(all="ignore"):
-        native_res = {c.name: run_case(c, "CPUExecutionProvider", LEVELS["all"], 120) for c in cases}
+        native_res = {c.name: run_case(c, ep, LEVELS["all"], 120) for c in cases}
     with open(os.path.join(HERE, "known_gaps.json")) as f:
         gaps = json.load(f)
     regressions = [f"{k}: {browser_res[k][1]}" for k in sorted(browser_res)
@@ -165,9 +170,10 @@ def test_backend_cases_in_chromium(browser, server, scratch, all_cases, request,
     bp = sum(r[0] for r in browser_res.values())
     npass = sum(r[0] for r in native_res.values())
     if full:
-        write_report(cases, browser_res, native_res, os.path.join(ROOT, "docs", "conformance", "browser.md"))
+        doc = "browser.md" if ep == "CPUExecutionProvider" else "wasm.md"
+        write_report(cases, browser_res, native_res, os.path.join(ROOT, "docs", "conformance", doc), ep)
     with capsys.disabled():
-        print(f"\nbrowser conformance ({'full' if full else 'subset'}): {bp} / {len(cases)} in Chromium "
+        print(f"\nbrowser conformance [{ep}] ({'full' if full else 'subset'}): {bp} / {len(cases)} in Chromium "
               f"({t1 - t0:.0f}s), native {npass} / {len(cases)}; {len(ops)} (domain, op) pairs; "
               f"{len(regressions)} new browser-only failures; {len(fixed)} known gaps now pass")
         for k in fixed:

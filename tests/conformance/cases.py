@@ -136,6 +136,17 @@ def _exotic_pair(expected, got):
     return ce, cg, (dtypes.raw(expected) if ce else None), (dtypes.raw(got) if cg else None)
 
 
+def compare_outputs(expected, got, rtol, atol):
+    """None when every output of one data set matches; else '<which output>: <reason>'."""
+    if len(got) != len(expected):
+        return f"{len(got)} outputs, expected {len(expected)}"
+    for i, (e, g) in enumerate(zip(expected, got)):
+        why = compare(e, g, rtol, atol)
+        if why:
+            return f"output {i}: {why}"
+    return None
+
+
 def compare(expected, got, rtol, atol):
     """None when `got` matches `expected` like onnx's backend runner would accept; else a one-line reason."""
     if isinstance(expected, (list, tuple)):

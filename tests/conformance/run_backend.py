@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "py_engine"))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from conformance.cases import compare, load_cases  # noqa: E402
+from conformance.cases import compare_outputs, load_cases  # noqa: E402
 
 LEVELS = {"disable": 0, "basic": 1, "extended": 2, "all": 99}
 
@@ -48,13 +48,9 @@ def run_case(case, provider, opt_level, timeout):
             names = [i.name for i in sess.get_inputs()]
             for inputs, expected in case.data_sets:
                 feed = dict(zip(names, inputs))
-                got = sess.run(None, feed)
-                if len(got) != len(expected):
-                    return False, f"{len(got)} outputs, expected {len(expected)}"
-                for i, (e, g) in enumerate(zip(expected, got)):
-                    why = compare(e, g, case.rtol, case.atol)
-                    if why:
-                        return False, f"output {i}: {why}"
+                why = compare_outputs(expected, sess.run(None, feed), case.rtol, case.atol)
+                if why:
+                    return False, why
         return True, ""
     except _Timeout:
         return False, f"timeout after {timeout}s"
