@@ -65,6 +65,15 @@ _DEFAULT_MODEL_JS = """async ([base, runs]) => {
 }"""
 
 
+_LINES = []
+
+
+def say(text):
+    """Print a report line and keep it for --write."""
+    print(text)
+    _LINES.append(text)
+
+
 def run_default_model(context, base_url, runs=20):
     """The bundled default CNN in the page (Worker host) on the native job's input; returns probs and timings."""
     import numpy as np
@@ -92,10 +101,10 @@ def report_default_model(res):
     native = onnxide.InferenceSession(default_model_bytes()).run(None, {"image": default_input()})[0][0]
     probs = np.asarray(res["probs"], dtype=np.float32)
     top = np.argsort(-probs)[:3]
-    print("onnxide in headless Chromium: bundled default CNN (1, 3, 64, 64), same input as the native job")
-    print("  top-3 classes: " + ", ".join(f"{int(i)} ({probs[i]:.4f})" for i in top)
+    say("onnxide in headless Chromium: bundled default CNN (1, 3, 64, 64), same input as the native job")
+    say("  top-3 classes: " + ", ".join(f"{int(i)} ({probs[i]:.4f})" for i in top)
           + f"; max |browser - native| = {float(np.abs(probs - native).max()):.1e}")
-    print(f"  InferenceSession.create {res['createMs']:.0f} ms (booting Pyodide in a fresh Worker included), "
+    say(f"  InferenceSession.create {res['createMs']:.0f} ms (booting Pyodide in a fresh Worker included), "
           f"first run {res['firstRunMs']:.1f} ms, "
           f"warm run median {res['warmMedianMs']:.2f} ms")
 
@@ -103,22 +112,22 @@ def report_default_model(res):
 def report(demo):
     r = demo["result"]
     if demo["state"] != "done":
-        print(f"onnxide web demo FAILED ({demo['state']}): {demo['error']}")
+        say(f"onnxide web demo FAILED ({demo['state']}): {demo['error']}")
         for line in demo["logs"][-20:]:
-            print("  " + line)
+            say("  " + line)
         return 1
     b = r["boot"]
-    print(f"onnxide {r['versions']['onnxide']} in headless Chromium (Pyodide {r['versions']['pyodide']}, host: "
+    say(f"onnxide {r['versions']['onnxide']} in headless Chromium (Pyodide {r['versions']['pyodide']}, host: "
           f"{r['host']}, providers: {', '.join(r['providers'])}): silero VAD on a {r['audioSeconds']:.1f} s "
           f"synthetic clip")
-    print("  speech segments: " + (", ".join(f"{a:.2f}-{e:.2f} s" for a, e in r["segments"]) or "none")
+    say("  speech segments: " + (", ".join(f"{a:.2f}-{e:.2f} s" for a, e in r["segments"]) or "none")
           + "  (synthesized voice at 1.00-2.60 s and 3.40-5.00 s)")
-    print(f"  Pyodide boot {b['pyodideMs']:.0f} ms; numpy + onnxide load/import {b['importMs']:.0f} ms; "
+    say(f"  Pyodide boot {b['pyodideMs']:.0f} ms; numpy + onnxide load/import {b['importMs']:.0f} ms; "
           f"model download {r['loadMs']:.0f} ms; session creation {r['createMs']:.0f} ms")
-    print(f"  cold start (navigation -> first result) {r['coldStartMs']:.0f} ms; {len(r['runMs'])} runs of 32 ms "
+    say(f"  cold start (navigation -> first result) {r['coldStartMs']:.0f} ms; {len(r['runMs'])} runs of 32 ms "
           f"audio chunks per execution provider:")
     for ep in r.get("perEP") or [r]:
-        print(f"  [{' + '.join(ep['providers'])}] session creation {ep['createMs']:.0f} ms; per run: first "
+        say(f"  [{' + '.join(ep['providers'])}] session creation {ep['createMs']:.0f} ms; per run: first "
               f"{ep['firstRunMs']:.2f} ms, warm median {ep['warmMedianMs']:.2f} ms; whole clip {ep['clipMs']:.0f} ms "
               f"({r['audioSeconds'] * 1000 / ep['clipMs']:.1f}x real time)")
     return 0
@@ -129,6 +138,7 @@ def main(argv=None):
     ap.add_argument("--host", default="worker", choices=["worker", "page"])
     ap.add_argument("--screenshot", default=None, help="PNG path for a full-page screenshot after the run")
     ap.add_argument("--timeout", type=int, default=180)
+    ap.add_argument("--write", default=None, help="also write the report to this Markdown file (docs/browser.md)")
     args = ap.parse_args(argv)
     why = unavailable()
     if why:
@@ -144,6 +154,11 @@ def main(argv=None):
     rc = report(demo)
     if args.screenshot and rc == 0:
         print(f"  screenshot: {args.screenshot}")
+    if args.write and rc == 0:
+        with open(args.write, "w") as f:
+            f.write("# onnxide in headless Chromium: results and timings\n\nWritten by `python3 web/main_job.py "
+                    f"--write {args.write}` (the README's main job, browser half; host: {args.host}).\n\n```\n"
+                    + "\n".join(_LINES) + "\n```\n")
     return rc
 
 
