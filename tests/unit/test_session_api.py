@@ -162,3 +162,85 @@ def test_overridable_initializers_can_be_fed():
     x = np.zeros((1, 4), np.float32)
     np.testing.assert_array_equal(sess.run(None, {"x": x})[0], [[0.5, -0.5, 0.25]])
     np.testing.assert_array_equal(sess.run(None, {"x": x, "b": np.ones(3, np.float32)})[0], [[1, 1, 1]])
+
+
+class _DeviceBox:
+    """A tensor 'on the device' of the test EP below."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+def _device_ep(async_kernels):
+    from onnxide.runtime.providers import ExecutionProvider
+
+    class TestDeviceEP(ExecutionProvider):
+        name, device = "TestDeviceExecutionProvider", "TestDevice"
+        is_async = async_kernels
+        moves = []
+
+        def claim(self, node, opdef):
+            if node.op_type != "Relu":
+                return None
+
+            def relu(x):
+                assert isinstance(x, _DeviceBox), "the executor must move inputs to the device"
+                y = _DeviceBox(np.maximum(x.array, 0))
+                if not async_kernels:
+                    return y
+
+                async def later():
+                    return y
+                return later()
+            return relu
+
+        def from_host(self, array):
+            self.moves.append("in")
+            return _DeviceBox(array)
+
+        def to_host(self, value):
+            self.moves.append("out")
+            return value.array
+
+    return TestDeviceEP()
+
+
+@pytest.mark.parametrize("async_kernels", [False, True])
+def test_device_ep_tensors_cross_borders_and_async_runs(async_kernels):
+    import asyncio
+
+    from onnxide.runtime.executor import Executor
+
+    nodes = [helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Relu", ["b"], ["r"]), helper.make_node("Neg", ["r"], ["y"]),
+             helper.make_node("Relu", ["y"], ["z"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(m.SerializeToString(), so)
+    ep = _device_ep(async_kernels)
+    sess._executor = Executor(sess._model, [ep] + sess._providers)
+    x = np.array([-2, -1, 1, 2], np.float32)
+    want = [-np.maximum(-x, 0), np.maximum(-np.maximum(-x, 0), 0)]
+    if async_kernels:
+        with pytest.raises(ort.EPFail, match="run_async"):
+            sess.run(None, {"x": x})
+        ep.moves.clear()
+        got = asyncio.run(sess.run_async(None, {"x": x}))
+    else:
+        got = sess.run(None, {"x": x})
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    # into the device before the first Relu chain and the last Relu; out after the chain and for output z
+    assert ep.moves == ["in", "out", "in", "out"]
+
+
+def test_run_async_with_callback_like_onnxruntime():
+    sess = ort.InferenceSession(_model().SerializeToString())
+    seen = []
+    sess.run_async(None, {"x": np.ones((1, 4), np.float32)}, lambda res, data, err: seen.append((res, data, err)), 7)
+    (res, data, err), = seen
+    assert data == 7 and err == "" and res[0].shape == (1, 3)

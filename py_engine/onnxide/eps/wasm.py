@@ -10,6 +10,7 @@ from ..ops import registry
 from ..runtime.providers import ExecutionProvider
 from . import wasm_ops as K
 from . import wasm_ops_elem as E
+from . import wasm_ops_extra as X
 from . import wasm_runtime
 
 CLAIMS = {
@@ -25,11 +26,16 @@ CLAIMS = {
     "LayerNormalization": E.claim_layernorm,
     "InstanceNormalization": E.claim_instnorm,
     "BatchNormalization": E.claim_batchnorm,
+    "ConvTranspose": X.claim_conv_transpose,
+    "Resize": X.claim_resize,
 }
 MS_CLAIMS = {
     "FusedConv": K.claim_fused_conv,
     "FusedGemm": K.claim_fused_gemm,
     "FusedMatMul": K.claim_fused_matmul,
+    "Gelu": X.claim_ms_gelu,
+    "FastGelu": X.claim_ms_gelu,
+    "BiasGelu": X.claim_ms_gelu,
 }
 CLAIMS.update({name: E.claim_unary for name in E.UNARY})
 CLAIMS.update({name: E.claim_binary for name in E.BINOP})

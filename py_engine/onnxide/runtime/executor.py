@@ -1,7 +1,11 @@
-"""Execution plan and executor: kernels resolved once per session, values released after their last use."""
+"""Execution plan and executor: kernels resolved once per session, values released after their last use, tensors
+moved across EP borders (device EPs' `from_host` / `to_host`), and an async run for EPs whose kernels or readbacks
+must be awaited (WebGPU in the page)."""
+import inspect
+
 import numpy as np
 
-from ..errors import Fail, InvalidArgument, NotImplemented as OrtNotImplemented, OnnxideError, RuntimeException
+from ..errors import EPFail, Fail, InvalidArgument, NotImplemented as OrtNotImplemented, OnnxideError, RuntimeException
 from .providers import resolve_opdef
 
 
@@ -26,7 +30,7 @@ class Step:
     """One planned node: its kernel, resolved attribute kwargs and which values die after it."""
 
     __slots__ = ("node", "kernel", "kwargs", "wants_ctx", "inputs", "outputs", "release", "num_outputs",
-                 "opset", "input_types", "ep", "ctx", "call_kwargs")
+                 "opset", "input_types", "ep", "ctx", "call_kwargs", "transfers")
 
     def __init__(self, node, kernel, kwargs, wants_ctx, opset, input_types, ep):
         self.node, self.kernel, self.kwargs, self.wants_ctx = node, kernel, kwargs, wants_ctx
@@ -38,13 +42,15 @@ class Step:
         self.opset, self.input_types, self.ep = opset, input_types, ep
         self.release = ()
         self.ctx, self.call_kwargs = None, kwargs
+        self.transfers = ()  # (input index, EP holding the value or None for host, this step's EP)
 
 
 class Plan:
     """The steps of one graph in execution order and the names that must come from outside."""
 
-    def __init__(self, steps, outer_names, keep):
+    def __init__(self, steps, outer_names, keep, homes):
         self.steps, self.outer_names, self.keep = steps, outer_names, keep
+        self.homes = homes  # value name -> EP that produced it
 
 
 def _node_label(node):
@@ -115,7 +121,27 @@ def build_plan(graph, opsets, providers, outer_known=frozenset()):
             releases[i].append(name)
     for s, r in zip(steps, releases):
         s.release = tuple(r)
-    return Plan(steps, sorted(outer), keep)
+    return Plan(steps, sorted(outer), keep, _plan_transfers(steps))
+
+
+def on_device(ep):
+    """True for an EP whose tensors do not live in host memory (GPU); CPU and WASM EPs share numpy buffers."""
+    return ep is not None and ep.device != "CPU"
+
+
+def _plan_transfers(steps):
+    """Where a value crosses from one memory to another (host ↔ device EP), the consuming step moves it."""
+    home = {}
+    for s in steps:
+        moves = []
+        for i, x in enumerate(s.inputs):
+            src = home.get(x)
+            if x and (on_device(src) or on_device(s.ep)) and src is not s.ep:
+                moves.append((i, src, s.ep))
+        s.transfers = tuple(moves)
+        for o in s.outputs:
+            home[o] = s.ep
+    return home
 
 
 def _subgraph_free_names(node):
@@ -170,7 +196,26 @@ class Executor:
         env = dict(self.model.graph.initializers)
         env.update(feeds)
         self._execute(self.main_plan, env)
-        return [env[n] for n in output_names]
+        return [self._host(self.main_plan, n, env[n]) for n in output_names]
+
+    async def run_async(self, feeds, output_names):
+        """Like run, awaiting kernels and transfers that return awaitables (GPU work and readback in the page)."""
+        env = dict(self.model.graph.initializers)
+        env.update(feeds)
+        for step in self.main_plan.steps:
+            args = self._args(step, env)
+            for i, value in enumerate(args):
+                if inspect.isawaitable(value):
+                    args[i] = await value
+            result = self._call(step, args, env)
+            if inspect.isawaitable(result):
+                result = await result
+            self._store(step, args, result, env)
+        outs = []
+        for n in output_names:
+            v = self._host(self.main_plan, n, env[n])
+            outs.append(await v if inspect.isawaitable(v) else v)
+        return outs
 
     def run_subgraph(self, graph, inputs, outer_env):
         plan = self.plan_for(graph, outer_env)
@@ -181,45 +226,72 @@ class Executor:
         if len(inputs) < len(graph.inputs):
             raise Fail(f"Subgraph '{graph.name}' expects {len(graph.inputs)} inputs, got {len(inputs)}")
         self._execute(plan, env)
-        return [env[o.name] if o.name in env else outer_env[o.name] for o in graph.outputs]
+        return [self._host(plan, o.name, env[o.name]) if o.name in env else outer_env[o.name] for o in graph.outputs]
+
+    @staticmethod
+    def _host(plan, name, value):
+        """A graph output in host memory (device EPs' outputs read back)."""
+        ep = plan.homes.get(name)
+        return ep.to_host(value) if on_device(ep) else value
+
+    def _args(self, step, env):
+        args = [env[x] if x else None for x in step.inputs]
+        for i, src, dst in step.transfers:
+            v = args[i]
+            if v is not None:
+                if on_device(src):
+                    v = src.to_host(v)
+                if on_device(dst):
+                    v = dst.from_host(v)
+                args[i] = v
+        if step.ctx is not None:
+            step.ctx._env = env
+        return args
+
+    def _call(self, step, args, env):
+        try:
+            return step.kernel(*args, **step.call_kwargs)
+        except OnnxideError as e:
+            raise type(e)(f"Non-zero status code returned while running {_node_label(step.node)} "
+                          f"Status Message: {e}") from None
+        except Exception as e:  # a kernel's numpy error: report it against the node
+            raise RuntimeException(f"Non-zero status code returned while running {_node_label(step.node)} "
+                                   f"Status Message: {type(e).__name__}: {e}") from e
+
+    def _store(self, step, args, result, env):
+        outs = step.outputs
+        if len(outs) == 1:
+            if type(result) is not np.ndarray:
+                if isinstance(result, tuple):
+                    result = result[0]
+                result = _as_value(result)
+            env[outs[0]] = result
+        else:
+            if not isinstance(result, (tuple, list)):
+                result = (result,)
+            for name, value in zip(outs, result):
+                if name:
+                    env[name] = _as_value(value)
+            if len(result) < len([o for o in outs if o]):
+                for name in outs[len(result):]:
+                    if name:
+                        raise RuntimeException(f"{_node_label(step.node)} did not produce output '{name}'")
+        for name in step.release:
+            env.pop(name, None)
 
     def _execute(self, plan, env):
         prof = self.profiler
         for step in plan.steps:
-            args = [env[x] if x else None for x in step.inputs]
-            if step.ctx is not None:
-                step.ctx._env = env
+            args = self._args(step, env)
             if prof is not None:
                 t0 = prof.now_us()
-            try:
-                result = step.kernel(*args, **step.call_kwargs)
-            except OnnxideError as e:
-                raise type(e)(f"Non-zero status code returned while running {_node_label(step.node)} "
-                              f"Status Message: {e}") from None
-            except Exception as e:  # a kernel's numpy error: report it against the node
-                raise RuntimeException(f"Non-zero status code returned while running {_node_label(step.node)} "
-                                       f"Status Message: {type(e).__name__}: {e}") from e
+            result = self._call(step, args, env)
             if prof is not None:
                 prof.node(step, t0, args, result if isinstance(result, tuple) else (result,))
-            outs = step.outputs
-            if len(outs) == 1:
-                if type(result) is not np.ndarray:
-                    if isinstance(result, tuple):
-                        result = result[0]
-                    result = _as_value(result)
-                env[outs[0]] = result
-            else:
-                if not isinstance(result, (tuple, list)):
-                    result = (result,)
-                for name, value in zip(outs, result):
-                    if name:
-                        env[name] = _as_value(value)
-                if len(result) < len([o for o in outs if o]):
-                    for name in outs[len(result):]:
-                        if name:
-                            raise RuntimeException(f"{_node_label(step.node)} did not produce output '{name}'")
-            for name in step.release:
-                env.pop(name, None)
+            if inspect.isawaitable(result):
+                raise EPFail(f"{_node_label(step.node)} runs on {step.ep.name}, whose results must be awaited: use "
+                             f"`await session.run_async(...)` (or the JS API) for this session")
+            self._store(step, args, result, env)
 
 
 def _as_value(v):

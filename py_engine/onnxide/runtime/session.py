@@ -182,6 +182,27 @@ class InferenceSession:
         except RecursionError:
             raise Fail("Model execution exceeded the maximum nesting depth") from None
 
+    def run_async(self, output_names, input_feed, callback=None, user_data=None, run_options=None):
+        """onnxruntime's form: with `callback`, run and call `callback(results, user_data, error_message)`.
+        onnxide's addition: without one, return an awaitable of the results — how runs whose EPs await GPU work
+        or readback (WebGPU in the page) are driven."""
+        if callback is None:
+            return self._run_awaitable(output_names, input_feed)
+        try:
+            results, err = self.run(output_names, input_feed, run_options), ""
+        except OnnxideError as e:
+            results, err = None, str(e)
+        callback(results, user_data, err)
+        return None
+
+    async def _run_awaitable(self, output_names, input_feed):
+        names = list(output_names or self._output_names)
+        for name in names:
+            if name not in self._output_names:
+                raise InvalidArgument(f"Invalid output name: {name}")
+        feeds = self._check_feeds(input_feed)
+        return [_owned(v) for v in await self._executor.run_async(feeds, names)]
+
     def _check_feeds(self, input_feed):
         feeds = {}
         for name, value in input_feed.items():

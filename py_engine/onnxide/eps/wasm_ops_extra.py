@@ -1,0 +1,159 @@
+"""The WASM EP's ConvTranspose (wasm GEMM + col2im), nearest Resize by integer factors and com.microsoft Gelu family
+(same claim/fallback contract as wasm_ops.py)."""
+import itertools
+
+import numpy as np
+
+from ..ops import resize as R
+from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, gemm_call, guarded
+from .wasm_ops_elem import binary_fast, unary_fast
+
+# ---- ConvTranspose --------------------------------------------------------------------------------------------
+
+
+def _ints(v, n, fill):
+    if v is None or len(v) == 0:
+        return [fill] * n
+    v = [int(a) for a in v]
+    return v if len(v) == n else None
+
+
+def conv_transpose_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+                        output_padding=None, output_shape=None, pads=None, strides=None, **_):
+    if not _is_f32(x, w) or (b is not None and not _is_f32(b)) or x.ndim not in (3, 4) or w.ndim != x.ndim:
+        return FALLBACK
+    if output_shape or (auto_pad or "NOTSET") not in ("NOTSET", "VALID"):
+        return FALLBACK
+    n, c = x.shape[:2]
+    ins = list(x.shape[2:])
+    nd = len(ins)
+    ks = list(w.shape[2:])
+    if kernel_shape and [int(k) for k in kernel_shape] != ks:
+        return FALLBACK
+    if group <= 0 or w.shape[0] != c or c % group or min(ks) <= 0:
+        return FALLBACK
+    st, dil, opad = _ints(strides, nd, 1), _ints(dilations, nd, 1), _ints(output_padding, nd, 0)
+    p = [0] * (2 * nd) if auto_pad == "VALID" else _ints(pads, 2 * nd, 0)
+    if None in (st, dil, opad, p) or min(st) <= 0 or min(dil) <= 0 or min(p) < 0 or min(opad) < 0:
+        return FALLBACK
+    cg, mg = c // group, w.shape[1]
+    m = mg * group
+    if b is not None and b.shape != (m,):
+        return FALLBACK
+    dk = [(k - 1) * d + 1 for k, d in zip(ks, dil)]
+    out = [s * (i - 1) + o + k - p[a] - p[nd + a] for a, (s, i, o, k) in enumerate(zip(st, ins, opad, dk))]
+    if min(out) <= 0 or min(ins) <= 0 or n == 0:
+        return FALLBACK
+    kp, pin = int(np.prod(ks)), int(np.prod(ins))
+    xc, wc = _contig(x), _contig(w)
+    # cols[n, g*mg*kp + r, p] = sum_c W[g*cg + c, r] X[n, g*cg + c, p]: A = W_g^T (strided), B = X_g
+    cols = np.empty((n, m * kp, pin), F32)
+    for g in range(group):
+        a = wc[g * cg:(g + 1) * cg]
+        bx = xc[:, g * cg:(g + 1) * cg] if group > 1 else xc
+        cg_out = cols[:, g * mg * kp:(g + 1) * mg * kp]
+        if group > 1:
+            a, bx = _contig(a), _contig(bx)
+            tmp = np.empty((n, mg * kp, pin), F32)
+        else:
+            tmp = cols
+        gemm_call(rt, n, mg * kp, pin, cg, a, 1, mg * kp, 0, bx, pin, 1, cg * pin, tmp, pin, mg * kp * pin)
+        if group > 1:
+            cg_out[...] = tmp
+    cols = cols.reshape((n, m) + tuple(ks) + tuple(ins))
+    if st == ks and dil == [1] * nd and p == [0] * (2 * nd) and opad == [0] * nd:
+        # non-overlapping taps: col2im is one transposed copy
+        if nd == 2:
+            y = np.empty((n, m, ins[0], ks[0], ins[1], ks[1]), F32)
+            y[...] = cols.transpose(0, 1, 4, 2, 5, 3)
+        else:
+            y = np.empty((n, m, ins[0], ks[0]), F32)
+            y[...] = cols.transpose(0, 1, 3, 2)
+        y = y.reshape((n, m) + tuple(out))
+    else:
+        full = [(i - 1) * s + k for i, s, k in zip(ins, st, dk)]
+        buf_shape = [max(f, b_ + o) for f, b_, o in zip(full, p[:nd], out)]
+        buf = np.zeros((n, m) + tuple(buf_shape), F32)
+        for kidx in itertools.product(*[range(k) for k in ks]):
+            sl = tuple(slice(k * d, k * d + (i - 1) * s + 1, s) for k, d, i, s in zip(kidx, dil, ins, st))
+            buf[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + kidx]
+        y = np.ascontiguousarray(buf[(slice(None), slice(None)) + tuple(slice(b_, b_ + o)
+                                                                      for b_, o in zip(p[:nd], out))])
+    if b is not None:
+        y = binary_fast(rt, BINOP["Add"], y, _contig(b).reshape((m,) + (1,) * nd))
+    return y
+
+
+def claim_conv_transpose(rt, node, opdef, attrs):
+    if set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+                     "strides"}:
+        return None
+    return guarded(lambda *a, **kw: conv_transpose_fast(rt, *a, **kw), opdef.kernel)
+
+
+# ---- Resize (nearest, integer up-scaling) ------------------------------------------------------------------------
+
+def _int_factor_index_ok(ctm, nearest_mode, n_in, f):
+    """Whether Resize's nearest index for output i is i // f along an axis scaled by the integer f."""
+    x, _ = R._source_coords(ctm, n_in * f, n_in, float(f), 0.0, 1.0)
+    idx = np.clip(R._nearest_index(x, nearest_mode), 0, n_in - 1)
+    return bool(np.array_equal(idx, np.arange(n_in * f) // f))
+
+
+def resize_fast(x, roi=None, scales=None, sizes=None, *, mode="nearest", coordinate_transformation_mode="half_pixel",
+                nearest_mode="round_prefer_floor", exclude_outside=0, antialias=0, axes=None,
+                keep_aspect_ratio_policy="stretch", **_):
+    if mode != "nearest" or not _is_f32(x) or x.ndim != 4 or axes is not None:
+        return FALLBACK
+    if coordinate_transformation_mode == "tf_crop_and_resize" or nearest_mode == "simple":
+        return FALLBACK
+    n, c, h, w = x.shape
+    if scales is not None and scales.size:
+        if sizes is not None and sizes.size:
+            return FALLBACK
+        s = np.asarray(scales, np.float64).ravel()
+        if s.size != 4 or s[0] != 1 or s[1] != 1:
+            return FALLBACK
+        fh, fw = s[2], s[3]
+    elif sizes is not None and sizes.size == 4 and keep_aspect_ratio_policy == "stretch":
+        sz = [int(v) for v in np.asarray(sizes).ravel()]
+        if sz[:2] != [n, c] or h == 0 or w == 0 or sz[2] % h or sz[3] % w:
+            return FALLBACK
+        fh, fw = sz[2] / h, sz[3] / w
+    else:
+        return FALLBACK
+    if fh != int(fh) or fw != int(fw) or fh < 1 or fw < 1 or x.size == 0:
+        return FALLBACK
+    fh, fw = int(fh), int(fw)
+    for n_in, f in ((h, fh), (w, fw)):
+        if f > 1 and not _int_factor_index_ok(coordinate_transformation_mode, nearest_mode, n_in, f):
+            return FALLBACK
+    y = np.empty((n, c, h, fh, w, fw), F32)
+    y[...] = x[:, :, :, None, :, None]
+    return y.reshape(n, c, h * fh, w * fw)
+
+
+def claim_resize(rt, node, opdef, attrs):
+    if opdef.since < 11 or attrs.get("mode", "nearest") != "nearest" or attrs.get("axes"):
+        return None
+    if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
+        return None
+    return guarded(lambda *a, **kw: resize_fast(*a, **kw), opdef.kernel)
+
+
+# ---- com.microsoft Gelu / FastGelu / BiasGelu ----------------------------------------------------------------------
+
+def _bias_act(rt, x, bias, act):
+    if not _is_f32(x) or (bias is not None and (not _is_f32(bias) or bias.ndim != 1 or x.ndim == 0
+                                                or bias.shape[0] != x.shape[-1])):
+        return FALLBACK
+    if bias is not None:
+        x = binary_fast(rt, BINOP["Add"], x, bias)
+    return unary_fast(rt, x, act)
+
+
+def claim_ms_gelu(rt, node, opdef, attrs):
+    if attrs:
+        return None
+    act = ACT["gelu_tanh"] if node.op_type == "FastGelu" else ACT["gelu"]
+    return guarded(lambda x, bias=None, **kw: _bias_act(rt, x, bias, act), opdef.kernel)
