@@ -1,4 +1,4 @@
-"""Command line: `onnxide demo | run | info` (python -m onnxide ...)."""
+"""Command line: `onnxide demo | run | info | optimize | bench` (python -m onnxide ...)."""
 import argparse
 import sys
 
@@ -14,6 +14,17 @@ def _info(path):
     for kind, args in (("input", sess.get_inputs()), ("output", sess.get_outputs())):
         for a in args:
             print(f"{kind}: {a.name} {a.type} {a.shape}")
+    return 0
+
+
+def _optimize(path, output, level):
+    import onnxide
+
+    so = onnxide.SessionOptions()
+    so.graph_optimization_level = {"disable": 0, "basic": 1, "extended": 2, "all": 99}[level]
+    so.optimized_model_filepath = output
+    sess = onnxide.InferenceSession(path, so)
+    print(f"{path} -> {output}: {len(sess._model.graph.nodes)} nodes after level '{level}'")
     return 0
 
 
@@ -56,6 +67,10 @@ def main(argv=None):
     p = sub.add_parser("run", help="run a model once on random inputs")
     p.add_argument("model")
     p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("optimize", help="write the model after onnxide's graph optimizer (loads in onnxruntime)")
+    p.add_argument("model")
+    p.add_argument("output")
+    p.add_argument("--level", default="all", choices=["disable", "basic", "extended", "all"])
     p = sub.add_parser("bench", help="time onnxide and onnxruntime side by side on model files")
     p.add_argument("models", nargs="*", help="model paths (default: the bundled default model)")
     p.add_argument("--threads", type=int, nargs="+", default=[1])
@@ -71,6 +86,8 @@ def main(argv=None):
             return demo_main()
         if args.cmd == "bench":
             return _bench(args)
+        if args.cmd == "optimize":
+            return _optimize(args.model, args.output, args.level)
         if args.cmd == "info":
             return _info(args.model)
         return _run(args.model, args.seed)
