@@ -5,6 +5,8 @@ reading the opsets from `scope.opsets`; a scope is the model for the main graph,
 If/Loop/Scan body. `optimize` runs a level's passes to a fixed point on every body (innermost first), then on
 the main graph. Fused ops are ordinary registered ops, so every EP runs an optimized graph.
 """
+import numpy as np
+
 from ..ir.infer import infer_shapes
 from . import constant_folding, eliminate, fuse_conv, fuse_patterns, shape_values, transpose
 
@@ -60,8 +62,9 @@ def _run(scope, passes, max_rounds):
 def optimize(model, level, max_rounds=8):
     """Run the passes of `level` (ORT's GraphOptimizationLevel value) on every graph; returns the model."""
     passes = passes_for(level)
-    if passes:
-        for body in list(_bodies(model.graph)):
-            _run(GraphScope(model, body), passes, max_rounds)
-    _run(model, passes, max_rounds)
+    with np.errstate(all="ignore"):  # folding NaN/inf constants is the model's business, not a warning
+        if passes:
+            for body in list(_bodies(model.graph)):
+                _run(GraphScope(model, body), passes, max_rounds)
+        _run(model, passes, max_rounds)
     return model
