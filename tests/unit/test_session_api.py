@@ -244,3 +244,30 @@ def test_run_async_with_callback_like_onnxruntime():
     sess.run_async(None, {"x": np.ones((1, 4), np.float32)}, lambda res, data, err: seen.append((res, data, err)), 7)
     (res, data, err), = seen
     assert data == 7 and err == "" and res[0].shape == (1, 3)
+
+
+def test_corrupted_models_fail_with_onnxide_errors_only():
+    from onnxide.demo import default_model_bytes
+
+    rng = np.random.default_rng(0)
+    for data in (default_model_bytes(), _model().SerializeToString()):
+        for _ in range(150):
+            d = bytearray(data)
+            for _ in range(int(rng.integers(1, 6))):
+                d[int(rng.integers(0, len(d)))] = int(rng.integers(0, 256))
+            try:
+                sess = ort.InferenceSession(bytes(d))
+            except ort.errors.OnnxideError as e:
+                assert str(e) and "\n" not in str(e)
+                continue
+            feeds = {}
+            for a in sess.get_inputs():
+                if a.type != "tensor(float)" or a.shape is None:
+                    feeds = None
+                    break
+                feeds[a.name] = np.ones([d if isinstance(d, int) else 1 for d in a.shape], np.float32)
+            if feeds is not None:
+                try:
+                    sess.run(None, feeds)
+                except ort.errors.OnnxideError as e:
+                    assert str(e) and "\n" not in str(e)

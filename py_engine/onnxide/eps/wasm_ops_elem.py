@@ -179,8 +179,22 @@ def claim_unary(rt, node, opdef, attrs):
     return guarded(lambda x, **kw: unary_fast(rt, x, act, a0, a1), opdef.kernel)
 
 
+_PLANS = {}
+
+
 def broadcast_plan(sa, sb):
-    """(out shape, int32[12] dims/strides) for A op B with numpy broadcasting in <= 4 coalesced dims, or None."""
+    """(out shape, int32[12] dims/strides) for A op B with numpy broadcasting in <= 4 coalesced dims, or None;
+    cached per shape pair (the plan is pure Python work that costs more than a small kernel call)."""
+    key = (sa, sb)
+    plan = _PLANS.get(key, False)
+    if plan is False:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        plan = _PLANS[key] = _broadcast_plan(sa, sb)
+    return plan
+
+
+def _broadcast_plan(sa, sb):
     try:
         out = np.broadcast_shapes(sa, sb)
     except ValueError:

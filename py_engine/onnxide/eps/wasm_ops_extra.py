@@ -7,6 +7,7 @@ import numpy as np
 from ..ops import resize as R
 from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, gemm_call, guarded
 from .wasm_ops_elem import binary_fast, unary_fast
+from .wasm_runtime import In, Out
 
 # ---- ConvTranspose --------------------------------------------------------------------------------------------
 
@@ -100,7 +101,7 @@ def _int_factor_index_ok(ctm, nearest_mode, n_in, f):
     return bool(np.array_equal(idx, np.arange(n_in * f) // f))
 
 
-def resize_fast(x, roi=None, scales=None, sizes=None, *, mode="nearest", coordinate_transformation_mode="half_pixel",
+def resize_fast(rt, x, roi=None, scales=None, sizes=None, *, mode="nearest", coordinate_transformation_mode="half_pixel",
                 nearest_mode="round_prefer_floor", exclude_outside=0, antialias=0, axes=None,
                 keep_aspect_ratio_policy="stretch", **_):
     if mode != "nearest" or not _is_f32(x) or x.ndim != 4 or axes is not None:
@@ -128,9 +129,9 @@ def resize_fast(x, roi=None, scales=None, sizes=None, *, mode="nearest", coordin
     for n_in, f in ((h, fh), (w, fw)):
         if f > 1 and not _int_factor_index_ok(coordinate_transformation_mode, nearest_mode, n_in, f):
             return FALLBACK
-    y = np.empty((n, c, h, fh, w, fw), F32)
-    y[...] = x[:, :, :, None, :, None]
-    return y.reshape(n, c, h * fh, w * fw)
+    y = np.empty((n, c, h * fh, w * fw), F32)
+    rt.call("ox_upsample_nearest", [n * c, h, w, fh, fw, In(_contig(x)), Out(y)])
+    return y
 
 
 def claim_resize(rt, node, opdef, attrs):
@@ -138,7 +139,7 @@ def claim_resize(rt, node, opdef, attrs):
         return None
     if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
         return None
-    return guarded(lambda *a, **kw: resize_fast(*a, **kw), opdef.kernel)
+    return guarded(lambda *a, **kw: resize_fast(rt, *a, **kw), opdef.kernel)
 
 
 # ---- com.microsoft Gelu / FastGelu / BiasGelu ----------------------------------------------------------------------

@@ -19,18 +19,24 @@ import numpy as np
 SIGNATURES = {
     "ox_gemm": "iiiipiiipiiipiifpiiififfp",
     "ox_gemm_scratch_floats": "",
+    "ox_gemm_packed_b_floats": "ii",
+    "ox_gemm_pack_b": "iipiip",
+    "ox_gemm_pb": "iiiipiiippiifpiiififfp",
     "ox_conv2d": "i" * 16 + "pppp" + "iffp",
     "ox_conv2d_scratch_floats": "iiiiiiiiiii",
+    "ox_conv3x3_wino": "iiiiiiiii" + "pppp" + "iffp",
+    "ox_conv3x3_wino_scratch_floats": "iiii",
     "ox_pool2d": "i" * 17 + "ppp",
     "ox_pool2d_scratch_floats": "iiiiiiii",
     "ox_global_pool": "iippi",
+    "ox_upsample_nearest": "iiiiipp",
     "ox_softmax": "iippi",
     "ox_rownorm": "iippfppiipp",
     "ox_channel_affine": "iiipppppiff",
     "ox_unary": "ippiff",
     "ox_binary": "ipppp",
 }
-RETURNS_INT = {"ox_gemm_scratch_floats", "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats"}
+RETURNS_INT = {"ox_gemm_scratch_floats", "ox_gemm_packed_b_floats", "ox_conv3x3_wino_scratch_floats", "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats"}
 
 BUILDS = ("relaxed", "simd128")
 FILE_PATTERN = "onnxide_kernels_{}.wasm"
@@ -262,11 +268,11 @@ class CtypesBackend:
                 arr = a.a
                 if not arr.flags.c_contiguous:
                     raise ValueError("wasm kernels need C-contiguous arrays")
-                vals.append(arr.ctypes.data)
+                vals.append(arr.__array_interface__["data"][0])  # about half the cost of arr.ctypes.data here
             elif isinstance(a, Scratch):
                 if self._scratch.size < a.n:
                     self._scratch = np.empty(max(a.n, 2 * self._scratch.size) + 16, np.float32)
-                vals.append(self._scratch.ctypes.data)
+                vals.append(self._scratch.__array_interface__["data"][0])
             else:
                 vals.append(a)
         return vals

@@ -89,6 +89,9 @@ def attribute_value(a, base_dir, build_graph):
     t = a.type
     if t == 0:  # untyped (very old models): infer from which field is set
         t = _guess_attr_type(a)
+    field = {S.ATTR_TENSOR: "t", S.ATTR_GRAPH: "g", S.ATTR_SPARSE_TENSOR: "sparse_tensor", S.ATTR_TYPE_PROTO: "tp"}
+    if t in field and getattr(a, field[t]) is None:
+        raise InvalidGraph(f"Attribute '{a.name}' of type {t} carries no value")
     if t == S.ATTR_FLOAT:
         return float(a.f)
     if t == S.ATTR_INT:

@@ -110,9 +110,17 @@ class InferenceSession:
         mp = P.parse(P.ModelProto, data)
         if mp.graph is None:
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
-        self._model = load_model(mp, base_dir)
-        infer_shapes(self._model)
-        optimize(self._model, self._sess_options.graph_optimization_level)
+        try:
+            self._model = load_model(mp, base_dir)
+            infer_shapes(self._model)
+            optimize(self._model, self._sess_options.graph_optimization_level)
+        except OnnxideError:
+            raise
+        except (RecursionError, MemoryError) as e:
+            raise InvalidGraph(f"Failed to load model: {type(e).__name__} (the model nests or allocates too much)") \
+                from None
+        except Exception as e:  # a malformed model that slipped past the checks: still one line, never a crash
+            raise InvalidGraph(f"Failed to load model: {type(e).__name__}: {e}") from e
         self._providers = _normalize_providers(providers, provider_options)
         so = self._sess_options
         self._profiler = Profiler(so.profile_file_prefix) if so.enable_profiling else None
