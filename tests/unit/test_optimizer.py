@@ -202,3 +202,27 @@ def test_hardswish_decomposition_fuses(tmp_path, opset, ops):
     inits = [_const("three", np.float32(3)), _const("zero", np.float32(0)), _const("six", np.float32(6))]
     m = _model(nodes, [_vi("x", [2, 9])], [_vi("y", [2, 9])], inits, opset)
     _check(m, {"x": (rng.standard_normal((2, 9)) * 4).astype(np.float32)}, tmp_path, ops)
+
+
+def test_attention_fuses_into_multi_head_attention(tmp_path):
+    d, heads = 8, 2
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]), helper.make_node("MatMul", ["x", "wk"], ["k"]),
+             helper.make_node("MatMul", ["x", "wv"], ["v"])]
+    for t, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        nodes += [helper.make_node("Reshape", [t, "split"], [t + "4"]),
+                  helper.make_node("Transpose", [t + "4"], [t + "h"], perm=perm)]
+    nodes += [helper.make_node("MatMul", ["qh", "kh"], ["s"]), helper.make_node("Div", ["s", "two"], ["s2"]),
+              helper.make_node("Add", ["s2", "mask"], ["s3"]), helper.make_node("Softmax", ["s3"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vh"], ["o"]),
+              helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "merge"], ["y"])]
+    inits = [_const(f"w{c}", rng.standard_normal((d, d)).astype(np.float32) * 0.5) for c in "qkv"]
+    inits += [_const("split", np.array([0, 0, heads, d // heads], np.int64)),
+              _const("merge", np.array([0, 0, d], np.int64)), _const("two", np.float32(2.0))]
+    m = _model(nodes, [_vi("x", ["batch", "seq", d]), _vi("mask", ["batch", 1, 1, "seq"])],
+               [_vi("y", ["batch", "seq", d])], inits)
+    x = rng.standard_normal((2, 5, d)).astype(np.float32)
+    mask = np.zeros((2, 1, 1, 5), np.float32)
+    mask[1, ..., 3:] = -1e9
+    _check(m, {"x": x, "mask": mask}, tmp_path,
+           ["MatMul", "MatMul", "MatMul", "Shape", "Concat", "Expand", "MultiHeadAttention"])

@@ -36,6 +36,7 @@ MS_CLAIMS = {
     "Gelu": X.claim_ms_gelu,
     "FastGelu": X.claim_ms_gelu,
     "BiasGelu": X.claim_ms_gelu,
+    "MultiHeadAttention": X.claim_mha,
 }
 CLAIMS.update({name: E.claim_unary for name in E.UNARY})
 CLAIMS.update({name: E.claim_binary for name in E.BINOP})

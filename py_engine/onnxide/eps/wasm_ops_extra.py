@@ -158,3 +158,60 @@ def claim_ms_gelu(rt, node, opdef, attrs):
         return None
     act = ACT["gelu_tanh"] if node.op_type == "FastGelu" else ACT["gelu"]
     return guarded(lambda x, bias=None, **kw: _bias_act(rt, x, bias, act), opdef.kernel)
+
+
+# ---- com.microsoft MultiHeadAttention (the optimizer's attention fusion) --------------------------------------------
+
+def mha_fast(rt, query, key=None, value=None, bias=None, key_padding_mask=None, attention_bias=None, *rest,
+             num_heads, scale=0.0, unidirectional=0, ctx=None, **_):
+    """Separate 3-D Q, K, V (B, S, N*H) with an optional additive float attention_bias: per batch entry, a batched
+    GEMM over heads (strided views of Q and K, no transposes) with scale and bias in the epilogue, a row softmax,
+    and a batched GEMM writing straight into the merged (B, S, N*Hv) output."""
+    if (bias is not None or key_padding_mask is not None or any(r is not None for r in rest) or unidirectional
+            or (ctx is not None and ctx.num_outputs > 1)):
+        return FALLBACK
+    if not _is_f32(query, key, value) or query.ndim != 3 or key.ndim != 3 or value.ndim != 3:
+        return FALLBACK
+    b, s, d = query.shape
+    n = int(num_heads)
+    if n <= 0 or d % n or key.shape[0] != b or value.shape[0] != b or key.shape[2] != d or value.shape[2] % n:
+        return FALLBACK
+    t, dv = key.shape[1], value.shape[2]
+    if value.shape[1] != t or s == 0 or t == 0 or b == 0:
+        return FALLBACK
+    h, hv = d // n, dv // n
+    ab = None
+    if attention_bias is not None:
+        if not _is_f32(attention_bias) or attention_bias.ndim != 4:
+            return FALLBACK
+        ab = _contig(attention_bias)
+        bb, bn, bs, bt = ab.shape
+        if bb not in (1, b) or bn not in (1, n) or bs not in (1, s) or bt not in (1, t):
+            return FALLBACK
+        sbias = bs * bt if bn > 1 else 0
+        bsm = bt if bs > 1 else 0
+        bsn = 1 if bt > 1 else 0
+    sc = float(scale) if scale else 1.0 / float(np.sqrt(h))
+    q, k, v = _contig(query), _contig(key), _contig(value)
+    y = np.empty((b, s, dv), F32)
+    scores = np.empty((n, s, t), F32)
+    for i in range(b):
+        if ab is not None:
+            bias_i = ab[i if ab.shape[0] > 1 else 0]
+            gemm_call(rt, n, s, t, h, q[i], d, 1, h, k[i], 1, d, h, scores, t, s * t, sc,
+                      bias_i, bsm, bsn, sbias, 1.0)
+        else:
+            gemm_call(rt, n, s, t, h, q[i], d, 1, h, k[i], 1, d, h, scores, t, s * t, sc)
+        rt.call("ox_softmax", [n * s, t, In(scores), Out(scores), 0])
+        gemm_call(rt, n, s, hv, t, scores, t, 1, s * t, v[i], dv, 1, hv, y[i], dv, hv)
+    return y
+
+
+def claim_mha(rt, node, opdef, attrs):
+    if set(attrs) - {"num_heads", "scale", "mask_filter_value", "unidirectional"} or attrs.get("unidirectional", 0):
+        return None
+    if len(node.inputs) > 6 or any(node.inputs[j] for j in (3, 4) if j < len(node.inputs)):
+        return None  # bias / key_padding_mask / past / cache inputs: the CPU kernel
+    if len([o for o in node.outputs if o]) != 1 or (node.outputs and not node.outputs[0]):
+        return None
+    return guarded(lambda *a, **kw: mha_fast(rt, *a, **kw), opdef.kernel)

@@ -4,6 +4,7 @@ import numpy as np
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
 from .math import is_exotic_float, lift, lower, step_rounder, step_sum, via_float32
+from .linalg import blas_matmul
 from .registry import op
 from .softmax import compute_dtype, work_dtype as _work_dtype
 
@@ -26,8 +27,9 @@ def _precision_dtype(code, name):
 
 
 def _mm(a, b):
-    """matmul whose result keeps `a`'s dtype (numpy promotes bfloat16 products to float32)."""
-    r = np.matmul(a, b)
+    """matmul whose result keeps `a`'s dtype (numpy promotes bfloat16 products to float32); head-split views are
+    made contiguous first so BLAS runs it (linalg.blas_matmul)."""
+    r = blas_matmul(a, b)
     return r if r.dtype == a.dtype else r.astype(a.dtype)
 
 
@@ -50,10 +52,17 @@ def _guarded_softmax(x, masked_rows, rnd=None):
     m = np.max(x, axis=-1, keepdims=True)
     dead = np.isneginf(m)
     m = np.where(dead, x.dtype.type(0), m)
-    e = r(np.exp(r(x - m)))
-    s = step_sum(e, -1, rnd)
-    s = np.where(s == 0, x.dtype.type(1), s)
-    p = r(e / s)
+    if rnd is None:  # the common float path: one temporary, updated in place
+        p = np.subtract(x, m)
+        np.exp(p, out=p)
+        s = np.sum(p, axis=-1, keepdims=True)
+        s[s == 0] = 1
+        p /= s
+    else:
+        e = r(np.exp(r(x - m)))
+        s = step_sum(e, -1, rnd)
+        s = np.where(s == 0, x.dtype.type(1), s)
+        p = r(e / s)
     if masked_rows is not None:
         p = np.where(masked_rows, x.dtype.type(0), p)
     return p

@@ -1,5 +1,6 @@
 """Reshape targets from shape arithmetic: Shape→Gather→Unsqueeze→Concat chains whose entries are the input's own
-(symbolic) dims become constant targets with 0 (copy the dim) and at most one -1, so the chain is dead code."""
+(symbolic) dims become constant targets with 0 (copy the dim, allowzero off) and at most one -1, so the chain is
+dead code."""
 import numpy as np
 
 from ..ir.infer import dims_of, infer_shapes
@@ -11,13 +12,15 @@ def simplify_reshape_targets(model):
     sv = None
     for n in g.nodes:
         if n.op_type != "Reshape" or n.domain not in ("", "ai.onnx") or len(n.inputs) < 2 or \
-                n.attrs.get("allowzero", 0) or constant_value(g, n.inputs[1]) is not None:
+                constant_value(g, n.inputs[1]) is not None:
             continue
         if sv is None:
             sv = infer_shapes(model)[1]
         if n.inputs[1] not in sv:
             continue
         entries, _ = sv[n.inputs[1]]
+        if n.attrs.get("allowzero", 0) and 0 in entries:
+            continue  # a literal 0 means an empty dim there; the constant target below uses 0 as "copy"
         dims = dims_of(g, n.inputs[0]) or []
         target, free = [], 0
         for i, e in enumerate(entries):
@@ -34,5 +37,8 @@ def simplify_reshape_targets(model):
         name = fresh_name(g, n.inputs[1] + "_const")
         g.initializers[name] = np.asarray(target, dtype=np.int64)
         n.inputs = [n.inputs[0], name]
+        if n.attrs.get("allowzero", 0):  # copying a dim gives the same size, even an empty one
+            n.attrs["allowzero"] = 0
+            n.attr_protos = [a for a in n.attr_protos if a.name != "allowzero"]
         changed = True
     return changed
