@@ -4,6 +4,7 @@
 #                             every wheel's sha256 checked against pyodide-lock.json
 #   build/web/onnxide-*.whl   the onnxide wheel built from this tree (pip wheel --no-deps)
 #   build/web/wasm/           the WASM EP's kernel modules from build/wasm/ (when .ci/setup_wasm.sh built them)
+#   build/web/ort/            onnxruntime-web 1.31.1 (npm) wasm backend files, for the web/bench/ comparison
 #   build/web/manifest.json   names of the above, read by web/ at run time
 #   build/web/models/         the demo model (silero-vad 6.2.3's silero_vad.onnx, from PyPI, cached) and
 #                             default_cnn.onnx (onnxide's bundled default model, for web/examples/ and tests)
@@ -19,6 +20,7 @@ CACHE="$ROOT/.cache/web"
 SHARED="${ONNXIDE_PYODIDE_WHEELS:-$ROOT/../shared/pyodide-0.27.7}"
 PYODIDE_VERSION=0.27.7
 PLAYWRIGHT_VERSION=1.65.2
+ORT_WEB_VERSION=1.31.1
 mkdir -p "$OUT" "$CACHE"
 log() { echo "[setup_web] $*"; }
 
@@ -36,8 +38,9 @@ if ! python3 -c "import playwright.sync_api" 2>/dev/null; then
   python3 -m pip install -q --disable-pip-version-check "playwright==$PLAYWRIGHT_VERSION"
 fi
 
-# 3. npm packages (pyodide core).
-if [ "$(node -p "try{require('./node_modules/pyodide/package.json').version}catch(e){''}")" != "$PYODIDE_VERSION" ]; then
+# 3. npm packages (pyodide core; onnxruntime-web for web/bench/, the side-by-side benchmark).
+npm_version() { node -p "try{require('./node_modules/$1/package.json').version}catch(e){''}"; }
+if [ "$(npm_version pyodide)" != "$PYODIDE_VERSION" ] || [ "$(npm_version onnxruntime-web)" != "$ORT_WEB_VERSION" ]; then
   log "npm install"
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
 fi
@@ -110,6 +113,13 @@ if ls "$ROOT"/build/wasm/onnxide_kernels_*.wasm >/dev/null 2>&1; then
   mkdir -p "$OUT/wasm"
   cp "$ROOT"/build/wasm/onnxide_kernels_*.wasm "$OUT/wasm/"
 fi
+
+# 7b. onnxruntime-web's wasm backend (ESM entry + single-file SIMD wasm) for web/bench/: served locally, the page sets
+# ort.env.wasm.wasmPaths to this folder, so nothing is fetched from a CDN.
+mkdir -p "$OUT/ort"
+for f in ort.wasm.min.mjs ort-wasm-simd-threaded.mjs ort-wasm-simd-threaded.wasm; do
+  cmp -s "node_modules/onnxruntime-web/dist/$f" "$OUT/ort/$f" || cp "node_modules/onnxruntime-web/dist/$f" "$OUT/ort/"
+done
 
 # 8. Manifest read by web/ (relative paths from build/web/).
 python3 - "$OUT" "$WHEEL" "$PYODIDE_VERSION" <<'PY'

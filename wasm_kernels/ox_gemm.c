@@ -93,6 +93,10 @@ static void pack_b_im2col(const ox_bsrc* B, int j0, int nr, int k0, int kc, floa
                 const float* s = plane + (long)ih * W + iw0;
                 ST(d, LD(s));
                 ST(d + 4, LD(s + 4));
+            } else if (B->SW == 2 && iw0 >= 0 && iw0 + 2 * OX_NR <= W) {   /* stride 2: even lanes of 16 */
+                const float* s = plane + (long)ih * W + iw0;
+                ST(d, wasm_i32x4_shuffle(LD(s), LD(s + 4), 0, 2, 4, 6));
+                ST(d + 4, wasm_i32x4_shuffle(LD(s + 8), LD(s + 12), 0, 2, 4, 6));
             } else {
                 const float* s = plane + (long)ih * W;
                 for (int q = 0; q < OX_NR; q++) {
@@ -256,8 +260,12 @@ void ox_gemm_drive(int M, int N, int K, const float* A, int rsa, int csa, float 
         for (int pc = 0; pc < K; pc += OX_KC) {
             int kc = ox_min(OX_KC, K - pc);
             int first = pc == 0, last = pc + kc >= K;
-            for (int jr = 0; jr < nc; jr += OX_NR)
-                pack_b(B, jc + jr, ox_min(OX_NR, nc - jr), pc, kc, pb + jr * kc);
+            if (B->kind == OX_B_PACKED) {   /* the block (jc, pc) of a B packed ahead by ox_gemm_pack_b */
+                pb = (float*)B->p + (long)jc * K + (long)pc * ((nc + OX_NR - 1) / OX_NR * OX_NR);
+            } else {
+                for (int jr = 0; jr < nc; jr += OX_NR)
+                    pack_b(B, jc + jr, ox_min(OX_NR, nc - jr), pc, kc, pb + jr * kc);
+            }
             for (int ic = 0; ic < M; ic += OX_MC) {
                 int mc = ox_min(OX_MC, M - ic);
                 for (int ir = 0; ir < mc; ir += OX_MR)
@@ -296,3 +304,39 @@ OX_EXPORT void ox_gemm(int batch, int M, int N, int K,
 }
 
 OX_EXPORT int ox_gemm_scratch_floats(void) { return OX_GEMM_SCRATCH; }
+
+/* Floats of a K x N B operand packed ahead of time (every (NC, KC) block as the driver packs it) */
+OX_EXPORT int ox_gemm_packed_b_floats(int K, int N) { return K * ((N + OX_NR - 1) / OX_NR * OX_NR); }
+
+/* Packs op(B) (element (k, j) at B[k*rsb + j*csb]) into dst (ox_gemm_packed_b_floats floats): block (jc, pc)
+ * at dst + jc*K + pc*round_up(nc, NR), laid out exactly as the driver's per-call packing. */
+OX_EXPORT void ox_gemm_pack_b(int K, int N, const float* B, int rsb, int csb, float* dst) {
+    ox_bsrc src = {0};
+    src.kind = OX_B_MATRIX;
+    src.p = B;
+    src.rs = rsb;
+    src.cs = csb;
+    for (int jc = 0; jc < N; jc += OX_NC) {
+        int nc = ox_min(OX_NC, N - jc);
+        int ncr = (nc + OX_NR - 1) / OX_NR * OX_NR;
+        for (int pc = 0; pc < K; pc += OX_KC) {
+            int kc = ox_min(OX_KC, K - pc);
+            float* blk = dst + (long)jc * K + (long)pc * ncr;
+            for (int jr = 0; jr < nc; jr += OX_NR) pack_b(&src, jc + jr, ox_min(OX_NR, nc - jr), pc, kc, blk + jr * kc);
+        }
+    }
+}
+
+/* ox_gemm with B packed by ox_gemm_pack_b (shared by every batch entry): C_b = act(alpha * op(A_b) B + bias) */
+OX_EXPORT void ox_gemm_pb(int batch, int M, int N, int K, const float* A, int rsa, int csa, int sA,
+                          const float* PB, float* C, int ldc, int sC,
+                          float alpha, const float* bias, int bsm, int bsn, int sBias, float beta,
+                          int act, float a0, float a1, float* scratch) {
+    for (int b = 0; b < batch; b++) {
+        ox_bsrc src = {0};
+        src.kind = OX_B_PACKED;
+        src.p = PB;
+        ox_epi e = {bias ? bias + (long)b * sBias : 0, bsm, bsn, beta, act, a0, a1};
+        ox_gemm_drive(M, N, K, A + (long)b * sA, rsa, csa, alpha, &src, C + (long)b * sC, ldc, &e, scratch);
+    }
+}

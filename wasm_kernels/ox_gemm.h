@@ -18,12 +18,12 @@
 #endif
 
 /* Where the B operand (K x N) comes from: a strided matrix or an implicit im2col view of a 2-D image. */
-enum { OX_B_MATRIX = 0, OX_B_IM2COL = 1 };
+enum { OX_B_MATRIX = 0, OX_B_IM2COL = 1, OX_B_PACKED = 2 };
 
 typedef struct {
     int kind;
     const float* p;
-    int rs, cs;            /* OX_B_MATRIX: element (k, n) at p[k*rs + n*cs] */
+    int rs, cs;            /* OX_B_MATRIX: element (k, n) at p[k*rs + n*cs]; OX_B_PACKED: p from ox_gemm_pack_b */
     /* OX_B_IM2COL: p is one image group (C x H x W); k = (c*KH + kh)*KW + kw, n = oh*OW + ow */
     int H, W, KH, KW, SH, SW, DH, DW, PT, PL, OW;
 } ox_bsrc;

@@ -1,5 +1,6 @@
-/* Pooling (NCHW float32): 2-D max / average pooling with pads, strides, dilations, ceil-mode windows and
- * count_include_pad, and global max / average pooling. Exports ox_pool2d, ox_global_pool. */
+/* Pooling and nearest upsampling (NCHW float32): 2-D max / average pooling with pads, strides, dilations, ceil-mode
+ * windows and count_include_pad, global max / average pooling, nearest upsampling by integer factors.
+ * Exports ox_pool2d, ox_global_pool, ox_upsample_nearest. */
 #include "ox_common.h"
 
 #define OX_NEG_INF (-__builtin_inff())
@@ -111,5 +112,37 @@ OX_EXPORT void ox_global_pool(int planes, int n, const float* X, float* Y, int i
             r /= (float)n;
         }
         Y[p] = r;
+    }
+}
+
+/* Y (NC x H*FH x W*FW) = X (NC x H x W) with every pixel repeated FH x FW times (Resize nearest by integer factors) */
+OX_EXPORT void ox_upsample_nearest(int NC, int H, int W, int FH, int FW, const float* X, float* Y) {
+    long OW = (long)W * FW;
+    for (long p = 0; p < (long)NC * H; p++) {
+        const float* x = X + p * W;
+        float* y = Y + p * FH * OW;
+        int i = 0;
+        if (FW == 1) {
+            for (; i + 4 <= W; i += 4) ST(y + i, LD(x + i));
+            for (; i < W; i++) y[i] = x[i];
+        } else if (FW == 2) {
+            for (; i + 4 <= W; i += 4) {
+                f4 v = LD(x + i);
+                ST(y + 2 * i, wasm_i32x4_shuffle(v, v, 0, 0, 1, 1));
+                ST(y + 2 * i + 4, wasm_i32x4_shuffle(v, v, 2, 2, 3, 3));
+            }
+            for (; i < W; i++) y[2 * i] = y[2 * i + 1] = x[i];
+        } else {
+            for (; i < W; i++) {
+                float v = x[i];
+                for (int f = 0; f < FW; f++) y[(long)i * FW + f] = v;
+            }
+        }
+        for (int r = 1; r < FH; r++) {
+            float* d = y + r * OW;
+            long q = 0;
+            for (; q + 4 <= OW; q += 4) ST(d + q, LD(y + q));
+            for (; q < OW; q++) d[q] = y[q];
+        }
     }
 }

@@ -39,15 +39,15 @@ class Server:
     """`with Server() as s: s.url` serves ROOT (and `mounts`) on 127.0.0.1 in a background thread."""
 
     def __init__(self, root=ROOT, port=0, mounts=None):
-        handler = type("MountedHandler", (Handler,), {"mounts": dict(mounts or {})})
+        self.handler = type("MountedHandler", (Handler,), {"mounts": dict(mounts or {})})
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port),
-                                                     functools.partial(handler, directory=root))
+                                                     functools.partial(self.handler, directory=root))
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def mount(self, prefix, folder):
-        self.httpd.RequestHandlerClass.mounts[prefix] = folder
+        self.handler.mounts[prefix] = folder
 
     def __enter__(self):
         self.thread.start()

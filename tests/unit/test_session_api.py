@@ -208,6 +208,7 @@ def _device_ep(async_kernels):
 @pytest.mark.parametrize("async_kernels", [False, True])
 def test_device_ep_tensors_cross_borders_and_async_runs(async_kernels):
     import asyncio
+    import concurrent.futures
 
     from onnxide.runtime.executor import Executor
 
@@ -229,7 +230,8 @@ def test_device_ep_tensors_cross_borders_and_async_runs(async_kernels):
         with pytest.raises(ort.EPFail, match="run_async"):
             sess.run(None, {"x": x})
         ep.moves.clear()
-        got = asyncio.run(sess.run_async(None, {"x": x}))
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a fresh loop: Playwright may own this thread's
+            got = pool.submit(asyncio.run, sess.run_async(None, {"x": x})).result()
     else:
         got = sess.run(None, {"x": x})
     for a, b in zip(got, want):

@@ -186,11 +186,9 @@ def mha_fast(rt, query, key=None, value=None, bias=None, key_padding_mask=None, 
             return FALLBACK
         ab = _contig(attention_bias)
         bb, bn, bs, bt = ab.shape
-        if bb not in (1, b) or bn not in (1, n) or bs not in (1, s) or bt not in (1, t):
-            return FALLBACK
-        sbias = bs * bt if bn > 1 else 0
-        bsm = bt if bs > 1 else 0
-        bsn = 1 if bt > 1 else 0
+        if bb not in (1, b) or bn not in (1, n) or (bs, bt) != (s, t):
+            return FALLBACK  # the CPU kernel reports the bad shape
+        sbias, bsm, bsn = (s * t if bn > 1 else 0), t, 1
     sc = float(scale) if scale else 1.0 / float(np.sqrt(h))
     q, k, v = _contig(query), _contig(key), _contig(value)
     y = np.empty((b, s, dv), F32)
