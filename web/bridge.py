@@ -117,10 +117,12 @@ def create(model, external, options):
         raise onnxide.InvalidArgument(f"Unsupported graph optimization level: {level}")
     so.graph_optimization_level = LEVELS[level]
     providers = []
-    for ep in opts.get("executionProviders") or ["cpu"]:
+    for ep in opts.get("executionProviders") or ["wasm"]:  # onnxruntime-web's default backend
         name = ep if isinstance(ep, str) else ep.get("name")
         full = EP_NAMES.get(name, name)
-        if full in onnxide.get_available_providers() and full not in providers:
+        if full not in onnxide.get_available_providers():
+            print(f"onnxide: execution provider '{name}' is not available here; using the others (CPU last)")
+        elif full not in providers:
             providers.append(full)
     try:
         sess = onnxide.InferenceSession(path, so, providers=providers or ["CPUExecutionProvider"])

@@ -76,7 +76,8 @@ export class PyodideHost {
   /** {id, inputMetadata, outputMetadata, providers, createMs} for model bytes + [{path, data: Uint8Array}]. */
   create({ model, externalData = [], options = {} }) {
     const opts = {
-      executionProviders: (options.executionProviders || ['cpu']).map((e) => (typeof e === 'string' ? e : e.name)),
+      // onnxruntime-web's default backend is 'wasm' (here: the WASM EP, with the CPU EP for the rest)
+      executionProviders: (options.executionProviders || ['wasm']).map((e) => (typeof e === 'string' ? e : e.name)),
       graphOptimizationLevel: options.graphOptimizationLevel || 'all',
     };
     return unwrap(this.bridge.create(model, externalData, opts));

@@ -101,7 +101,8 @@ def report_default_model(res):
     native = onnxide.InferenceSession(default_model_bytes()).run(None, {"image": default_input()})[0][0]
     probs = np.asarray(res["probs"], dtype=np.float32)
     top = np.argsort(-probs)[:3]
-    say("onnxide in headless Chromium: bundled default CNN (1, 3, 64, 64), same input as the native job")
+    say("onnxide in headless Chromium: bundled default CNN (1, 3, 64, 64), same input as the native job; "
+        f"providers: {', '.join(res.get('providers') or ['?'])}")
     say("  top-3 classes: " + ", ".join(f"{int(i)} ({probs[i]:.4f})" for i in top)
           + f"; max |browser - native| = {float(np.abs(probs - native).max()):.1e}")
     say(f"  InferenceSession.create {res['createMs']:.0f} ms (booting Pyodide in a fresh Worker included), "
