@@ -78,7 +78,10 @@ def build_plan(graph, opsets, providers, outer_known=frozenset()):
     steps = []
     outer = set()
     for n in ordered:
-        opdef, version = resolve_opdef(n, opsets)
+        try:
+            opdef, version = resolve_opdef(n, opsets)
+        except OrtNotImplemented as e:
+            raise OrtNotImplemented(f"{e} with name '{n.name}'" if n.name else str(e)) from None
         unknown = set(n.attrs) - set(opdef.attrs) - opdef.required
         if unknown and not opdef.any_attrs:
             raise OrtNotImplemented(
