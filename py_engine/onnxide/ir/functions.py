@@ -7,10 +7,10 @@ from ..errors import InvalidGraph
 _counter = itertools.count()
 
 
-def inline_functions(model, base_dir, build_graph, attribute_value, attr_ref_cls):
+def inline_functions(model, base_dir, build_graph, attribute_value):
     funcs = {(f.domain, f.name, f.overload): f for f in model.functions}
     by_name = {(f.domain, f.name): f for f in model.functions}
-    ctx = (funcs, by_name, model, base_dir, build_graph, attribute_value, attr_ref_cls)
+    ctx = (funcs, by_name, model, base_dir, build_graph, attribute_value)
     _inline_graph(model.graph, ctx, depth=0)
 
 
@@ -40,7 +40,7 @@ def _inline_graph(graph, ctx, depth):
 
 
 def _expand(call, f, ctx):
-    model, base_dir, build_graph, attribute_value, attr_ref_cls = ctx[2:]
+    model, base_dir, build_graph, attribute_value = ctx[2:]
     from .model import Node
 
     prefix = f"_inl{next(_counter)}_{f.name}_"

@@ -172,7 +172,7 @@ def build_graph(gp, base_dir, outer_names=frozenset(), check=True):
         attrs = {}
         for a in n.attribute:
             if a.ref_attr_name:
-                attrs[a.name] = _AttrRef(a.ref_attr_name)
+                attrs[a.name] = AttrRef(a.ref_attr_name)
             else:
                 attrs[a.name] = attribute_value(a, base_dir, sub)
         g.nodes.append(Node(n.op_type, n.input, n.output, attrs, n.domain, n.name, n.attribute))
@@ -184,7 +184,7 @@ def build_graph(gp, base_dir, outer_names=frozenset(), check=True):
     return g
 
 
-class _AttrRef:
+class AttrRef:
     """An attribute that refers to an attribute of the enclosing function (`ref_attr_name`)."""
 
     __slots__ = ("name",)
@@ -208,7 +208,7 @@ def load_model(mp, base_dir=None):
     model = Model(graph, opsets, mp.ir_version, mp.producer_name, mp.producer_version, mp.domain,
                   mp.model_version, mp.doc_string, {e.key: e.value for e in mp.metadata_props}, mp.functions)
     if mp.functions:
-        inline_functions(model, base_dir, build_graph, attribute_value, _AttrRef)
+        inline_functions(model, base_dir, build_graph, attribute_value)
     for name, arr in graph.initializers.items():
         if isinstance(arr, np.ndarray) and arr.dtype == object and dt.code_of(arr.dtype) != dt.STRING:
             raise InvalidGraph(f"Initializer '{name}' has an unsupported element type")

@@ -5,7 +5,9 @@ import inspect
 
 import numpy as np
 
-from ..errors import EPFail, Fail, InvalidArgument, NotImplemented as OrtNotImplemented, OnnxideError, RuntimeException
+from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, NotImplemented as OrtNotImplemented, OnnxideError,
+                      RuntimeException)
+from ..ir.model import AttrRef
 from .providers import resolve_opdef
 
 
@@ -82,6 +84,10 @@ def build_plan(graph, opsets, providers, outer_known=frozenset()):
             opdef, version = resolve_opdef(n, opsets)
         except OrtNotImplemented as e:
             raise OrtNotImplemented(f"{e} with name '{n.name}'" if n.name else str(e)) from None
+        dangling = [k for k, v in n.attrs.items() if isinstance(v, AttrRef)]
+        if dangling:
+            raise InvalidGraph(f"{_node_label(n)}: attribute(s) {dangling} refer to function attributes outside a "
+                               f"function")
         unknown = set(n.attrs) - set(opdef.attrs) - opdef.required
         if unknown and not opdef.any_attrs:
             raise OrtNotImplemented(
