@@ -73,7 +73,7 @@ def bench_model(model, threads=1, warmup=3, iterations=20, feeds=None, dims=None
 
 
 def format_table(rows, threads):
-    lines = [f"| model | threads | onnxide ms | onnxruntime ms | ratio | onnxide create ms | ort create ms | max abs diff |",
+    lines = ["| model | threads | onnxide ms | onnxruntime ms | ratio | onnxide create ms | ort create ms | max abs diff |",
              "|---|---|---|---|---|---|---|---|"]
     for name, r in rows:
         lines.append(f"| {name} | {threads} | {r['onnxide_ms']:.2f} | {r.get('ort_ms', float('nan')):.2f} | "

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import Fail, InvalidGraph
-from .proto import SparseTensorProto, StringStringEntryProto, TensorProto  # noqa: F401
+from .proto import TensorProto
 
 _PACKED_BITS = {dt.INT4: 4, dt.UINT4: 4, dt.FLOAT4E2M1: 4, dt.INT2: 2, dt.UINT2: 2}
 _SIGNED_PACKED = {dt.INT4, dt.INT2}

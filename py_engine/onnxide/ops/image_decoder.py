@@ -63,7 +63,7 @@ def _unfilter(raw, h, stride, bpp):
 
 
 def _png(data):
-    pos, idat, plte, trns = 8, [], None, None
+    pos, idat, plte = 8, [], None
     ihdr = None
     while pos + 8 <= len(data):
         length, kind = struct.unpack(">I4s", data[pos:pos + 8])
@@ -75,8 +75,6 @@ def _png(data):
             idat.append(body)
         elif kind == b"PLTE":
             plte = np.frombuffer(body, np.uint8).reshape(-1, 3)
-        elif kind == b"tRNS":
-            trns = body
         elif kind == b"IEND":
             break
     if ihdr is None:
