@@ -1,5 +1,5 @@
-/* Packed single-precision GEMM: operand packing (strided, transposed, implicit im2col), a 4x8 register-blocked
- * micro-kernel, cache blocking, and the bias + activation epilogue. Exports ox_gemm (batched, strided). */
+/* Packed single-precision GEMM: operand packing (strided, transposed, implicit im2col), an MRx8 register-blocked
+ * micro-kernel (6x8 relaxed, 4x8 SIMD128), cache blocking, and the bias + activation epilogue. Exports ox_gemm. */
 #include "ox_gemm.h"
 
 /* ---- packing ------------------------------------------------------------------------------------------------ */
@@ -18,17 +18,38 @@ static void pack_a(const float* A, int rsa, int csa, int i0, int mr, int k0, int
     const float* a = A + (long)i0 * rsa + (long)k0 * csa;
     int p = 0;
     f4 al = SPLAT(alpha);
-    if (mr == OX_MR && csa == 1) {           /* rows contiguous along k: 4x4 transposes */
+    if (mr == OX_MR && csa == 1 && (OX_MR == 4 || OX_MR == 6)) {   /* rows contiguous along k: 4x4 transposes (+ rows 4, 5 by lanes) */
         for (; p + 4 <= kc; p += 4) {
             f4 r0 = LD(a + p), r1 = LD(a + rsa + p), r2 = LD(a + 2 * rsa + p), r3 = LD(a + 3 * rsa + p);
             transpose4(&r0, &r1, &r2, &r3);
+#if OX_MR == 6
+            f4 r4 = wasm_f32x4_mul(LD(a + 4 * rsa + p), al), r5 = wasm_f32x4_mul(LD(a + 5 * rsa + p), al);
+            f4 q01 = wasm_i32x4_shuffle(r4, r5, 0, 4, 1, 5), q23 = wasm_i32x4_shuffle(r4, r5, 2, 6, 3, 7);
+            float* d = dst + p * OX_MR;
+            ST(d + 0, wasm_f32x4_mul(r0, al));
+            wasm_v128_store64_lane(d + 4, q01, 0);
+            ST(d + 6, wasm_f32x4_mul(r1, al));
+            wasm_v128_store64_lane(d + 10, q01, 1);
+            ST(d + 12, wasm_f32x4_mul(r2, al));
+            wasm_v128_store64_lane(d + 16, q23, 0);
+            ST(d + 18, wasm_f32x4_mul(r3, al));
+            wasm_v128_store64_lane(d + 22, q23, 1);
+#else
             ST(dst + (p + 0) * OX_MR, wasm_f32x4_mul(r0, al));
             ST(dst + (p + 1) * OX_MR, wasm_f32x4_mul(r1, al));
             ST(dst + (p + 2) * OX_MR, wasm_f32x4_mul(r2, al));
             ST(dst + (p + 3) * OX_MR, wasm_f32x4_mul(r3, al));
+#endif
         }
-    } else if (mr == OX_MR && rsa == 1) {    /* columns contiguous along m (transposed A) */
-        for (; p < kc; p++) ST(dst + p * OX_MR, wasm_f32x4_mul(LD(a + (long)p * csa), al));
+    } else if (mr == OX_MR && rsa == 1 && (OX_MR == 4 || OX_MR == 6)) {   /* columns contiguous along m (transposed A) */
+        for (; p < kc; p++) {
+            const float* s = a + (long)p * csa;
+            ST(dst + p * OX_MR, wasm_f32x4_mul(LD(s), al));
+#if OX_MR == 6
+            dst[p * OX_MR + 4] = alpha * s[4];
+            dst[p * OX_MR + 5] = alpha * s[5];
+#endif
+        }
     }
     for (; p < kc; p++) {
         float* d = dst + p * OX_MR;
@@ -153,21 +174,41 @@ OX_INLINE void write_row(float* c, f4 v0, f4 v1, int nr, int first, int last, co
     if (n1 > 0) st_part(c + 4, v1, n1);
 }
 
-static void micro_4x8(int kc, const float* pa, const float* pb, float* C, int ldc, int mr, int nr, int first,
-                      int last, const ox_epi* e, int i0, int j0) {
+/* MR x 8 tile (MR = 4, 5 or 6): 2*MR accumulators + 2 B vectors + 1 broadcast A (+ a product temporary without
+ * FMA) must fit the 16 vector registers, so the SIMD128 build uses fewer rows than the relaxed (FMA) one. */
+static void micro_kernel(int kc, const float* pa, const float* pb, float* C, int ldc, int mr, int nr, int first,
+                         int last, const ox_epi* e, int i0, int j0) {
     f4 c00 = SPLAT(0.f), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+#if OX_MR >= 5
+    f4 c40 = c00, c41 = c00;
+#endif
+#if OX_MR >= 6
+    f4 c50 = c00, c51 = c00;
+#endif
     for (int p = 0; p < kc; p++) {
         f4 b0 = LD(pb), b1 = LD(pb + 4);
-        f4 a0 = wasm_v128_load32_splat(pa), a1 = wasm_v128_load32_splat(pa + 1);
-        c00 = VFMA(a0, b0, c00);
-        c01 = VFMA(a0, b1, c01);
-        c10 = VFMA(a1, b0, c10);
-        c11 = VFMA(a1, b1, c11);
-        f4 a2 = wasm_v128_load32_splat(pa + 2), a3 = wasm_v128_load32_splat(pa + 3);
-        c20 = VFMA(a2, b0, c20);
-        c21 = VFMA(a2, b1, c21);
-        c30 = VFMA(a3, b0, c30);
-        c31 = VFMA(a3, b1, c31);
+        f4 a = wasm_v128_load32_splat(pa);
+        c00 = VFMA(a, b0, c00);
+        c01 = VFMA(a, b1, c01);
+        a = wasm_v128_load32_splat(pa + 1);
+        c10 = VFMA(a, b0, c10);
+        c11 = VFMA(a, b1, c11);
+        a = wasm_v128_load32_splat(pa + 2);
+        c20 = VFMA(a, b0, c20);
+        c21 = VFMA(a, b1, c21);
+        a = wasm_v128_load32_splat(pa + 3);
+        c30 = VFMA(a, b0, c30);
+        c31 = VFMA(a, b1, c31);
+#if OX_MR >= 5
+        a = wasm_v128_load32_splat(pa + 4);
+        c40 = VFMA(a, b0, c40);
+        c41 = VFMA(a, b1, c41);
+#endif
+#if OX_MR >= 6
+        a = wasm_v128_load32_splat(pa + 5);
+        c50 = VFMA(a, b0, c50);
+        c51 = VFMA(a, b1, c51);
+#endif
         pa += OX_MR;
         pb += OX_NR;
     }
@@ -175,6 +216,12 @@ static void micro_4x8(int kc, const float* pa, const float* pb, float* C, int ld
     if (mr > 1) write_row(C + ldc, c10, c11, nr, first, last, e, i0 + 1, j0);
     if (mr > 2) write_row(C + 2 * ldc, c20, c21, nr, first, last, e, i0 + 2, j0);
     if (mr > 3) write_row(C + 3 * ldc, c30, c31, nr, first, last, e, i0 + 3, j0);
+#if OX_MR >= 5
+    if (mr > 4) write_row(C + 4 * ldc, c40, c41, nr, first, last, e, i0 + 4, j0);
+#endif
+#if OX_MR >= 6
+    if (mr > 5) write_row(C + 5 * ldc, c50, c51, nr, first, last, e, i0 + 5, j0);
+#endif
 }
 
 /* ---- few rows (M < MR): no packing, B streamed once per row ---------------------------------------------------- */
@@ -251,7 +298,7 @@ void ox_gemm_drive(int M, int N, int K, const float* A, int rsa, int csa, float 
                 write_row(C + (long)i * ldc + j, SPLAT(0.f), SPLAT(0.f), ox_min(OX_NR, N - j), 1, 1, e, i, j);
         return;
     }
-    if (M < OX_MR && B->kind == OX_B_MATRIX) {
+    if (M < 4 && B->kind == OX_B_MATRIX) {
         if (B->cs == 1) { gemv_rows(M, N, K, A, rsa, csa, alpha, B->p, B->rs, C, ldc, e); return; }
         if (B->rs == 1) { gemv_dots(M, N, K, A, rsa, csa, alpha, B->p, B->cs, C, ldc, e); return; }
     }
@@ -274,7 +321,7 @@ void ox_gemm_drive(int M, int N, int K, const float* A, int rsa, int csa, float 
                     int nr = ox_min(OX_NR, nc - jr);
                     for (int ir = 0; ir < mc; ir += OX_MR) {
                         int i = ic + ir, j = jc + jr;
-                        micro_4x8(kc, pa + ir * kc, pb + jr * kc, C + (long)i * ldc + j, ldc,
+                        micro_kernel(kc, pa + ir * kc, pb + jr * kc, C + (long)i * ldc + j, ldc,
                                   ox_min(OX_MR, mc - ir), nr, first, last, e, i, j);
                     }
                 }

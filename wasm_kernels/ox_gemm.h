@@ -5,13 +5,19 @@
 #include "ox_common.h"
 
 /* Register tile of the micro-kernel and cache blocking of the packed operands */
+#ifndef OX_MR
+#ifdef __wasm_relaxed_simd__
+#define OX_MR 6
+#else
 #define OX_MR 4
+#endif
+#endif
 #define OX_NR 8
 #ifndef OX_KC
 #define OX_KC 256
 #endif
 #ifndef OX_MC
-#define OX_MC 64
+#define OX_MC (OX_MR == 6 ? 72 : 64)   /* a multiple of MR */
 #endif
 #ifndef OX_NC
 #define OX_NC 512
