@@ -1,38 +1,12 @@
 """Convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, Col2Im, CausalConvWithState (im2col on strided views)."""
-import functools
 import itertools
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..errors import InvalidArgument
 from . import conv_winograd as _wino
+from .math import via_float32
 from .registry import op
-
-def exotic_float_io(kernel):
-    """Let a float kernel take bfloat16/float8 inputs held in the structured no-ml_dtypes form (dtypes.py, e.g.
-    Pyodide): such inputs are decoded to float32 and the float outputs are rounded back to the first one's type.
-    With ml_dtypes the arrays are real dtypes numpy computes on: a no-op."""
-
-    @functools.wraps(kernel)
-    def wrapper(*args, ctx=None, **kw):
-        out_dt = None
-        args = list(args)
-        for i, a in enumerate(args):
-            if isinstance(a, np.ndarray) and a.dtype.names is not None and _dt.is_exotic_float(a.dtype):
-                args[i] = _dt.to_float32(a)
-                out_dt = out_dt or a.dtype
-        res = kernel(*args, ctx=ctx, **kw)
-        if out_dt is None:
-            return res
-        code = _dt.exotic_code(out_dt)
-        if isinstance(res, tuple):  # float outputs (CausalConvWithState's state too) back; MaxPool's indices stay
-            return tuple(_dt.from_float32(r, code, saturate=False) if r is not None and r.dtype.kind == "f" else r
-                         for r in res)
-        return _dt.from_float32(res, code, saturate=False)
-
-    return wrapper
-
 
 def compute_dtype(dtype):
     """The dtype a float kernel computes in: float64 stays, everything else (float16, bfloat16, ...) is float32."""
@@ -192,7 +166,7 @@ def _float_in(a):
 
 
 @op("Conv", since=1)
-@exotic_float_io
+@via_float32
 def conv(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
          ctx=None):
     name = f"Conv node '{ctx.node_name}'" if ctx is not None else "Conv"
@@ -223,7 +197,7 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET
 
 
 @op("ConvTranspose", since=1)
-@exotic_float_io
+@via_float32
 def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                    output_padding=None, output_shape=None, pads=None, strides=None, ctx=None):
     name = f"ConvTranspose node '{ctx.node_name}'" if ctx is not None else "ConvTranspose"
@@ -290,7 +264,7 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
 
 
 @op("Col2Im", since=18)
-@exotic_float_io
+@via_float32
 def col2im(x, image_shape, block_shape, *, dilations=None, pads=None, strides=None, ctx=None):
     name = f"Col2Im node '{ctx.node_name}'" if ctx is not None else "Col2Im"
     img = [int(v) for v in np.asarray(image_shape).reshape(-1)]
@@ -348,7 +322,7 @@ def _multilinear_gather(x, pos):
 
 
 @op("DeformConv", since=19)
-@exotic_float_io
+@via_float32
 def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, kernel_shape=None, offset_group=1,
                 pads=None, strides=None, ctx=None):
     name = f"DeformConv node '{ctx.node_name}'" if ctx is not None else "DeformConv"
@@ -394,7 +368,7 @@ def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, ker
 
 
 @op("CausalConvWithState", since=27)
-@exotic_float_io
+@via_float32
 def causal_conv_with_state(x, w, b=None, past_state=None, *, activation="none", ctx=None):
     name = f"CausalConvWithState node '{ctx.node_name}'" if ctx is not None else "CausalConvWithState"
     if x.ndim != 3 or w.ndim != 3 or w.shape[0] != x.shape[1] or w.shape[1] != 1:

@@ -2,8 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
-from .conv import exotic_float_io
-from .math import is_exotic_float
+from .math import is_exotic_float, via_float32
 from .registry import op
 
 
@@ -45,7 +44,7 @@ def blas_matmul(a, b):
 
 
 @op("MatMul", since=1)
-@exotic_float_io
+@via_float32
 def matmul(a, b, *, ctx=None):
     if a.dtype != b.dtype:
         raise InvalidArgument(f"{_name('MatMul', ctx)}: input types differ ({a.dtype} vs {b.dtype})")
@@ -85,7 +84,7 @@ def _check_c(c, m, n, name):
 
 
 @op("Gemm", since=1)
-@exotic_float_io
+@via_float32
 def gemm_1(a, b, c=None, *, alpha=1.0, beta=1.0, broadcast=0, transA=0, transB=0, ctx=None):
     name = _name("Gemm", ctx)
     m = a.shape[1] if transA else a.shape[0]
@@ -97,7 +96,7 @@ def gemm_1(a, b, c=None, *, alpha=1.0, beta=1.0, broadcast=0, transA=0, transB=0
 
 
 @op("Gemm", since=7)
-@exotic_float_io
+@via_float32
 def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, ctx=None):
     name = _name("Gemm", ctx)
     if a.ndim == 2 and b.ndim == 2:
@@ -123,7 +122,7 @@ def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, *, ctx=None):
 
 
 @op("Einsum", since=12)
-@exotic_float_io
+@via_float32
 def einsum(*inputs, equation, ctx=None):
     name = _name("Einsum", ctx)
     eq = equation.replace(" ", "")
@@ -139,7 +138,7 @@ def einsum(*inputs, equation, ctx=None):
 
 
 @op("Det", since=11)
-@exotic_float_io
+@via_float32
 def det(x, *, ctx=None):
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise InvalidArgument(f"{_name('Det', ctx)}: input must be [..., M, M], got {x.shape}")

@@ -13,9 +13,6 @@ from .registry import op
 # shared helpers (also imported by logic.py / activation.py)
 # ---------------------------------------------------------------------------------------------------------------
 
-_EXOTIC_FLOATS = _dt.EXOTIC_FLOATS
-
-
 def is_exotic_float(dtype):
     """True for bfloat16 / float8 / float4 dtypes, ml_dtypes' or the structured no-ml_dtypes ones (dtypes.py)."""
     return _dt.is_exotic_float(dtype)

@@ -4,7 +4,8 @@ import itertools
 import numpy as np
 
 from ..errors import InvalidArgument
-from .conv import compute_dtype, exotic_float_io, pad_spatial, spatial_geometry, window_end_pads
+from .conv import compute_dtype, pad_spatial, spatial_geometry, window_end_pads
+from .math import via_float32
 from .registry import op
 
 
@@ -42,7 +43,7 @@ def _lowest(dtype):
 
 
 @op("MaxPool", since=1)
-@exotic_float_io
+@via_float32
 def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0,
              strides=None, ctx=None):
     name = _name("MaxPool", ctx)
@@ -94,7 +95,7 @@ def _window_sum(xp, ks, out, st, dil):
 
 
 @op("AveragePool", since=1)
-@exotic_float_io
+@via_float32
 def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None,
                  pads=None, strides=None, ctx=None):
     name = _name("AveragePool", ctx)
@@ -127,13 +128,13 @@ def _lp_pool(x, p, auto_pad, ceil_mode, dilations, kernel_shape, pads, strides, 
 
 
 @op("LpPool", since=1)
-@exotic_float_io
+@via_float32
 def lp_pool_1(x, *, auto_pad="NOTSET", kernel_shape=None, p=2.0, pads=None, strides=None, ctx=None):
     return _lp_pool(x, float(p), auto_pad, 0, None, kernel_shape, pads, strides, ctx)
 
 
 @op("LpPool", since=2)
-@exotic_float_io
+@via_float32
 def lp_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2, pads=None, strides=None,
             ctx=None):
     return _lp_pool(x, float(p), auto_pad, ceil_mode, dilations, kernel_shape, pads, strides, ctx)
@@ -146,14 +147,14 @@ def _spatial_axes(x, kind):
 
 
 @op("GlobalAveragePool", since=1)
-@exotic_float_io
+@via_float32
 def global_average_pool(x, *, ctx=None):
     ax = _spatial_axes(x, "GlobalAveragePool")
     return np.mean(x, axis=ax, keepdims=True, dtype=compute_dtype(x.dtype)).astype(x.dtype, copy=False)
 
 
 @op("GlobalMaxPool", since=1)
-@exotic_float_io
+@via_float32
 def global_max_pool(x, *, ctx=None):
     ax = _spatial_axes(x, "GlobalMaxPool")
     return np.max(x, axis=ax, keepdims=True).astype(x.dtype, copy=False)
@@ -167,13 +168,13 @@ def _global_lp(x, p):
 
 
 @op("GlobalLpPool", since=1)
-@exotic_float_io
+@via_float32
 def global_lp_pool_1(x, *, p=2.0, ctx=None):
     return _global_lp(x, float(p))
 
 
 @op("GlobalLpPool", since=2)
-@exotic_float_io
+@via_float32
 def global_lp_pool(x, *, p=2, ctx=None):
     return _global_lp(x, float(p))
 
@@ -213,7 +214,7 @@ def _round_half_away(v):
 
 
 @op("MaxRoiPool", since=1)
-@exotic_float_io
+@via_float32
 def max_roi_pool(x, rois, *, pooled_shape=None, spatial_scale=1.0, ctx=None):
     name = _name("MaxRoiPool", ctx)
     if not pooled_shape or len(pooled_shape) != 2 or x.ndim != 4:
