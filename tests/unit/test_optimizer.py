@@ -226,3 +226,14 @@ def test_attention_fuses_into_multi_head_attention(tmp_path):
     mask[1, ..., 3:] = -1e9
     _check(m, {"x": x, "mask": mask}, tmp_path,
            ["MatMul", "MatMul", "MatMul", "Shape", "Concat", "Expand", "MultiHeadAttention"])
+
+
+def test_batchnorm_folding_keeps_a_weight_shared_by_two_convs_apart(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c1"]),
+             helper.make_node("BatchNormalization", ["c1", "s1", "b1", "m1", "v1"], ["y1"]),
+             helper.make_node("Conv", ["x", "w"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c2", "s2", "b2", "m2", "v2"], ["y2"])]
+    inits = [_const("w", rng.standard_normal((2, 3, 1, 1)).astype(np.float32))]
+    inits += [_const(f"{k}{i}", (rng.random(2) + 0.5).astype(np.float32)) for i in (1, 2) for k in "sbmv"]
+    m = _model(nodes, [_vi("x", [1, 3, 2, 2])], [_vi("y1", [1, 2, 2, 2]), _vi("y2", [1, 2, 4, 4])], inits)
+    _check(m, {"x": rng.standard_normal((1, 3, 2, 2)).astype(np.float32)}, tmp_path, ["Conv", "Conv"])

@@ -13,6 +13,18 @@ def _onnx(n, *types):
     return n is not None and n.domain in ("", "ai.onnx") and n.op_type in types
 
 
+def _absorb(g, conv, w_new, b_new, folded):
+    """Give `conv` new weight/bias initializers (fresh names: the old weight may feed other Convs) and take over
+    the output of the node `folded` into it, which is removed."""
+    w_name = fresh_name(g, conv.inputs[1] + "_folded")
+    g.initializers[w_name] = w_new
+    b_name = fresh_name(g, (conv.name or conv.outputs[0]) + "_folded_bias")
+    g.initializers[b_name] = b_new
+    conv.inputs = [conv.inputs[0], w_name, b_name]
+    conv.outputs = [folded.outputs[0]]
+    g.nodes.remove(folded)
+
+
 def fold_batchnorm_into_conv(model):
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)
@@ -36,11 +48,7 @@ def fold_batchnorm_into_conv(model):
         w_new = (w.astype(np.float64) * k.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
         b0 = b.astype(np.float64) if b is not None else 0.0
         b_new = ((b0 - mean) * k + bias).astype(w.dtype)
-        wn, bname = conv.inputs[1] + "_bnfold", (conv.name or "conv") + "_bnfold_bias"
-        g.initializers[wn], g.initializers[bname] = w_new, b_new
-        conv.inputs = [conv.inputs[0], wn, bname]
-        conv.outputs = [bn.outputs[0]]
-        g.nodes.remove(bn)
+        _absorb(g, conv, w_new, b_new, bn)
         uses = consumers(g)
         changed = True
     return changed
@@ -139,13 +147,7 @@ def fold_scale_shift_into_conv(model):
             b_new = (b64 * k).astype(w.dtype)
         else:
             w_new, b_new = w, (b64 + k).astype(w.dtype)
-        wn = fresh_name(g, conv.inputs[1] + "_folded")
-        g.initializers[wn] = w_new
-        bn = fresh_name(g, (conv.name or conv.outputs[0]) + "_folded_bias")
-        g.initializers[bn] = b_new
-        conv.inputs = [conv.inputs[0], wn, bn]
-        conv.outputs = [nxt.outputs[0]]
-        g.nodes.remove(nxt)
+        _absorb(g, conv, w_new, b_new, nxt)
         uses = consumers(g)
         changed = True
     return changed
