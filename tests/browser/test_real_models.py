@@ -247,13 +247,10 @@ def compare(got, want, what, atol=ATOL):
 
 
 @pytest.fixture(scope="module")
-def models_url(scratch):
-    """The model cache, served through a link in the scratch folder (devserver's Server.mount fails on its
-    functools.partial handler, so the session's /_scratch/ mount is used)."""
-    link = scratch / "model-cache"
-    if not link.exists():
-        os.symlink(os.path.abspath(fetch.CACHE), link)
-    return "/_scratch/model-cache/"
+def models_url(server):
+    """The model cache, mounted on the session's server."""
+    server.mount("/_models/", os.path.abspath(fetch.CACHE))
+    return "/_models/"
 
 
 @pytest.fixture(scope="module", autouse=True)
