@@ -172,23 +172,23 @@ class InferenceSession:
     # --- running -------------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
         """Outputs (numpy arrays; lists for sequences) for `output_names` (None: all) given `input_feed`."""
-        if output_names is None or len(output_names) == 0:
-            output_names = self._output_names
-        else:
-            for name in output_names:
-                if name not in self._output_names:
-                    raise InvalidArgument(f"Invalid output name: {name}")
+        names, feeds = self._prepare(output_names, input_feed)
+        try:
+            with self._threads:
+                return [_owned(v) for v in self._executor.run(feeds, names)]
+        except RecursionError:
+            raise Fail("Model execution exceeded the maximum nesting depth") from None
+
+    def _prepare(self, output_names, input_feed):
+        """(output names, checked feeds) for a run; bad names or feeds raise InvalidArgument."""
+        names = list(output_names) if output_names else self._output_names
+        for name in names:
+            if name not in self._output_names:
+                raise InvalidArgument(f"Invalid output name: {name}")
         if not isinstance(input_feed, dict):
             raise InvalidArgument(f"input_feed must be a dict of input name to value, not "
                                   f"{type(input_feed).__name__}")
-        feeds = self._check_feeds(input_feed)
-        try:
-            with self._threads:
-                return [_owned(v) for v in self._executor.run(feeds, list(output_names))]
-        except OnnxideError:
-            raise
-        except RecursionError:
-            raise Fail("Model execution exceeded the maximum nesting depth") from None
+        return names, self._check_feeds(input_feed)
 
     def run_async(self, output_names, input_feed, callback=None, user_data=None, run_options=None):
         """onnxruntime's form: with `callback`, run and call `callback(results, user_data, error_message)`.
@@ -204,11 +204,7 @@ class InferenceSession:
         return None
 
     async def _run_awaitable(self, output_names, input_feed):
-        names = list(output_names or self._output_names)
-        for name in names:
-            if name not in self._output_names:
-                raise InvalidArgument(f"Invalid output name: {name}")
-        feeds = self._check_feeds(input_feed)
+        names, feeds = self._prepare(output_names, input_feed)
         return [_owned(v) for v in await self._executor.run_async(feeds, names)]
 
     def _check_feeds(self, input_feed):
