@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import proto as P
-from .model import ValueInfo
+from .model import ValueInfo, type_dims
 
 _SAME = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
          "Softsign", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Ceil", "Floor", "Round",
@@ -52,11 +52,7 @@ def _const(consts, name):
 
 def dims_of(g, name):
     """A value's declared or inferred dims (int / symbolic name / None each), or None for unknown rank."""
-    vt = g.value_type(name)
-    if vt is None or vt.tensor_type is None or vt.tensor_type.shape is None:
-        return None
-    return [d.dim_value if d.dim_value is not None and d.dim_value >= 0 else (d.dim_param or None)
-            for d in vt.tensor_type.shape.dim]
+    return type_dims(g.value_type(name))
 
 
 def _shape_value(n, types, sv):

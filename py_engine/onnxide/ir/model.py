@@ -25,11 +25,16 @@ class ValueInfo:
     @property
     def shape(self):
         """List of int / str / None per dim, or None when the rank is unknown."""
-        t = self.type
-        if t is None or t.tensor_type is None or t.tensor_type.shape is None:
-            return None
-        return [d.dim_value if d.dim_value is not None and d.dim_value >= 0 else (d.dim_param or None)
-                for d in t.tensor_type.shape.dim]  # a negative dim_value (seen in the wild) means unknown, as in ORT
+        return type_dims(self.type)
+
+
+def type_dims(tp):
+    """A TypeProto's tensor dims as int (static) / str (symbolic) / None (unknown) each; None for unknown rank.
+    A negative dim_value (seen in the wild) means unknown, as in onnxruntime."""
+    if tp is None or tp.tensor_type is None or tp.tensor_type.shape is None:
+        return None
+    return [d.dim_value if d.dim_value is not None and d.dim_value >= 0 else (d.dim_param or None)
+            for d in tp.tensor_type.shape.dim]
 
 
 class Node:

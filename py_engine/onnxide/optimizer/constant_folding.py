@@ -1,6 +1,7 @@
 """Constant folding: nodes whose inputs are all constants are run once (numpy kernels) and become initializers."""
 import numpy as np
 
+from ..ir.infer import dims_of
 from ..runtime.providers import resolve_opdef
 from .eliminate import _NONDETERMINISTIC
 from .graph import constant_value
@@ -38,11 +39,8 @@ def fold_constants(model):
 
 
 def _static_shape(g, name):
-    vt = g.value_type(name)
-    if vt is None or vt.tensor_type is None or vt.tensor_type.shape is None:
-        return None
-    dims = [d.dim_value for d in vt.tensor_type.shape.dim]
-    return None if any(d is None or d < 0 for d in dims) else dims
+    dims = dims_of(g, name)
+    return dims if dims is not None and all(isinstance(d, int) for d in dims) else None
 
 
 def _fold_shape(g, n):

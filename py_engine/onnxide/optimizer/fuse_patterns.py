@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from ..ir.infer import dims_of
 from ..ir.model import Node
 from .graph import constant_value, consumers, fresh_name, graph_output_names, producers, single_consumer
 
@@ -152,10 +153,7 @@ def fuse_matmul_add(model):
     for mm in list(g.nodes):
         if not _is(mm, "MatMul"):
             continue
-        a_type = g.value_type(mm.inputs[0])
-        shape = None
-        if a_type is not None and a_type.tensor_type is not None and a_type.tensor_type.shape is not None:
-            shape = a_type.tensor_type.shape.dim
+        shape = dims_of(g, mm.inputs[0])
         b = constant_value(g, mm.inputs[1])
         add = single_consumer(uses, mm.outputs[0], outputs)
         if shape is None or len(shape) != 2 or b is None or b.ndim != 2 or not _is(add, "Add"):
