@@ -2,7 +2,6 @@
 import argparse
 import sys
 
-import numpy as np
 
 
 def _info(path):
@@ -30,16 +29,10 @@ def _optimize(path, output, level):
 
 def _run(path, seed):
     import onnxide
-    from onnxide import dtypes
+    from onnxide.bench import make_feeds
 
     sess = onnxide.InferenceSession(path)
-    rng = np.random.default_rng(seed)
-    feed = {}
-    for a in sess.get_inputs():
-        shape = [d if isinstance(d, int) else 1 for d in (a.shape or [])]
-        code = dtypes.CODE_BY_NAME.get(a.type[len("tensor("):-1])
-        feed[a.name] = rng.random(shape).astype(dtypes.np_dtype(code)) if code else None
-    for a, v in zip(sess.get_outputs(), sess.run(None, feed)):
+    for a, v in zip(sess.get_outputs(), sess.run(None, make_feeds(sess, seed))):
         print(f"{a.name}: shape {getattr(v, 'shape', None)} dtype {getattr(v, 'dtype', type(v).__name__)}")
     return 0
 
@@ -91,6 +84,6 @@ def main(argv=None):
         if args.cmd == "info":
             return _info(args.model)
         return _run(args.model, args.seed)
-    except OnnxideError as e:
+    except (OnnxideError, ValueError) as e:  # ValueError: make_feeds cannot invent data for an input type
         print(f"onnxide: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
