@@ -3,7 +3,6 @@ import argparse
 import sys
 
 
-
 def _info(path):
     import onnxide
 
