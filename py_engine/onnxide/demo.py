@@ -4,6 +4,7 @@ import time
 import numpy as np
 
 from . import proto as P
+from .ir.to_proto import make_attribute
 from .tensors import from_numpy
 
 INPUT_SHAPE = (1, 3, 64, 64)
@@ -13,11 +14,6 @@ def _vi(name, shape, elem=1):
     dims = [P.Dimension(dim_param=d) if isinstance(d, str) else P.Dimension(dim_value=d) for d in shape]
     return P.ValueInfoProto(name=name, type=P.TypeProto(tensor_type=P.TypeProtoTensor(
         elem_type=elem, shape=P.TensorShapeProto(dim=dims))))
-
-
-def _attr(name, value):
-    from .ir.to_proto import make_attribute
-    return make_attribute(name, value)
 
 
 def default_model_bytes():
@@ -34,7 +30,7 @@ def default_model_bytes():
         w = weight(f"conv{i}.w", (c_out, c_in, 3, 3), (2.0 / (c_in * 9)) ** 0.5)
         b = weight(f"conv{i}.b", (c_out,), 0.05)
         nodes.append(P.NodeProto(op_type="Conv", name=f"conv{i}", input=[x, w, b], output=[f"c{i}"],
-                                 attribute=[_attr("kernel_shape", [3, 3]), _attr("pads", [1, 1, 1, 1])]))
+                                 attribute=[make_attribute("kernel_shape", [3, 3]), make_attribute("pads", [1, 1, 1, 1])]))
         stats = {"scale": 1 + rng.standard_normal(c_out) * 0.1, "bias": rng.standard_normal(c_out) * 0.1,
                  "mean": rng.standard_normal(c_out) * 0.1, "var": rng.random(c_out) + 0.5}
         inits += [from_numpy(v.astype(np.float32), f"bn{i}.{k}") for k, v in stats.items()]
@@ -44,16 +40,16 @@ def default_model_bytes():
         x = f"r{i}"
         if i < 3:
             nodes.append(P.NodeProto(op_type="MaxPool", name=f"pool{i}", input=[x], output=[f"p{i}"],
-                                     attribute=[_attr("kernel_shape", [2, 2]), _attr("strides", [2, 2])]))
+                                     attribute=[make_attribute("kernel_shape", [2, 2]), make_attribute("strides", [2, 2])]))
             x = f"p{i}"
         c_in = c_out
     nodes.append(P.NodeProto(op_type="GlobalAveragePool", name="gap", input=[x], output=["g"]))
     nodes.append(P.NodeProto(op_type="Flatten", name="flatten", input=["g"], output=["f"]))
     w, b = weight("fc.w", (10, c_in), 0.2), weight("fc.b", (10,), 0.05)
     nodes.append(P.NodeProto(op_type="Gemm", name="fc", input=["f", w, b], output=["logits"],
-                             attribute=[_attr("transB", 1)]))
+                             attribute=[make_attribute("transB", 1)]))
     nodes.append(P.NodeProto(op_type="Softmax", name="softmax", input=["logits"], output=["probs"],
-                             attribute=[_attr("axis", 1)]))
+                             attribute=[make_attribute("axis", 1)]))
     graph = P.GraphProto(name="onnxide_default_cnn", node=nodes, initializer=inits,
                          input=[_vi("image", ("batch", 3, 64, 64))], output=[_vi("probs", ("batch", 10))])
     model = P.ModelProto(ir_version=8, producer_name="onnxide", graph=graph,
