@@ -87,7 +87,8 @@ def to_numpy(t, base_dir=None):
                 arr = dt.wrap(np.frombuffer(raw, dtype="<u2" if target.itemsize == 2 else np.uint8), code)
             else:
                 arr = np.frombuffer(raw, dtype=target.newbyteorder("<") if target.itemsize > 1 else target)
-                if not arr.dtype.isnative:
+                if not arr.dtype.isnative or not arr.flags.aligned:
+                    # copied when misaligned too: numpy hands only aligned arrays to BLAS and its fast loops
                     arr = arr.astype(target)
         else:
             arr = _from_typed_fields(t, code, target, count)

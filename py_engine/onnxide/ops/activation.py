@@ -3,7 +3,7 @@ import inspect
 
 import numpy as np
 
-from .math import erf_array, lift32, lower
+from .math import erf_array, half_erfc_single, lift32, lower
 from .registry import op
 
 
@@ -68,12 +68,25 @@ def sigmoid_array(x):
     return np.where(x >= 0, one / (one + e), e / (one + e))
 
 
+def _unit_clamp(y):
+    """y clamped to [0, 1] in place (np.clip costs several times two ufunc passes); NaN stays NaN."""
+    one = y.dtype.type(1)
+    np.maximum(y, 0 * one, out=y)
+    return np.minimum(y, one, out=y)
+
+
 def _hard_sigmoid(x, alpha, beta):
-    return np.clip(_c(alpha, x) * x + _c(beta, x), 0, 1)
+    y = _c(alpha, x) * x
+    y += _c(beta, x)
+    return _unit_clamp(y)
 
 
 def _hard_swish(x):
-    return x * np.clip(x / _c(6, x) + _c(0.5, x), 0, 1)
+    y = x / _c(6, x)
+    y += _c(0.5, x)
+    y = _unit_clamp(y)
+    y *= x
+    return y
 
 
 def _softplus(x):
@@ -127,6 +140,13 @@ def gelu(x, *, approximate="none"):
             y *= xf
             y *= c(np.sqrt(2.0 / np.pi))
             np.tanh(y, out=y)
+        elif xf.dtype == np.float32:  # x·Φ(x), Φ from 0.5·erfc(|x|/√2) directly: no 1 + erf cancellation for x < 0
+            h = half_erfc_single(np.abs(xf) * c(1 / np.sqrt(2.0)))
+            np.subtract(c(0.5), h, out=h)
+            h *= np.sign(xf)
+            h += c(0.5)
+            h *= xf
+            return lower(h, dt)
         else:
             y = erf_array(xf * c(1 / np.sqrt(2.0)))
         y += c(1)

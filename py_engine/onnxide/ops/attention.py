@@ -52,8 +52,8 @@ def _guarded_softmax(x, masked_rows, rnd=None):
     m = np.max(x, axis=-1, keepdims=True)
     dead = np.isneginf(m)
     m = np.where(dead, x.dtype.type(0), m)
-    if rnd is None:  # the common float path: one temporary, updated in place
-        p = np.subtract(x, m)
+    if rnd is None:  # the common float path: x (a temporary the caller hands over) updated in place
+        p = np.subtract(x, m, out=x)
         np.exp(p, out=p)
         s = np.sum(p, axis=-1, keepdims=True)
         s[s == 0] = 1
@@ -113,8 +113,10 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     cd = _work_dtype(dt)
     sc = (1.0 / np.sqrt(head)) if scale is None else float(scale)
     s = r(cd.type(dt.type(np.sqrt(sc))))  # sqrt(scale) rounded to the input type, applied to Q and K
-    qk = r(_mm(r(q.astype(cd) * s), np.swapaxes(r(k.astype(cd) * s), -1, -2)))
+    qk = r(_mm(r(np.multiply(q, s, dtype=cd)), np.swapaxes(r(np.multiply(k, s, dtype=cd)), -1, -2)))
     raw_qk = qk
+    # only `y` wanted and no emulated rounding: scores and probabilities overwrite the fresh qk product in place
+    in_place = rnd is None and (ctx is None or ctx.num_outputs <= 1)
     if softcap and softcap > 0:
         c = r(cd.type(softcap))
         qk = r(c * r(np.tanh(r(qk / c))))
@@ -130,7 +132,7 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         if m.dtype == np.bool_:
             allowed = m
         else:
-            float_bias = m.astype(cd)
+            float_bias = m.astype(cd, copy=False)
     if past_key is not None:
         offset = past_key.shape[2]
     elif nonpad is not None:
@@ -152,23 +154,29 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         allowed = conj(allowed, jj <= pos + right)
     if nonpad is not None:
         allowed = conj(allowed, jj < np.asarray(nonpad).astype(np.int64).reshape(-1, 1, 1, 1))
-    bias = np.zeros((sq, skv), dtype=cd)
-    if float_bias is not None:
-        bias = r(bias + float_bias)
+    bias = None if float_bias is None else r(float_bias + np.zeros((sq, skv), dtype=cd))
     if allowed is not None:
-        bias = r(bias + np.where(allowed, cd.type(0), cd.type(-np.inf)))
-    masked_rows = np.isneginf(np.max(bias, axis=-1, keepdims=True))
+        bias = r((0 if bias is None else bias) + np.where(allowed, cd.type(0), cd.type(-np.inf)))
+    masked_rows = None if bias is None else np.isneginf(np.max(bias, axis=-1, keepdims=True))
+    if masked_rows is not None and not masked_rows.any():
+        masked_rows = None
 
     with np.errstate(invalid="ignore", over="ignore"):
-        scores = r(qk + bias)
+        if bias is None:
+            scores = qk
+        elif in_place and np.broadcast_shapes(qk.shape, bias.shape) == qk.shape:
+            scores = qk
+            scores += bias
+        else:
+            scores = r(qk + bias)
         sp = _precision_dtype(softmax_precision, name)
-        probs = _guarded_softmax(scores.astype(sp if sp is not None else cd), masked_rows,
+        probs = _guarded_softmax(scores.astype(sp if sp is not None else cd, copy=not in_place), masked_rows,
                                  rnd if sp is None else None)
-    probs = r(probs.astype(dt).astype(cd))
-    y = r(_mm(probs, v.astype(cd)))
+    probs = r(probs.astype(dt, copy=False).astype(cd, copy=False))
+    y = r(_mm(probs, v.astype(cd, copy=False)))
     if input_3d:
         y = y.transpose(0, 2, 1, 3).reshape(batch, sq, -1)
-    y = lower(y, out_dt) if rnd else y.astype(dt)
+    y = lower(y, out_dt) if rnd else y.astype(dt, copy=False)
     if rnd:
         present_key, present_value = lower(present_key, out_dt), lower(present_value, out_dt)
 

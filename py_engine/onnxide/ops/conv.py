@@ -4,6 +4,7 @@ import itertools
 import numpy as np
 
 from ..errors import InvalidArgument
+from . import conv_direct as _direct_paths
 from . import conv_winograd as _wino
 from .math import via_float32
 from .registry import op
@@ -114,10 +115,33 @@ def conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, name, fast=Fal
         wm = _wino.winograd_tile(x, w, group, kernel, strides, dilations, pb, pe, out)
         if wm:
             return _wino.winograd_conv3x3(x, w, pb, pe, out, wm, bias)
+    if x.dtype == w.dtype and nd in (1, 2):
+        y = _direct(x, w, group, kernel, strides, dilations, pb, pe, out, fast, bias)
+        if y is not None:
+            return y
     y = _conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, dtype)
     if bias is not None:
         y += np.asarray(bias, y.dtype).reshape((1, -1) + (1,) * nd)
     return y
+
+
+def _direct(x, w, group, kernel, strides, dilations, pb, pe, out, fast, bias):
+    """conv_direct's paths (1-D convs as 1×K): depthwise always, few output channels (M < 32, C >= 16) with
+    `fast`; None where neither applies."""
+    c, m = x.shape[1], w.shape[0]
+    depthwise = group == c and m == c and int(np.prod(kernel)) > 1
+    if not (depthwise or (fast and group == 1 and m < 32 and c >= 16)):
+        return None
+    one_d = len(kernel) == 1
+    if one_d:
+        x, w = x[:, :, None, :], w[:, :, None, :]
+        kernel, strides, dilations = [1] + list(kernel), list(strides) * 2, list(dilations) * 2
+        pb, pe, out = [0] + list(pb), [0] + list(pe), [1] + list(out)
+    if not _direct_paths.eligible(kernel, pb, pe):
+        return None
+    run = _direct_paths.depthwise if depthwise else _direct_paths.few_outputs
+    y = run(x, w, pb, pe, list(strides), list(dilations), out, bias)
+    return y[:, :, 0] if one_d and y is not None else y
 
 
 def _conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, dtype):

@@ -258,24 +258,35 @@ _ERFC_P = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.1862
 _ERF_SMALL = 0.5
 
 
-def _erf_single(x):
-    """erf to float32 accuracy in ~30 in-place float32 vector ops: Maclaurin series below 0.5, the erfc fit above."""
-    xs = x.astype(np.float32)
-    ax = np.abs(xs)
-    t = ax * np.float32(0.5)
+def half_erfc_single(z):
+    """0.5·erfc(z) for z >= 0 as a fresh float32 array, fractional error < 1.2e-7 (the fit above), in ~25 in-place
+    vector ops and no masks (masked numpy loops cost ~40x a plain one on mixed data)."""
+    z = np.minimum(z, np.float32(9))          # erfc(9)/2 ≈ 2e-37: beyond, exp would make slow subnormals
+    t = z * np.float32(0.5)
     t += np.float32(1)
     np.reciprocal(t, out=t)
     acc = np.full_like(t, _ERFC_P[0])
     for c in _ERFC_P[1:]:
         acc *= t
         acc += np.float32(c)
-    z = np.square(xs)
-    acc -= z
+    acc -= np.square(z)
     with np.errstate(over="ignore", under="ignore"):
         np.exp(acc, out=acc)
     acc *= t
-    np.subtract(np.float32(1), acc, out=acc)  # erf(|x|) for |x| >= 0.5
+    acc *= np.float32(0.5)
+    return acc
+
+
+def _erf_single(x):
+    """erf to float32 accuracy: sign(x)·(1 - erfc|x|), blended with a 7-term Maclaurin series below |x| = 0.5
+    (where 1 - erfc would lose relative precision) through a 0/1 weight instead of a mask."""
+    xs = x.astype(np.float32)
+    ax = np.abs(xs)
+    acc = half_erfc_single(ax)
+    acc *= np.float32(-2)
+    acc += np.float32(1)                      # erf(|x|) for |x| >= 0.5
     np.copysign(acc, xs, out=acc)
+    z = np.square(xs)
     series = np.full_like(z, 1.0 / (720 * 13))  # 2/√π Σ (-1)^n x^(2n+1) / (n! (2n+1)), 7 terms below 0.5
     np.negative(z, out=z)
     for n in range(5, -1, -1):
@@ -283,7 +294,10 @@ def _erf_single(x):
         series += np.float32(1.0 / (math.factorial(n) * (2 * n + 1)))
     series *= xs
     series *= np.float32(2.0 / math.sqrt(math.pi))
-    np.copyto(acc, series, where=ax < _ERF_SMALL)
+    small = np.less(ax, np.float32(_ERF_SMALL)).view(np.uint8).astype(np.float32)
+    series -= acc
+    series *= small
+    acc += series                             # acc + small·(series - acc)
     return acc.astype(x.dtype, copy=False)
 
 

@@ -52,6 +52,11 @@ def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
     low = _lowest(xc.dtype)
     xp = pad_spatial(xc, pb, pe_full, low)
     want_idx = ctx is not None and getattr(ctx, "num_outputs", 1) > 1
+    if not want_idx:  # max is separable: sum(kernel) passes, one spatial axis at a time, instead of prod(kernel)
+        y = xp
+        for a in reversed(range(len(ks))):
+            y = _max_along(y, 2 + a, ks[a], out[a], st[a], dil[a])
+        return y.astype(x.dtype, copy=False)
     y = None
     best = None
     for t, kidx, sl in _taps(ks, out, st, dil):
@@ -84,6 +89,20 @@ def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
         mult *= ins[a]
     nc = np.arange(n * c, dtype=np.int64).reshape((n, c) + (1,) * nd) * mult
     return y, spatial_idx + nc
+
+
+def _max_along(x, axis, k, out, stride, dilation):
+    """Windowed max over one axis: out positions `stride` apart, `k` taps `dilation` apart."""
+    acc = None
+    for t in range(k):
+        sl = [slice(None)] * x.ndim
+        sl[axis] = slice(t * dilation, t * dilation + (out - 1) * stride + 1, stride)
+        v = x[tuple(sl)]
+        if acc is None:
+            acc = v.copy()
+        else:
+            np.maximum(acc, v, out=acc)
+    return acc
 
 
 def _window_sum(xp, ks, out, st, dil):
