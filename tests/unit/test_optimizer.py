@@ -237,3 +237,43 @@ def test_batchnorm_folding_keeps_a_weight_shared_by_two_convs_apart(tmp_path):
     inits += [_const(f"{k}{i}", (rng.random(2) + 0.5).astype(np.float32)) for i in (1, 2) for k in "sbmv"]
     m = _model(nodes, [_vi("x", [1, 3, 2, 2])], [_vi("y1", [1, 2, 2, 2]), _vi("y2", [1, 2, 4, 4])], inits)
     _check(m, {"x": rng.standard_normal((1, 3, 2, 2)).astype(np.float32)}, tmp_path, ["Conv", "Conv"])
+
+
+def _if_model(w, else_nodes):
+    body = helper.make_graph(
+        [helper.make_node("Slice", ["w", "starts", "ends", "axes"], ["ws"]),
+         helper.make_node("MatMul", ["x", "ws"], ["then_y"])],
+        "then", [], [_vi("then_y", [2, 4])])
+    other = helper.make_graph(else_nodes, "else", [], [_vi("else_y", [2, 4])])
+    nodes = [helper.make_node("Constant", [], ["starts"], value=_const("s", np.array([2], np.int64))),
+             helper.make_node("Constant", [], ["ends"], value=_const("e", np.array([6], np.int64))),
+             helper.make_node("Constant", [], ["axes"], value=_const("a", np.array([0], np.int64))),
+             helper.make_node("If", ["cond"], ["y"], then_branch=body, else_branch=other)]
+    return _model(nodes, [_vi("x", [2, 4]), _vi("cond", [], TensorProto.BOOL)], [_vi("y", [2, 4])],
+                  [_const("w", w)])
+
+
+def test_if_body_folds_outer_constants(tmp_path):
+    # a body slicing the enclosing graph's weight with the enclosing graph's Constant nodes (silero VAD's LSTM
+    # weights): the slice folds once at session creation
+    m = _if_model(rng.standard_normal((8, 4)).astype(np.float32), [helper.make_node("Add", ["x", "x"], ["else_y"])])
+    x = rng.random((2, 4), dtype=np.float32)
+    for cond in (True, False):
+        _check(m, {"x": x, "cond": np.array(cond)}, tmp_path, ["If"])
+    then_g = ort.InferenceSession(m.SerializeToString())._model.graph.nodes[0].attrs["then_branch"]
+    assert [n.op_type for n in then_g.nodes] == ["MatMul"]
+
+
+def test_body_local_value_hides_outer_constant():
+    # (not SSA, so onnxruntime refuses it; onnxide's scoping lets the body's own 'w' hide the outer initializer)
+    m = _if_model(rng.standard_normal((8, 4)).astype(np.float32),
+                  [helper.make_node("Neg", ["x"], ["w"]), helper.make_node("Add", ["w", "w"], ["else_y"])])
+    feeds = {"x": rng.random((2, 4), dtype=np.float32), "cond": np.array(False)}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    plain = ort.InferenceSession(m.SerializeToString(), so).run(None, feeds)[0]
+    sess = ort.InferenceSession(m.SerializeToString())
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], plain)
+    np.testing.assert_array_equal(plain, -2 * feeds["x"])
+    else_g = sess._model.graph.nodes[0].attrs["else_branch"]
+    assert [n.op_type for n in else_g.nodes] == ["Neg", "Add"]

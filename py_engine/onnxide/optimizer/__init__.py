@@ -18,10 +18,12 @@ EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_conv.fold_scale_shift_into_
 
 
 class GraphScope:
-    """A subgraph seen by the passes: its own graph, the model's opsets."""
+    """A subgraph seen by the passes: its own graph, the model's opsets, and the constant initializers of the
+    enclosing graphs that it can see (constant folding reads those: weights sliced inside If bodies fold once)."""
 
-    def __init__(self, model, graph):
+    def __init__(self, model, graph, outer_constants=None):
         self.graph, self.opsets = graph, model.opsets
+        self.outer_constants = outer_constants or {}
 
 
 def passes_for(level):
@@ -41,6 +43,26 @@ def _bodies(graph):
                     yield g
 
 
+def _bodies_with_constants(graph, outer=None):
+    """(body, outer constants visible in it) for the nested subgraphs of `graph`, innermost first. A name that a
+    graph defines itself (input, node output, initializer) hides the enclosing graphs' value of that name;
+    initializers that are also graph inputs are overridable, so not constants."""
+    outer = dict(outer or {})
+    inputs = {v.name for v in graph.inputs}
+    for n in graph.nodes:
+        for o in n.outputs:
+            outer.pop(o, None)
+    for name in inputs:
+        outer.pop(name, None)
+    outer.update({k: v for k, v in graph.initializers.items() if k not in inputs and isinstance(v, np.ndarray)})
+    for n in graph.nodes:
+        for v in n.attrs.values():
+            for g in (v if isinstance(v, list) else [v]):
+                if hasattr(g, "nodes"):
+                    yield from _bodies_with_constants(g, outer)
+                    yield g, outer
+
+
 def _clear_plans(graph):
     graph.plan_cache.clear()
     for g in _bodies(graph):
@@ -48,7 +70,9 @@ def _clear_plans(graph):
 
 
 def _run(scope, passes, max_rounds):
+    """Run `passes` on one graph to a fixed point; True when anything changed."""
     infer_shapes(scope)
+    any_change = False
     for _ in range(max_rounds):
         changed = False
         for p in passes:
@@ -56,15 +80,24 @@ def _run(scope, passes, max_rounds):
         _clear_plans(scope.graph)
         if not changed:
             break
+        any_change = True
         infer_shapes(scope)
+    return any_change
 
 
-def optimize(model, level, max_rounds=8):
-    """Run the passes of `level` (ORT's GraphOptimizationLevel value) on every graph; returns the model."""
+def optimize(model, level, max_rounds=8, max_sweeps=3):
+    """Run the passes of `level` (ORT's GraphOptimizationLevel value) on every graph; returns the model.
+
+    Bodies go innermost first, then the main graph; the sweep repeats while a graph changed and the model has
+    subgraphs, since folding an enclosing graph's Constant nodes into initializers lets its bodies fold more."""
     passes = passes_for(level)
     with np.errstate(all="ignore"):  # folding NaN/inf constants is the model's business, not a warning
-        if passes:
-            for body in list(_bodies(model.graph)):
-                _run(GraphScope(model, body), passes, max_rounds)
-        _run(model, passes, max_rounds)
+        for _ in range(max_sweeps if passes else 1):
+            bodies = list(_bodies_with_constants(model.graph)) if passes else []
+            changed = False
+            for body, outer in bodies:
+                changed |= _run(GraphScope(model, body, outer), passes, max_rounds)
+            changed |= _run(model, passes, max_rounds)
+            if not bodies or not changed:
+                break
     return model

@@ -25,8 +25,10 @@ class _FoldContext:
 def fold_constants(model):
     g, changed = model.graph, False
     kept = []
+    outer = getattr(model, "outer_constants", {})
+    local = {v.name for v in g.inputs} | {o for n in g.nodes for o in n.outputs} if outer else set()
     for n in g.nodes:
-        folded = _try_fold(model, n)
+        folded = _try_fold(model, n, outer, local)
         if folded is None:
             kept.append(n)
             continue
@@ -59,7 +61,9 @@ def _fold_shape(g, n):
     return [np.asarray(dims[start:end], dtype=np.int64)]
 
 
-def _try_fold(model, n):
+def _try_fold(model, n, outer, local):
+    """The folded outputs of `n`, or None; `outer` holds enclosing graphs' constants, which names in `local` (the
+    graph's own inputs and node outputs) hide."""
     shape = _fold_shape(model.graph, n)
     if shape is not None and n.outputs[0] not in {v.name for v in model.graph.outputs}:
         return shape
@@ -73,6 +77,8 @@ def _try_fold(model, n):
             args.append(None)
             continue
         v = constant_value(g, x)
+        if v is None and x not in local:
+            v = outer.get(x)
         if v is None:
             return None
         args.append(v)
