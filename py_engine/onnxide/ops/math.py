@@ -66,6 +66,7 @@ def floatwise(fn):
                 out = lower(out, orig)
         return out
 
+    wrapper.lifts_structured = True  # the executor calls __wrapped__ where no input can be a structured float
     return wrapper
 
 
@@ -114,6 +115,7 @@ def via_float32(fn=None, *, outputs=None):
                 return tuple(back(o, v) for o, v in enumerate(out))
             return back(0, out)
 
+        wrapper.lifts_structured = True  # see floatwise
         return wrapper
 
     return deco(fn) if fn is not None else deco

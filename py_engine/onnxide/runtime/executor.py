@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, NotImplemented as OrtNotImplemented, OnnxideError,
                       RuntimeException)
+from ..dtypes import is_exotic
 from ..ir.model import AttrRef
 from .providers import resolve_opdef
 
@@ -194,6 +195,7 @@ class Executor:
         if plan is None:
             plan = build_plan(graph, self.model.opsets, self.providers, frozenset(outer_env))
             for step in plan.steps:
+                step.kernel = _unwrapped(step, graph)
                 step.call_kwargs = dict(step.kwargs)
                 if step.wants_ctx:
                     step.ctx = KernelContext(step, self, None)
@@ -309,6 +311,30 @@ class Executor:
                 raise EPFail(f"{_node_label(step.node)} runs on {step.ep.name}, whose results must be awaited: use "
                              f"`await session.run_async(...)` (or the JS API) for this session")
             store(step, args, result, env)
+
+
+def _unwrapped(step, graph):
+    """The kernel under its structured-exotic-float lifting wrapper (math.floatwise / via_float32) when the graph
+    says no input can be a structured array: known non-exotic tensor types, plain initializers and attributes.
+    Saves the wrapper's per-call argument scan on every node of every run."""
+    kernel = step.kernel
+    while getattr(kernel, "lifts_structured", False):
+        for name, tp in zip(step.inputs, step.input_types):
+            if not name:
+                continue
+            init = graph.initializers.get(name)
+            if init is not None:
+                if not isinstance(init, np.ndarray) or init.dtype.names is not None:
+                    return kernel
+                continue
+            tensor = getattr(tp, "tensor_type", None) if tp is not None else None
+            code = getattr(tensor, "elem_type", 0) if tensor is not None else 0
+            if not code or is_exotic(code):
+                return kernel
+        if any(isinstance(v, np.ndarray) and v.dtype.names is not None for v in step.kwargs.values()):
+            return kernel
+        kernel = kernel.__wrapped__
+    return kernel
 
 
 def _node_error(step, e):
