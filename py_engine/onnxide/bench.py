@@ -30,19 +30,27 @@ def make_feeds(sess, seed=0, dims=None):
     return feeds
 
 
-def _time_runs(fn, warmup, iterations):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iterations):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+def _time_runs(fns, warmup, iterations, block=5):
+    """Median wall time (ms) of each callable, run in turns of `block` runs each (a×5, b×5, a×5, ...) so that a
+    machine whose speed drifts during the run (shared hosts do) slows every engine alike; each turn starts with
+    an untimed run, so one engine's idle-spinning threads do not bill the other."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    times = [[] for _ in fns]
+    while len(times[0]) < iterations:
+        for fn, ts in zip(fns, times):
+            fn()
+            for _ in range(min(block, iterations - len(ts))):
+                t = time.perf_counter()
+                fn()
+                ts.append((time.perf_counter() - t) * 1e3)
+    return [statistics.median(ts) for ts in times]
 
 
 def bench_model(model, threads=1, warmup=3, iterations=20, feeds=None, dims=None, with_ort=True):
-    """A dict of timings (ms) for one model file or bytes: creation and run medians for onnxide and onnxruntime."""
+    """A dict of timings (ms) for one model file or bytes: creation and run medians for onnxide and onnxruntime
+    (their runs interleaved)."""
     import onnxide
 
     so = onnxide.SessionOptions()
@@ -52,23 +60,25 @@ def bench_model(model, threads=1, warmup=3, iterations=20, feeds=None, dims=None
     row = {"onnxide_create_ms": (time.perf_counter() - t) * 1e3}
     feeds = feeds or make_feeds(sess, dims=dims)
     out = sess.run(None, feeds)
-    row["onnxide_ms"] = _time_runs(lambda: sess.run(None, feeds), warmup, iterations)
-    if with_ort:
-        import onnxruntime as ort
+    if not with_ort:
+        row["onnxide_ms"] = _time_runs([lambda: sess.run(None, feeds)], warmup, iterations)[0]
+        return row
+    import onnxruntime as ort
 
-        oso = ort.SessionOptions()
-        oso.intra_op_num_threads = threads
-        oso.inter_op_num_threads = 1
-        t = time.perf_counter()
-        osess = ort.InferenceSession(model if isinstance(model, (bytes, str)) else os.fspath(model), oso,
-                                     providers=["CPUExecutionProvider"])
-        row["ort_create_ms"] = (time.perf_counter() - t) * 1e3
-        ref = osess.run(None, feeds)
-        row["ort_ms"] = _time_runs(lambda: osess.run(None, feeds), warmup, iterations)
-        row["ratio"] = row["onnxide_ms"] / row["ort_ms"]
-        row["max_abs_diff"] = max((float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
-                                   for a, b in zip(out, ref) if isinstance(a, np.ndarray) and a.dtype.kind in "fc"
-                                   and a.size), default=0.0)
+    oso = ort.SessionOptions()
+    oso.intra_op_num_threads = threads
+    oso.inter_op_num_threads = 1
+    t = time.perf_counter()
+    osess = ort.InferenceSession(model if isinstance(model, (bytes, str)) else os.fspath(model), oso,
+                                 providers=["CPUExecutionProvider"])
+    row["ort_create_ms"] = (time.perf_counter() - t) * 1e3
+    ref = osess.run(None, feeds)
+    row["onnxide_ms"], row["ort_ms"] = _time_runs([lambda: sess.run(None, feeds), lambda: osess.run(None, feeds)],
+                                                  warmup, iterations)
+    row["ratio"] = row["onnxide_ms"] / row["ort_ms"]
+    row["max_abs_diff"] = max((float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+                               for a, b in zip(out, ref) if isinstance(a, np.ndarray) and a.dtype.kind in "fc"
+                               and a.size), default=0.0)
     return row
 
 
