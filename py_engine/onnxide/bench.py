@@ -30,16 +30,19 @@ def make_feeds(sess, seed=0, dims=None):
     return feeds
 
 
-def _time_runs(fns, warmup, iterations, block=5):
+def _time_runs(fns, warmup, iterations, block=5, settle_s=0.3):
     """Median wall time (ms) of each callable, run in turns of `block` runs each (a×5, b×5, a×5, ...) so that a
-    machine whose speed drifts during the run (shared hosts do) slows every engine alike; each turn starts with
-    an untimed run, so one engine's idle-spinning threads do not bill the other."""
+    machine whose speed drifts during the run (shared hosts do) slows every engine alike. Each turn starts after a
+    pause and an untimed run, so the other engine's idle-spinning worker threads (OpenBLAS spins ~0.1 s after a
+    call, onnxruntime's pool briefly) have gone to sleep and do not take cores from the engine being timed."""
     for fn in fns:
         for _ in range(warmup):
             fn()
     times = [[] for _ in fns]
     while len(times[0]) < iterations:
         for fn, ts in zip(fns, times):
+            if len(fns) > 1:
+                time.sleep(settle_s)
             fn()
             for _ in range(min(block, iterations - len(ts))):
                 t = time.perf_counter()
