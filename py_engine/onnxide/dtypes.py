@@ -220,7 +220,7 @@ def from_user(value):
     structured arrays when ml_dtypes is installed) becomes this mode's array; anything else is unchanged."""
     if isinstance(value, list):
         return [from_user(v) for v in value]
-    if not isinstance(value, np.ndarray):
+    if not isinstance(value, np.ndarray) or value.dtype.isbuiltin == 1:  # numpy's own types: never exotic
         return value
     code = _foreign_code(value.dtype)
     if not code or value.dtype == np_dtype(code):

@@ -93,6 +93,10 @@ def windows(xp, kernel, strides, dilations, out):
     shape = xp.shape[:2] + tuple(out) + tuple(kernel)
     strides_ = st[:2] + tuple(st[2 + i] * strides[i] for i in range(nd)) + tuple(
         st[2 + i] * dilations[i] for i in range(nd))
+    if xp.flags.c_contiguous and xp.flags.writeable:  # the ndarray constructor costs ~1 µs, as_strided ~10 µs
+        view = np.ndarray(shape, xp.dtype, buffer=xp, strides=strides_)
+        view.flags.writeable = False
+        return view
     return np.lib.stride_tricks.as_strided(xp, shape=shape, strides=strides_, writeable=False)
 
 

@@ -288,13 +288,14 @@ def _erf_single(x):
     acc *= np.float32(-2)
     acc += np.float32(1)                      # erf(|x|) for |x| >= 0.5
     np.copysign(acc, xs, out=acc)
-    z = np.square(xs)
+    xc = np.minimum(np.maximum(xs, np.float32(-_ERF_SMALL)), np.float32(_ERF_SMALL))  # keeps ±inf out of the
+    z = np.square(xc)                                                                       # weighted-away series
     series = np.full_like(z, 1.0 / (720 * 13))  # 2/√π Σ (-1)^n x^(2n+1) / (n! (2n+1)), 7 terms below 0.5
     np.negative(z, out=z)
     for n in range(5, -1, -1):
         series *= z
         series += np.float32(1.0 / (math.factorial(n) * (2 * n + 1)))
-    series *= xs
+    series *= xc
     series *= np.float32(2.0 / math.sqrt(math.pi))
     small = np.less(ax, np.float32(_ERF_SMALL)).view(np.uint8).astype(np.float32)
     series -= acc

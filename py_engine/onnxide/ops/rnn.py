@@ -98,8 +98,8 @@ def _prepare(op_name, X, W, R, B, sequence_lens, initial, layout, hidden_size, d
             init = init.transpose(1, 0, 2)
         if init.shape != (num_dirs, Bn, H):
             raise InvalidArgument(f"{op_name}: initial state has shape {init.shape}, expected {(num_dirs, Bn, H)}")
-        states.append(init.astype(cdt))
-    return cdt, X.astype(cdt), lens, states, num_dirs, H
+        states.append(init.astype(cdt, copy=False))
+    return cdt, X.astype(cdt, copy=False), lens, states, num_dirs, H
 
 
 def _time_index(T, lens, reverse):
@@ -119,8 +119,8 @@ def _run(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, d
                                                   hidden_size, direction, gates)
     acts = _activations(op_name, activations, activation_alpha, activation_beta, default_acts, num_dirs, cdt)
     T, Bn, _ = X.shape
-    W, R = np.asarray(W).astype(cdt), np.asarray(R).astype(cdt)
-    Bv = np.zeros((num_dirs, 2 * gates * H), cdt) if B is None else np.asarray(B).astype(cdt)
+    W, R = np.asarray(W).astype(cdt, copy=False), np.asarray(R).astype(cdt, copy=False)
+    Bv = np.zeros((num_dirs, 2 * gates * H), cdt) if B is None else np.asarray(B).astype(cdt, copy=False)
     Y = np.zeros((T, num_dirs, Bn, H), dtype=cdt)
     finals = [np.empty((num_dirs, Bn, H), dtype=cdt) for _ in states]
     cols = np.arange(Bn)[None, :]
@@ -149,7 +149,7 @@ def _run(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, d
     if layout:
         Y = Y.transpose(2, 0, 1, 3)
         finals = [f.transpose(1, 0, 2) for f in finals]
-    outs = [Y.astype(out_dtype)] + [f.astype(out_dtype) for f in finals]
+    outs = [Y.astype(out_dtype, copy=False)] + [f.astype(out_dtype, copy=False) for f in finals]
     n = max(1, num_outputs)
     return tuple(outs[:n]) if n > 1 else outs[0]
 
