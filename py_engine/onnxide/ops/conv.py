@@ -1,5 +1,6 @@
 """Convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, Col2Im, CausalConvWithState (im2col on strided views)."""
 import itertools
+import math
 
 import numpy as np
 
@@ -133,7 +134,7 @@ def _direct(x, w, group, kernel, strides, dilations, pb, pe, out, fast, bias):
     """conv_direct's paths (1-D convs as 1×K): depthwise always, few output channels (M < 32, C >= 16) with
     `fast`; None where neither applies."""
     c, m = x.shape[1], w.shape[0]
-    depthwise = group == c and m == c and int(np.prod(kernel)) > 1
+    depthwise = group == c and m == c and math.prod(kernel) > 1
     if not (depthwise or (fast and group == 1 and m < 32 and c >= 16)):
         return None
     one_d = len(kernel) == 1
@@ -153,8 +154,8 @@ def _conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, dtype):
     m = w.shape[0]
     nd = len(kernel)
     cg, mg = c // group, m // group
-    kp = int(np.prod(kernel)) if nd else 1
-    p = int(np.prod(out)) if nd else 1
+    kp = math.prod(kernel) if nd else 1
+    p = math.prod(out) if nd else 1
     y = np.empty((n, group, mg, p), dtype=dtype)
     wg = w.reshape(group, mg, cg * kp)
     if kp == 1 and not any(pb) and not any(pe) and all(s == 1 for s in strides):
@@ -271,8 +272,8 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
     cg = c // group
     mg = w.shape[1]
     m = mg * group
-    kp = int(np.prod(ks))
-    pin = int(np.prod(ins))
+    kp = math.prod(ks)
+    pin = math.prod(ins)
     xf, wf = _float_in(x), _float_in(w)
     xg = xf.reshape(n, group, cg, pin)
     wg = wf.reshape(group, cg, mg * kp).transpose(0, 2, 1)
@@ -304,14 +305,14 @@ def col2im(x, image_shape, block_shape, *, dilations=None, pads=None, strides=No
     dil = _ints(dilations, nd, 1, "dilations", name)
     p = _ints(pads, 2 * nd, 0, "pads", name)
     pb, pe = p[:nd], p[nd:]
-    kp = int(np.prod(blk))
+    kp = math.prod(blk)
     n, ck, length = x.shape
     if ck % kp:
         raise InvalidArgument(f"{name}: input dim 1 ({ck}) is not a multiple of prod(block_shape) {kp}")
     c = ck // kp
     dk = [(k - 1) * d + 1 for k, d in zip(blk, dil)]
     nb = [(i + b + e - k) // s + 1 for i, b, e, k, s in zip(img, pb, pe, dk, st)]
-    if int(np.prod(nb)) != length:
+    if math.prod(nb) != length:
         raise InvalidArgument(f"{name}: input dim 2 ({length}) does not match the {nb} blocks the shapes give")
     cols = x.reshape((n, c) + tuple(blk) + tuple(nb))
     padded = [i + b + e for i, b, e in zip(img, pb, pe)]
@@ -333,7 +334,7 @@ def _multilinear_gather(x, pos):
     frac = pos - lo
     lo = lo.astype(np.int64)
     res = np.zeros((n, c) + qshape, dtype=x.dtype)
-    q = int(np.prod(qshape)) if qshape else 1
+    q = math.prod(qshape) if qshape else 1
     for corner in itertools.product((0, 1), repeat=nd):
         wgt = np.ones((n, c) + qshape, dtype=x.dtype)
         idx = np.zeros((n, c) + qshape, dtype=np.int64)
@@ -362,7 +363,7 @@ def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, ker
     dil = _ints(dilations, nd, 1, "dilations", name)
     p = _ints(pads, 2 * nd, 0, "pads", name)
     out = list(offset.shape[2:])
-    kp = int(np.prod(ks))
+    kp = math.prod(ks)
     og = offset_group
     if og <= 0 or c % og or offset.shape[1] != og * kp * nd:
         raise InvalidArgument(f"{name}: offset shape {offset.shape} inconsistent with offset_group {og}, kernel {ks}")
@@ -386,7 +387,7 @@ def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, ker
     if mask is not None:
         mk = mask.astype(ct).reshape((n * og, 1) + q_shape)
         sampled = sampled * mk
-    sampled = sampled.reshape((n, c, kp, int(np.prod(out))))
+    sampled = sampled.reshape((n, c, kp, math.prod(out)))
     cg, mg = c // group, m // group
     cols = sampled.reshape(n, group, cg * kp, -1)
     y = np.matmul(_float_in(w).reshape(group, mg, cg * kp), cols).reshape((n, m) + tuple(out))

@@ -65,8 +65,8 @@ def _nd_setup(data, indices, batch_dims, name):
     if indices.ndim < 1 or k > data.ndim - b or indices.shape[:b] != data.shape[:b]:
         raise InvalidArgument(f"{name}: incompatible data {data.shape} / indices {indices.shape} "
                               f"with batch_dims={b}")
-    nb = int(np.prod(data.shape[:b], dtype=np.int64))
-    m = int(np.prod(indices.shape[b:-1], dtype=np.int64))
+    nb = math.prod(data.shape[:b])
+    m = math.prod(indices.shape[b:-1])
     idx = _norm_indices_by(indices.reshape(nb, m, k), data.shape[b:b + k], name)
     bidx = np.arange(nb).reshape(nb, 1)
     key = (bidx,) + tuple(idx[..., j] for j in range(k))
@@ -133,7 +133,7 @@ def _scatter_nd(data, indices, updates, reduction):
     if indices.ndim < 1 or k > data.ndim or updates.shape != indices.shape[:-1] + data.shape[k:]:
         raise InvalidArgument(f"ScatterND: incompatible data {data.shape} / indices {indices.shape} / "
                               f"updates {updates.shape}")
-    m = int(np.prod(indices.shape[:-1], dtype=np.int64))
+    m = math.prod(indices.shape[:-1])
     idx = _norm_indices_by(indices.reshape(m, k), data.shape[:k], "ScatterND")
     key = tuple(idx[:, j] for j in range(k))
     upd = updates.reshape((m,) + data.shape[k:])

@@ -1,5 +1,7 @@
 """Shape-manipulation kernels: Reshape, Transpose, Concat, Split, (Un)Squeeze, Flatten, Expand, Tile, Pad, Shape, Size,
 DepthToSpace, SpaceToDepth, Identity, CenterCropPad, Trilu, EyeLike."""
+import math
+
 import numpy as np
 
 from ..dtypes import np_dtype
@@ -44,7 +46,7 @@ def _reshape(data, shape, allowzero=0, name="Reshape"):
             if data.size % known:
                 raise InvalidArgument(f"{name}: cannot reshape {data.shape} to {shape}")
             new[new.index(-1)] = data.size // known
-    if int(np.prod(new, dtype=np.int64)) != data.size:
+    if math.prod(new) != data.size:
         raise InvalidArgument(f"{name}: cannot reshape input of shape {data.shape} to {shape}")
     return data.reshape(new)
 
@@ -200,8 +202,8 @@ def flatten(input, *, axis=1):  # noqa: A002
     if not -r <= axis <= r:
         raise InvalidArgument(f"Flatten: axis {axis} is out of range for rank {r}")
     a = axis + r if axis < 0 else axis
-    outer = int(np.prod(input.shape[:a], dtype=np.int64))
-    inner = int(np.prod(input.shape[a:], dtype=np.int64))
+    outer = math.prod(input.shape[:a])
+    inner = math.prod(input.shape[a:])
     return input.reshape(outer, inner)
 
 

@@ -188,14 +188,17 @@ class Executor:
 
     def __init__(self, model, providers, profiler=None):
         self.model, self.providers, self.profiler = model, providers, profiler
+        self._plain = None
         self.main_plan = self.plan_for(model.graph, {})
 
     def plan_for(self, graph, outer_env):
         plan = graph.plan_cache.get(self)  # plans are per executor: they hold its EPs' kernels
         if plan is None:
             plan = build_plan(graph, self.model.opsets, self.providers, frozenset(outer_env))
+            if self._plain is None:
+                self._plain = plain_names(self.model.graph)
             for step in plan.steps:
-                step.kernel = _unwrapped(step, graph)
+                step.kernel = _unwrapped(step, self._plain)
                 step.call_kwargs = dict(step.kwargs)
                 if step.wants_ctx:
                     step.ctx = KernelContext(step, self, None)
@@ -307,34 +310,56 @@ class Executor:
                 raise _node_error(step, e) from (None if isinstance(e, OnnxideError) else e)
             if prof is not None:
                 prof.node(step, t0, args, result if isinstance(result, tuple) else (result,))
-            if type(result) is not np.ndarray and inspect.isawaitable(result):
+            if type(result) is np.ndarray and step.num_outputs == 1:  # the common case, without a call
+                env[step.outputs[0]] = result
+                for name in step.release:
+                    env.pop(name, None)
+                continue
+            if inspect.isawaitable(result):
                 raise EPFail(f"{_node_label(step.node)} runs on {step.ep.name}, whose results must be awaited: use "
                              f"`await session.run_async(...)` (or the JS API) for this session")
             store(step, args, result, env)
 
 
-def _unwrapped(step, graph):
-    """The kernel under its structured-exotic-float lifting wrapper (math.floatwise / via_float32) when the graph
-    says no input can be a structured array: known non-exotic tensor types, plain initializers and attributes.
-    Saves the wrapper's per-call argument scan on every node of every run."""
+def _unwrapped(step, plain):
+    """The kernel under its structured-exotic-float lifting wrapper (math.floatwise / via_float32) when no input
+    can be a structured array (every input name in `plain`, see plain_names) and no attribute is one. Saves the
+    wrapper's per-call argument scan on every node of every run."""
     kernel = step.kernel
     while getattr(kernel, "lifts_structured", False):
-        for name, tp in zip(step.inputs, step.input_types):
-            if not name:
-                continue
-            init = graph.initializers.get(name)
-            if init is not None:
-                if not isinstance(init, np.ndarray) or init.dtype.names is not None:
-                    return kernel
-                continue
-            tensor = getattr(tp, "tensor_type", None) if tp is not None else None
-            code = getattr(tensor, "elem_type", 0) if tensor is not None else 0
-            if not code or is_exotic(code):
-                return kernel
+        if any(name and name not in plain for name in step.inputs):
+            return kernel
         if any(isinstance(v, np.ndarray) and v.dtype.names is not None for v in step.kwargs.values()):
             return kernel
         kernel = kernel.__wrapped__
     return kernel
+
+
+def plain_names(graph):
+    """Names of values that are numpy-native tensors wherever they appear in `graph` and its subgraphs: declared or
+    inferred non-exotic tensor types, plain-dtype initializers; a name typed otherwise anywhere (exotic, a sequence,
+    unknown) is left out, so a body reading an enclosing graph's value by name is judged by that graph's type."""
+    plain, other = set(), set()
+
+    def visit(g):
+        for name, v in g.initializers.items():
+            (plain if isinstance(v, np.ndarray) and v.dtype.names is None else other).add(name)
+        values = [(vi.name, vi.type) for vi in list(g.inputs) + list(g.outputs)]
+        values += [(name, vi.type) for name, vi in g.value_info.items()]
+        for name, tp in values:
+            if name in g.initializers:
+                continue
+            tensor = getattr(tp, "tensor_type", None) if tp is not None else None
+            code = getattr(tensor, "elem_type", 0) if tensor is not None else 0
+            (plain if code and not is_exotic(code) else other).add(name)
+        for n in g.nodes:
+            for v in n.attrs.values():
+                for sub in (v if isinstance(v, list) else [v]):
+                    if hasattr(sub, "nodes"):
+                        visit(sub)
+
+    visit(graph)
+    return plain - other
 
 
 def _node_error(step, e):
