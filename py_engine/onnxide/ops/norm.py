@@ -61,7 +61,9 @@ def _batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, na
         run_var = v_in * mom + cur_var * (cd.type(1) - mom)
     else:
         cur_mean, cur_var = m_in, v_in
-        y = (xf - m_in) / np.sqrt(v_in + eps) * s + bb
+        a = s / np.sqrt(v_in + eps)  # per-channel scale and shift first: two passes over x instead of four
+        y = xf * a
+        y += bb - m_in * a
         run_mean, run_var = m_in, v_in
     ps = np.shape(mean)
     y = y.reshape(x.shape).astype(x.dtype, copy=False)
