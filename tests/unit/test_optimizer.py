@@ -84,6 +84,21 @@ def test_conv_batchnorm_relu_fold_and_fuse(tmp_path):
     _check(m, {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}, tmp_path, ["FusedConv"])
 
 
+@pytest.mark.parametrize("group", [1, 2])
+def test_conv_transpose_batchnorm_fold(tmp_path, group):
+    cin, mg = 4, 3  # ConvTranspose weight (C_in, M/group, kh, kw): M = 3 * group output channels
+    m_out = mg * group
+    nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["c"], strides=[2, 2], group=group),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["y"], epsilon=1e-3)]
+    inits = [_const("w", rng.standard_normal((cin, mg, 2, 3)).astype(np.float32)),
+             _const("s", rng.random(m_out).astype(np.float32) + 0.5),
+             _const("bb", rng.standard_normal(m_out).astype(np.float32)),
+             _const("m", rng.standard_normal(m_out).astype(np.float32)),
+             _const("v", rng.random(m_out).astype(np.float32) + 0.1)]
+    m = _model(nodes, [_vi("x", [1, cin, 5, 6])], [_vi("y", [1, m_out, 10, 13])], inits)
+    _check(m, {"x": rng.standard_normal((1, cin, 5, 6)).astype(np.float32)}, tmp_path, ["ConvTranspose"])
+
+
 def test_gemm_leakyrelu_fuses(tmp_path):
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1),
              helper.make_node("LeakyRelu", ["g"], ["y"], alpha=0.2)]

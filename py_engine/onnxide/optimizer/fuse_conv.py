@@ -25,11 +25,24 @@ def _absorb(g, conv, w_new, b_new, folded):
     g.nodes.remove(folded)
 
 
+def _per_output_channel(conv, w, k):
+    """`k` (one factor per output channel) shaped to multiply `conv`'s weight: Conv weights are (M, C/g, ...),
+    ConvTranspose weights (C, M/g, ...) with output channel g·(M/g) + j at [group g's rows, j]."""
+    spatial = (1,) * (w.ndim - 2)
+    if conv.op_type == "Conv":
+        return k.reshape((-1, 1) + spatial)
+    group = int(conv.attrs.get("group", 1))
+    cin, mg = w.shape[:2]
+    return np.broadcast_to(k.reshape((group, 1, mg) + spatial), (group, cin // group, mg) + spatial).reshape(
+        (cin, mg) + spatial)
+
+
 def fold_batchnorm_into_conv(model):
+    """Conv / ConvTranspose followed by inference BatchNormalization ⇒ the conv with scaled weights and bias."""
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)
     for conv in list(g.nodes):
-        if not _onnx(conv, "Conv") or len(conv.outputs) != 1:
+        if not _onnx(conv, "Conv", "ConvTranspose") or len(conv.outputs) != 1:
             continue
         bn = single_consumer(uses, conv.outputs[0], outputs)
         if bn is None or not _onnx(bn, "BatchNormalization") or bn.inputs[0] != conv.outputs[0]:
@@ -45,7 +58,7 @@ def fold_batchnorm_into_conv(model):
             continue
         scale, bias, mean, var = (s.astype(np.float64) for s in stats)
         k = scale / np.sqrt(var + bn.attrs.get("epsilon", 1e-5))
-        w_new = (w.astype(np.float64) * k.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+        w_new = (w.astype(np.float64) * _per_output_channel(conv, w, k)).astype(w.dtype)
         b0 = b.astype(np.float64) if b is not None else 0.0
         b_new = ((b0 - mean) * k + bias).astype(w.dtype)
         _absorb(g, conv, w_new, b_new, bn)
@@ -143,7 +156,7 @@ def fold_scale_shift_into_conv(model):
             continue
         b64 = b.astype(np.float64) if b is not None else np.zeros(w.shape[0])
         if nxt.op_type == "Mul":
-            w_new = (w.astype(np.float64) * k.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+            w_new = (w.astype(np.float64) * _per_output_channel(conv, w, k)).astype(w.dtype)
             b_new = (b64 * k).astype(w.dtype)
         else:
             w_new, b_new = w, (b64 + k).astype(w.dtype)
