@@ -1,4 +1,5 @@
-"""Convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, Col2Im, CausalConvWithState (im2col on strided views)."""
+"""Convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, Col2Im, CausalConvWithState; conv_nd picks Winograd
+(conv_winograd), the direct paths (conv_direct) or im2col on strided views."""
 import itertools
 import math
 
@@ -279,10 +280,8 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
     wg = wf.reshape(group, cg, mg * kp).transpose(0, 2, 1)
     cols = np.matmul(wg, xg).reshape((n, m) + tuple(ks) + tuple(ins))  # N, M, *K, *I
     full = [(i - 1) * s + k for i, s, k in zip(ins, st, dk)]
-    # place the full (uncropped) result into a buffer covering both it and the requested window
-    off = [max(0, -b) for b in pb]
     if nd == 2 and st == list(ks) and dil == [1, 1] and not any(pb) and out == full:
-        # kernel == stride: every output pixel gets exactly one tap; one transposing copy places them all
+        # kernel == stride (2×2 upsampling heads): every output pixel gets exactly one tap, placed by one copy each
         y = np.empty((n, m) + tuple(out), dtype=xf.dtype)
         dst = y.reshape(n, m, ins[0], ks[0], ins[1], ks[1])
         bias = None if b is None else _float_in(b).reshape(1, -1, 1, 1)
@@ -293,6 +292,8 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
                 else:
                     np.add(cols[:, :, ki, kj], bias, out=dst[:, :, :, ki, :, kj])
         return y.astype(x.dtype, copy=False)
+    # place the full (uncropped) result into a buffer covering both it and the requested window
+    off = [max(0, -b) for b in pb]
     buf_shape = [max(o + f, o + b + ou) for o, f, b, ou in zip(off, full, pb, out)]
     buf = np.zeros((n, m) + tuple(buf_shape), dtype=xf.dtype)
     for kidx in itertools.product(*[range(k) for k in ks]):
