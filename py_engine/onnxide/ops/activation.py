@@ -140,7 +140,7 @@ def gelu(x, *, approximate="none"):
             y *= xf
             y *= c(np.sqrt(2.0 / np.pi))
             np.tanh(y, out=y)
-        elif xf.dtype == np.float32:  # x·Φ(x), Φ from 0.5·erfc(|x|/√2) directly: no 1 + erf cancellation for x < 0
+        elif xf.dtype == np.float32:  # x·Φ(x), Φ from 0.5·erfc(|x|/√2): no 1 + erf cancellation for x < 0
             h = half_erfc_single(np.abs(xf) * c(1 / np.sqrt(2.0)))
             np.subtract(c(0.5), h, out=h)
             h *= np.sign(xf)
