@@ -133,9 +133,11 @@ def conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, name, fast=Fal
 
 def _direct(x, w, group, kernel, strides, dilations, pb, pe, out, fast, bias):
     """conv_direct's paths (1-D convs as 1×K): depthwise always, few output channels (M < 32, C >= 16) with
-    `fast`; None where neither applies."""
+    `fast`; None where neither applies (and for 1×1 kernels, which are one plain GEMM already)."""
     c, m = x.shape[1], w.shape[0]
-    depthwise = group == c and m == c and math.prod(kernel) > 1
+    if math.prod(kernel) == 1:
+        return None
+    depthwise = group == c and m == c
     if not (depthwise or (fast and group == 1 and m < 32 and c >= 16)):
         return None
     one_d = len(kernel) == 1
