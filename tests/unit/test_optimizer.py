@@ -280,15 +280,20 @@ def test_if_body_folds_outer_constants(tmp_path):
 
 
 def test_body_local_value_hides_outer_constant():
-    # (not SSA, so onnxruntime refuses it; onnxide's scoping lets the body's own 'w' hide the outer initializer)
+    # (not SSA, so onnxruntime refuses it) the else branch slices its own, input-dependent 'w' with the outer
+    # Constant bounds: folding it with the outer initializer 'w' would silently compute with the wrong matrix
     m = _if_model(rng.standard_normal((8, 4)).astype(np.float32),
-                  [helper.make_node("Neg", ["x"], ["w"]), helper.make_node("Add", ["w", "w"], ["else_y"])])
-    feeds = {"x": rng.random((2, 4), dtype=np.float32), "cond": np.array(False)}
+                  [helper.make_node("Concat", ["x", "x", "x", "x"], ["xx"], axis=0),
+                   helper.make_node("Neg", ["xx"], ["w"]),
+                   helper.make_node("Slice", ["w", "starts", "ends", "axes"], ["ws"]),
+                   helper.make_node("MatMul", ["x", "ws"], ["else_y"])])
+    x = rng.random((2, 4), dtype=np.float32)
+    feeds = {"x": x, "cond": np.array(False)}
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     plain = ort.InferenceSession(m.SerializeToString(), so).run(None, feeds)[0]
     sess = ort.InferenceSession(m.SerializeToString())
+    np.testing.assert_allclose(plain, x @ -np.concatenate([x, x]), rtol=1e-6)
     np.testing.assert_array_equal(sess.run(None, feeds)[0], plain)
-    np.testing.assert_array_equal(plain, -2 * feeds["x"])
     else_g = sess._model.graph.nodes[0].attrs["else_branch"]
-    assert [n.op_type for n in else_g.nodes] == ["Neg", "Add"]
+    assert [n.op_type for n in else_g.nodes] == ["Concat", "Neg", "Slice", "MatMul"]

@@ -3,6 +3,7 @@ import copy
 import itertools
 
 from ..errors import InvalidGraph
+from .model import Node, subgraphs
 
 _counter = itertools.count()
 
@@ -24,10 +25,8 @@ def _inline_graph(graph, ctx, depth):
         raise InvalidGraph("Function calls nest deeper than 64 levels (recursive functions?)")
     out = []
     for node in graph.nodes:
-        for v in node.attrs.values():
-            for g in (v if isinstance(v, list) else [v]):
-                if hasattr(g, "nodes"):
-                    _inline_graph(g, ctx, depth)
+        for g in subgraphs(node):
+            _inline_graph(g, ctx, depth)
         f = _find(ctx, node)
         if f is None:
             out.append(node)
@@ -41,7 +40,6 @@ def _inline_graph(graph, ctx, depth):
 
 def _expand(call, f, ctx):
     model, base_dir, build_graph, attribute_value = ctx[2:]
-    from .model import Node
 
     prefix = f"_inl{next(_counter)}_{f.name}_"
     rename = {}
@@ -77,10 +75,8 @@ def _expand(call, f, ctx):
         dom = "" if n.domain == "ai.onnx" else n.domain
         if dom in opsets and opsets[dom] != model.opsets.get(dom):
             node.opset = opsets[dom]
-        for v in attrs.values():
-            for g in (v if isinstance(v, list) else [v]):
-                if hasattr(g, "nodes"):
-                    _rename_in_subgraph(g, rename, prefix)
+        for g in subgraphs(node):
+            _rename_in_subgraph(g, rename, prefix)
         nodes.append(node)
     return nodes
 
@@ -91,10 +87,8 @@ def _rename_in_subgraph(g, rename, prefix):
     for n in g.nodes:
         n.inputs = [rename[x] if x in rename and x not in local else x for x in n.inputs]
         local.update(n.outputs)
-        for v in n.attrs.values():
-            for sg in (v if isinstance(v, list) else [v]):
-                if hasattr(sg, "nodes"):
-                    _rename_in_subgraph(sg, rename, prefix)
+        for sg in subgraphs(n):
+            _rename_in_subgraph(sg, rename, prefix)
     for o in g.outputs:
         if o.name in rename and o.name not in local:
             o.name = rename[o.name]

@@ -5,7 +5,6 @@ from .. import dtypes as dt
 from ..errors import InvalidGraph, NoModel
 from ..proto import schema as S
 from ..tensors import sparse_to_numpy, to_numpy
-from .functions import inline_functions
 
 
 class ValueInfo:
@@ -52,6 +51,14 @@ class Node:
 
     def __repr__(self):
         return f"Node({self.op_type}, {self.name!r}, {self.inputs} -> {self.outputs})"
+
+
+def subgraphs(node):
+    """The graphs `node`'s attributes hold (If branches, Loop/Scan bodies, GRAPHS lists), in attribute order."""
+    for v in node.attrs.values():
+        for g in (v if isinstance(v, list) else [v]):
+            if hasattr(g, "nodes"):
+                yield g
 
 
 class Graph:
@@ -213,6 +220,7 @@ def load_model(mp, base_dir=None):
     model = Model(graph, opsets, mp.ir_version, mp.producer_name, mp.producer_version, mp.domain,
                   mp.model_version, mp.doc_string, {e.key: e.value for e in mp.metadata_props}, mp.functions)
     if mp.functions:
+        from .functions import inline_functions  # functions.py builds Nodes: imported here, not at the top
         inline_functions(model, base_dir, build_graph, attribute_value)
     for name, arr in graph.initializers.items():
         if isinstance(arr, np.ndarray) and arr.dtype == object and dt.code_of(arr.dtype) != dt.STRING:

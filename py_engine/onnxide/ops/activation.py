@@ -69,10 +69,8 @@ def sigmoid_array(x):
 
 
 def _unit_clamp(y):
-    """y clamped to [0, 1] in place (np.clip costs several times two ufunc passes); NaN stays NaN."""
-    one = y.dtype.type(1)
-    np.maximum(y, 0 * one, out=y)
-    return np.minimum(y, one, out=y)
+    """y clamped to [0, 1] in place (a fresh result per step costs more than the clamp); NaN stays NaN."""
+    return np.clip(y, 0, 1, out=y)
 
 
 def _hard_sigmoid(x, alpha, beta):

@@ -2,17 +2,16 @@
 Conv / Gemm / MatMul kernels with an activation kernel — no op math is defined twice."""
 import numpy as np
 
-from .math import via_float32
+from .math import unlifted, via_float32
 from .registry import MS_DOMAIN, lookup, op
 
 _ACT_OPSET = 22
 
 
 def _primitive(op_type, opset):
-    """The ai.onnx kernel a fused op composes. These fused kernels are via_float32-wrapped themselves, so their
-    inputs are never structured floats and the primitive's own lifting wrapper is skipped."""
-    k = lookup("", op_type, opset).kernel
-    return k.__wrapped__ if getattr(k, "lifts_structured", False) else k
+    """The ai.onnx kernel a fused op composes, unlifted: the fused kernels are via_float32-wrapped themselves, so
+    their inputs are never structured floats."""
+    return unlifted(lookup("", op_type, opset).kernel)
 
 
 def apply_activation(y, activation, params):

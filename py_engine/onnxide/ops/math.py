@@ -66,8 +66,16 @@ def floatwise(fn):
                 out = lower(out, orig)
         return out
 
-    wrapper.lifts_structured = True  # the executor calls __wrapped__ where no input can be a structured float
+    wrapper.lifts_structured = True  # see unlifted
     return wrapper
+
+
+def unlifted(kernel):
+    """`kernel` without its floatwise / via_float32 lifting wrappers, for callers that know no argument is a
+    structured exotic float (the executor, where the model's types say so; fused kernels, already lifted)."""
+    while getattr(kernel, "lifts_structured", False):
+        kernel = kernel.__wrapped__
+    return kernel
 
 
 def _structured(a):
@@ -115,7 +123,7 @@ def via_float32(fn=None, *, outputs=None):
                 return tuple(back(o, v) for o, v in enumerate(out))
             return back(0, out)
 
-        wrapper.lifts_structured = True  # see floatwise
+        wrapper.lifts_structured = True  # see unlifted
         return wrapper
 
     return deco(fn) if fn is not None else deco

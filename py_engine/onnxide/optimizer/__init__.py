@@ -8,6 +8,7 @@ the main graph. Fused ops are ordinary registered ops, so every EP runs an optim
 import numpy as np
 
 from ..ir.infer import infer_shapes
+from ..ir.model import subgraphs
 from . import constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patterns, shape_values, transpose
 
 BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, eliminate.remove_dead_nodes,
@@ -36,11 +37,9 @@ def passes_for(level):
 def _bodies(graph):
     """Nested subgraphs of `graph`, innermost first."""
     for n in graph.nodes:
-        for v in n.attrs.values():
-            for g in (v if isinstance(v, list) else [v]):
-                if hasattr(g, "nodes"):
-                    yield from _bodies(g)
-                    yield g
+        for g in subgraphs(n):
+            yield from _bodies(g)
+            yield g
 
 
 def _bodies_with_constants(graph, outer=None):
@@ -56,11 +55,9 @@ def _bodies_with_constants(graph, outer=None):
         outer.pop(name, None)
     outer.update({k: v for k, v in graph.initializers.items() if k not in inputs and isinstance(v, np.ndarray)})
     for n in graph.nodes:
-        for v in n.attrs.values():
-            for g in (v if isinstance(v, list) else [v]):
-                if hasattr(g, "nodes"):
-                    yield from _bodies_with_constants(g, outer)
-                    yield g, outer
+        for g in subgraphs(n):
+            yield from _bodies_with_constants(g, outer)
+            yield g, outer
 
 
 def _clear_plans(graph):

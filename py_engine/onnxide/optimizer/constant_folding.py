@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..ir.infer import dims_of
+from ..ir.model import subgraphs
 from ..runtime.providers import resolve_opdef
 from .eliminate import _NONDETERMINISTIC
 from .graph import constant_value
@@ -67,8 +68,7 @@ def _try_fold(model, n, outer, local):
     shape = _fold_shape(model.graph, n)
     if shape is not None and n.outputs[0] not in {v.name for v in model.graph.outputs}:
         return shape
-    if n.op_type in _NONDETERMINISTIC or any(hasattr(v, "nodes") or isinstance(v, list) and v and
-                                             hasattr(v[0], "nodes") for v in n.attrs.values()):
+    if n.op_type in _NONDETERMINISTIC or next(subgraphs(n), None) is not None:
         return None
     g = model.graph
     args = []

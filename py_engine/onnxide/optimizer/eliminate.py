@@ -1,6 +1,8 @@
 """Basic passes: Identity/Dropout elimination, dead-node removal, common-subexpression elimination."""
 import numpy as np
 
+from ..ir.model import subgraphs
+
 from .graph import consumers, graph_output_names, replace_uses
 
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -59,10 +61,8 @@ def remove_dead_nodes(model):
 def consumers_of_node(n):
     from ..runtime.executor import free_names
     names = {x for x in n.inputs if x}
-    for v in n.attrs.values():
-        for sg in (v if isinstance(v, list) else [v]):
-            if hasattr(sg, "nodes"):
-                names |= free_names(sg)
+    for sg in subgraphs(n):
+        names |= free_names(sg)
     return names
 
 

@@ -1,6 +1,7 @@
 """Graph-editing helpers for the passes: producers/consumers (subgraph reads included), constants, rewiring."""
 import numpy as np
 
+from ..ir.model import subgraphs
 from ..runtime.executor import free_names
 
 
@@ -13,10 +14,8 @@ def consumers(graph):
     uses = {}
     for n in graph.nodes:
         names = [x for x in n.inputs if x]
-        for v in n.attrs.values():
-            for g in (v if isinstance(v, list) else [v]):
-                if hasattr(g, "nodes"):
-                    names += list(free_names(g))
+        for g in subgraphs(n):
+            names += list(free_names(g))
         for x in names:
             uses.setdefault(x, []).append(n)
     return uses
@@ -38,10 +37,8 @@ def replace_uses(graph, old, new):
     """Make every reader of `old` (incl. subgraph reads) read `new`; graph outputs keep their names."""
     for n in graph.nodes:
         n.inputs = [new if x == old else x for x in n.inputs]
-        for v in n.attrs.values():
-            for g in (v if isinstance(v, list) else [v]):
-                if hasattr(g, "nodes"):
-                    _replace_in_subgraph(g, old, new)
+        for g in subgraphs(n):
+            _replace_in_subgraph(g, old, new)
 
 
 def _replace_in_subgraph(g, old, new):
@@ -52,10 +49,8 @@ def _replace_in_subgraph(g, old, new):
         if old in n.outputs:
             return
         n.inputs = [new if x == old else x for x in n.inputs]
-        for v in n.attrs.values():
-            for sg in (v if isinstance(v, list) else [v]):
-                if hasattr(sg, "nodes"):
-                    _replace_in_subgraph(sg, old, new)
+        for sg in subgraphs(n):
+            _replace_in_subgraph(sg, old, new)
     g.plan_cache.clear()
     for o in g.outputs:
         if o.name == old:

@@ -8,7 +8,8 @@ import numpy as np
 from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, NotImplemented as OrtNotImplemented, OnnxideError,
                       RuntimeException)
 from ..dtypes import is_exotic
-from ..ir.model import AttrRef
+from ..ir.model import AttrRef, subgraphs
+from ..ops.math import unlifted
 from .providers import resolve_opdef
 
 
@@ -156,10 +157,8 @@ def _plan_transfers(steps):
 
 def _subgraph_free_names(node):
     names = set()
-    for v in node.attrs.values():
-        for g in (v if isinstance(v, list) else [v]):
-            if hasattr(g, "nodes"):
-                names |= free_names(g)
+    for g in subgraphs(node):
+        names |= free_names(g)
     return names
 
 
@@ -322,17 +321,13 @@ class Executor:
 
 
 def _unwrapped(step, plain):
-    """The kernel under its structured-exotic-float lifting wrapper (math.floatwise / via_float32) when no input
-    can be a structured array (every input name in `plain`, see plain_names) and no attribute is one. Saves the
-    wrapper's per-call argument scan on every node of every run."""
-    kernel = step.kernel
-    while getattr(kernel, "lifts_structured", False):
-        if any(name and name not in plain for name in step.inputs):
-            return kernel
-        if any(isinstance(v, np.ndarray) and v.dtype.names is not None for v in step.kwargs.values()):
-            return kernel
-        kernel = kernel.__wrapped__
-    return kernel
+    """The step's kernel without its exotic-float lifting wrapper (ops.math.unlifted) when no input can be a
+    structured array (every input name in `plain`, see plain_names) and no attribute is one. Saves the wrapper's
+    per-call argument scan on every node of every run."""
+    if any(name and name not in plain for name in step.inputs) or any(
+            isinstance(v, np.ndarray) and v.dtype.names is not None for v in step.kwargs.values()):
+        return step.kernel
+    return unlifted(step.kernel)
 
 
 def plain_names(graph):
@@ -353,10 +348,8 @@ def plain_names(graph):
             code = getattr(tensor, "elem_type", 0) if tensor is not None else 0
             (plain if code and not is_exotic(code) else other).add(name)
         for n in g.nodes:
-            for v in n.attrs.values():
-                for sub in (v if isinstance(v, list) else [v]):
-                    if hasattr(sub, "nodes"):
-                        visit(sub)
+            for sub in subgraphs(n):
+                visit(sub)
 
     visit(graph)
     return plain - other

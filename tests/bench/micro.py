@@ -1,0 +1,96 @@
+"""Micro-measurements behind docs/design.md's "Native speed" notes: the numpy costs the kernels are shaped around.
+
+usage: python tests/bench/micro.py
+Prints medians in µs/ms; no assertions (tests assert results, not timings). Needs threadpoolctl (installed with
+.[test]) and 2+ cores for the thread rows.
+"""
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "py_engine"))
+
+from onnxide.ops import conv, conv_winograd  # noqa: E402
+
+
+def median_ms(fn, n=30):
+    fn()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def row(what, ms):
+    print(f"  {what:62s} {ms * 1e3:9.1f} µs" if ms < 1 else f"  {what:62s} {ms:9.3f} ms")
+
+
+def main():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 128, 1536)).astype(np.float32)
+    y = np.empty_like(x)
+    mask = x < 0.5
+    print("element-wise, 196,608 float32 (a MiniLM GELU input):")
+    row("np.multiply(x, 2, out=y)", median_ms(lambda: np.multiply(x, 2, out=y)))
+    row("np.copyto(y, x, where=mask)  (masked)", median_ms(lambda: np.copyto(y, x, where=mask)))
+    row("np.clip(x, 0, 1)", median_ms(lambda: np.clip(x, 0, 1)))
+    row("np.minimum(np.maximum(x, 0), 1)", median_ms(lambda: np.minimum(np.maximum(x, 0), 1)))
+
+    with threadpool_limits(1):
+        print("GEMM (1,512) @ (512,1000), one BLAS thread:")
+        a = rng.standard_normal((1, 512)).astype(np.float32)
+        raw = np.empty(512 * 1000 * 4 + 2, np.uint8)
+        misaligned = raw[2:].view(np.float32).reshape(512, 1000)  # like a weight at an odd offset of the model bytes
+        misaligned[...] = rng.standard_normal((512, 1000))
+        aligned = misaligned.copy()
+        row(f"aligned weight", median_ms(lambda: a @ aligned))
+        row(f"misaligned weight (flags.aligned={misaligned.flags.aligned})", median_ms(lambda: a @ misaligned))
+
+    pool = ThreadPoolExecutor(1)
+    pool.submit(int).result()
+    print("Python threads:")
+    row("ThreadPoolExecutor submit + result round trip", median_ms(lambda: pool.submit(int).result(), 200))
+    m = rng.standard_normal((128, 384)).astype(np.float32)
+    w = rng.standard_normal((384, 1536)).astype(np.float32)
+    out = np.empty((128, 1536), np.float32)
+
+    def halves():
+        f = pool.submit(np.matmul, m[64:], w, out=out[64:])
+        np.matmul(m[:64], w, out=out[:64])
+        f.result()
+
+    with threadpool_limits(1):
+        row("(128,384)@(384,1536), 1 BLAS thread", median_ms(lambda: np.matmul(m, w, out=out)))
+        row("same, row halves on 2 Python threads, 1 BLAS thread each", median_ms(halves))
+    with threadpool_limits(2):
+        row("same, 2 BLAS threads", median_ms(lambda: np.matmul(m, w, out=out)))
+
+    print("3×3 conv, Winograd vs im2col (conv_nd), ResNet-18 layer shapes:")
+    for c, h in [(64, 56), (128, 28), (256, 14)]:
+        xc = rng.standard_normal((1, c, h, h)).astype(np.float32)
+        wc = rng.standard_normal((c, c, 3, 3)).astype(np.float32)
+
+        def run():
+            return conv.conv_nd(xc, wc, 1, [3, 3], [1, 1], [1, 1], [1, 1], [1, 1], [h, h], "c", fast=True)
+
+        for threads in (1, 2):
+            with threadpool_limits(threads):
+                conv_winograd.ENABLED = True
+                wino = median_ms(run, 15)
+                conv_winograd.ENABLED = False
+                im2col = median_ms(run, 15)
+                conv_winograd.ENABLED = True
+            print(f"  {c:3d}×{h}² {threads} BLAS thread(s): Winograd {wino:.2f} ms, im2col {im2col:.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
