@@ -45,6 +45,11 @@ def main():
     row("np.minimum(np.maximum(x, 0), 1)", median_ms(lambda: np.minimum(np.maximum(x, 0), 1)))
 
     with threadpool_limits(1):
+        print("sgemm GFLOP/s, one BLAS thread:")
+        for m_, k_, n_ in [(1024, 1024, 1024), (128, 384, 384), (128, 384, 1536), (128, 1536, 384)]:
+            a_, b_ = rng.standard_normal((m_, k_)).astype(np.float32), rng.standard_normal((k_, n_)).astype(np.float32)
+            ms = median_ms(lambda: a_ @ b_, 20)
+            print(f"  {m_}×{k_} @ {k_}×{n_}: {2 * m_ * k_ * n_ / ms / 1e6:6.1f} GFLOP/s")
         print("GEMM (1,512) @ (512,1000), one BLAS thread:")
         a = rng.standard_normal((1, 512)).astype(np.float32)
         raw = np.empty(512 * 1000 * 4 + 2, np.uint8)

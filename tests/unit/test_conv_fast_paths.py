@@ -170,22 +170,3 @@ def test_against_onnxruntime(case, monkeypatch):
     finally:
         cw.ENABLED = True
     assert _rel(got, plain) < tol
-
-
-def test_multithreaded_sessions_use_im2col(monkeypatch):
-    # with more than one BLAS thread, im2col's one large GEMM threads and Winograd's transforms do not: the session
-    # run mirrors its thread count into the dispatcher and restores it afterwards
-    used = []
-    real = cw.winograd_conv3x3
-    monkeypatch.setattr(cw, "winograd_conv3x3", lambda *a: used.append(a[5]) or real(*a))
-    x, w = _data(1, 64, 64, 29, 31)
-    b = rng.standard_normal(64).astype(np.float32)
-    model = _conv_model(x.shape, w, b, pads=(1, 1, 1, 1))
-    expect = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    for threads, tiles in [(2, []), (1, [4])]:
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        used.clear()
-        got = ort.InferenceSession(model, so).run(None, {"x": x})[0]
-        assert used == tiles and cw.blas_threads == 1
-        assert _rel(got, expect) < 1e-4

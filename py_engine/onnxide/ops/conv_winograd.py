@@ -19,8 +19,6 @@ _G4 = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6]
                 [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])
 
 ENABLED = True  # tests switch this off to compare against the im2col path
-blas_threads = 1  # BLAS threads of the running session (runtime/threads.py): with more than one, im2col's single
-                  # large GEMM threads well while the transforms here do not, and im2col measured 5-10% faster
 
 _AT2 = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.float64)
 _AT4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], dtype=np.float64)
@@ -133,11 +131,11 @@ def winograd_tile(x, w, group, kernel, strides, dilations, pb, pe, out):
     """The Winograd output tile (4 or 2) conv_nd should use for this conv, or 0 for none.
 
     Eligible: 2-D 3×3, stride 1, dilation 1, group 1, non-negative pads, float32/float64 x and w of one dtype.
-    Chosen where it measured faster than im2col + GEMM with single-threaded OpenBLAS (never with more threads):
-    at least 32 input and output channels, and enough tiles that the t²/9-times larger transformed weights are
-    worth streaming through the per-position GEMMs (small spatial sizes at large channel counts stay on im2col)."""
-    if (not ENABLED or blas_threads > 1 or len(kernel) != 2 or group != 1 or list(kernel) != [3, 3]
-            or list(strides) != [1, 1] or list(dilations) != [1, 1] or min(pb) < 0 or min(pe) < 0 or x.dtype != w.dtype
+    Chosen where it measured faster than im2col + GEMM (single-thread OpenBLAS): at least 32 input and output
+    channels, and enough tiles that the t²/9-times larger transformed weights are worth streaming through the
+    per-position GEMMs (small spatial sizes at large channel counts stay on im2col)."""
+    if (not ENABLED or len(kernel) != 2 or group != 1 or list(kernel) != [3, 3] or list(strides) != [1, 1]
+            or list(dilations) != [1, 1] or min(pb) < 0 or min(pe) < 0 or x.dtype != w.dtype
             or x.dtype not in (np.float32, np.float64) or x.ndim != 4):
         return 0
     n, c = x.shape[:2]

@@ -1,9 +1,6 @@
 """intra_op_num_threads natively: BLAS thread pools are set to the session's count for each run (threadpoolctl's
-library handles, queried once), and put back afterwards; conv_winograd.blas_threads mirrors the count, since the
-best 3×3 conv path depends on it."""
+library handles, queried once), and put back afterwards."""
 import contextlib
-
-from ..ops import conv_winograd as _wino
 
 _blas = None
 
@@ -31,8 +28,7 @@ class _Limit:
         self.libs, self.n, self.saved = libs, n, []
 
     def __enter__(self):
-        self.saved, self.kernels_saw = [], _wino.blas_threads
-        _wino.blas_threads = self.n
+        self.saved = []
         for lib in self.libs:
             old = lib.get_num_threads()
             if old != self.n:
@@ -43,5 +39,4 @@ class _Limit:
     def __exit__(self, *exc):
         for lib, old in self.saved:
             lib.set_num_threads(old)
-        _wino.blas_threads = self.kernels_saw
         return False
