@@ -70,7 +70,7 @@ def write_report(results, cases, provider, out_dir):
             by_op[op][0] += ok
     passed = sum(1 for r in results.values() if r[0])
     short = {"CPUExecutionProvider": "cpu", "WasmExecutionProvider": "wasm", "WebGpuExecutionProvider": "webgpu",
-             "CUDAExecutionProvider": "cuda"}.get(provider, provider)
+             "CUDAExecutionProvider": "cuda", "NativeCPUExecutionProvider": "native-cpu"}.get(provider, provider)
     os.makedirs(out_dir, exist_ok=True)
     data = {"provider": provider, "passed": passed, "total": len(results),
             "cases": {k: {"passed": v[0], "reason": v[1]} for k, v in sorted(results.items())}}

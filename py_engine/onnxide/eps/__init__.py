@@ -8,3 +8,8 @@ from . import wasm as _wasm
 
 if _wasm.available():
     register_provider(_wasm.WasmExecutionProvider)
+
+try:  # native_eps/ (installed with the package natively): registers its EPs where their libraries are built
+    import onnxide_native  # noqa: F401
+except ImportError:
+    pass

@@ -11,10 +11,10 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..ops.conv import spatial_geometry, window_end_pads
+from ..runtime.providers import FALLBACK, guarded  # noqa: F401  (wasm_ops_* import them from here)
 from .wasm_runtime import In, Out, Scratch
 
 F32 = np.dtype(np.float32)
-FALLBACK = object()  # a fast path's "not mine": the numpy kernel runs instead
 
 ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid": 5, "hardswish": 6, "clip": 7,
        "exp": 8, "sqrt": 9, "erf": 10, "gelu": 11, "gelu_tanh": 12, "elu": 13, "abs": 14, "neg": 15, "swish": 16,
@@ -24,19 +24,6 @@ BINOP = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "PRelu": 6}
 
 def _is_f32(*arrays):
     return all(isinstance(a, (np.ndarray, np.generic)) and a.dtype == F32 for a in arrays)
-
-
-def guarded(fast, fallback):
-    """A kernel that runs `fast` and falls back to the numpy kernel when `fast` returns FALLBACK."""
-
-    def kernel(*args, **kwargs):
-        res = fast(*args, **kwargs)
-        if res is FALLBACK:
-            return fallback(*args, **kwargs)
-        return res
-
-    kernel.wasm_fast = fast
-    return kernel
 
 
 def _contig(a):

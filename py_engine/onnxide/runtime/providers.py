@@ -8,10 +8,28 @@ awaitables (GPU readback in the page), which `Executor.run_async` awaits.
 from ..ops import registry
 
 
+FALLBACK = object()  # an EP fast path's "not mine": the numpy kernel runs instead
+
+
+def guarded(fast, fallback):
+    """A kernel that runs `fast` and falls back to the numpy kernel `fallback` when `fast` returns FALLBACK (EPs
+    check dtypes and shapes only at run time)."""
+
+    def kernel(*args, **kwargs):
+        res = fast(*args, **kwargs)
+        if res is FALLBACK:
+            return fallback(*args, **kwargs)
+        return res
+
+    kernel.ep_fast = fast
+    return kernel
+
+
 class ExecutionProvider:
     name = "AbstractExecutionProvider"
     device = "CPU"
     is_async = False
+    by_default = False  # used, ahead of the CPU EP, by sessions created without a providers list
 
     def __init__(self, options=None):
         self.options = dict(options or {})
@@ -45,6 +63,11 @@ def register_provider(cls):
 
 def available_providers():
     return list(_PROVIDERS)
+
+
+def default_providers():
+    """What a session without a providers list runs: the registered EPs marked by_default, then the CPU EP."""
+    return [n for n, cls in _PROVIDERS.items() if cls.by_default] + ["CPUExecutionProvider"]
 
 
 def create(name, options=None):

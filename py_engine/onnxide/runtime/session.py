@@ -79,7 +79,7 @@ def _read_model_bytes(path_or_bytes):
 
 def _normalize_providers(providers, provider_options):
     names, opts = [], []
-    for i, p in enumerate(providers or ["CPUExecutionProvider"]):
+    for i, p in enumerate(providers or eps.default_providers()):
         if isinstance(p, (tuple, list)):
             name, o = p[0], dict(p[1])
         else:

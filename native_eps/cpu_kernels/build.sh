@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the native CPU kernels (nx_*.c) into build/native/libonnxide_cpu.so for this machine's CPU (-march=native:
+# they are built where they run, at set-up). Installs gcc from apt when it is missing.
+# usage: native_eps/cpu_kernels/build.sh [--no-install]
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+OUT="${ONNXIDE_NATIVE_DIR:-$ROOT/build/native}"
+CC="${CC:-gcc}"
+if ! command -v "$CC" >/dev/null 2>&1; then
+    if [ "${1:-}" = "--no-install" ]; then echo "build.sh: $CC not found" >&2; exit 1; fi
+    SUDO=""; [ "$(id -u)" != "0" ] && SUDO="sudo"
+    $SUDO apt-get install -y -q gcc libgomp1 >/dev/null || { $SUDO apt-get update -q >/dev/null && \
+        $SUDO apt-get install -y -q gcc libgomp1 >/dev/null; }
+fi
+mkdir -p "$OUT"
+"$CC" -O3 -march=native -fno-math-errno -fno-trapping-math -mprefer-vector-width=512 -fopenmp -fPIC -shared -fvisibility=hidden -std=gnu11 \
+    -Wall -Wextra -Werror -o "$OUT/libonnxide_cpu.so.tmp" "$HERE"/nx_*.c
+mv "$OUT/libonnxide_cpu.so.tmp" "$OUT/libonnxide_cpu.so"
+echo "native CPU kernels: $OUT/libonnxide_cpu.so"

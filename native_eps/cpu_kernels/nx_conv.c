@@ -1,0 +1,161 @@
+/* 2-D convolution helpers on NCHW float32: im2col columns for a GEMM, depthwise convolution with a fused
+ * bias + activation epilogue, max pooling. Planes (or column rows) are split over OpenMP threads. */
+#include <stddef.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nx_math.h"
+
+void nx_act_row(float* y, long n, int act, float a, float b);
+
+/* [lo, hi) of output positions o whose input index o*stride + off lies in [0, size) */
+static void valid_range(long n_out, long stride, long off, long size, long* lo, long* hi) {
+    long l = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    long h = size - off <= 0 ? 0 : (size - off + stride - 1) / stride;
+    if (h > n_out) h = n_out;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+/* col[(c*KH + kh)*KW + kw, oh*OW + ow] = x[c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW] (0 outside) for one image */
+NX_EXPORT void nx_im2col(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
+                         long PL, long OH, long OW, const float* x, float* col, int threads) {
+    long rows = C * KH * KW;
+#pragma omp parallel for schedule(static) num_threads(rows * OH * OW >= 65536 && threads > 1 ? threads : 1)
+    for (long r = 0; r < rows; r++) {
+        long c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
+        const float* xc = x + c * H * W;
+        float* out = col + r * OH * OW;
+        long off_w = kw * DW - PL, lo, hi;
+        valid_range(OW, SW, off_w, W, &lo, &hi);
+        for (long oh = 0; oh < OH; oh++) {
+            float* o = out + oh * OW;
+            long ih = oh * SH - PT + kh * DH;
+            if (ih < 0 || ih >= H) { memset(o, 0, OW * sizeof(float)); continue; }
+            const float* xr = xc + ih * W + off_w;
+            for (long ow = 0; ow < lo; ow++) o[ow] = 0.f;
+            if (SW == 1) memcpy(o + lo, xr + lo, (hi - lo) * sizeof(float));
+            else if (SW == 2) for (long ow = lo; ow < hi; ow++) o[ow] = xr[2 * ow];
+            else for (long ow = lo; ow < hi; ow++) o[ow] = xr[ow * SW];
+            for (long ow = hi; ow < OW; ow++) o[ow] = 0.f;
+        }
+    }
+}
+
+/* One zero-padded plane, its columns split by phase (stride SW): xq[q][r][j] = padded[r][j*SW + q], so that every
+ * tap of a strided row is a contiguous run. Rows R, phase width WQ; `slack` zeros after the last phase. */
+static void padded_phases(const float* x, long H, long W, long PT, long PL, long R, long SW, long WQ, float* xq,
+                          long slack) {
+    memset(xq, 0, (SW * R * WQ + slack) * sizeof(float));
+    for (long ih = 0; ih < H && ih + PT < R; ih++) {
+        const float* src = x + ih * W;
+        for (long q = 0; q < SW; q++) {
+            float* dst = xq + (q * R + ih + PT) * WQ;
+            long j = q >= PL ? 0 : (PL - q + SW - 1) / SW;       /* first j with j*SW + q - PL >= 0 */
+            long j_end = (W + PL - q + SW - 1) / SW;              /* first j with j*SW + q - PL >= W */
+            if (j_end > WQ) j_end = WQ;
+            const float* s0 = src + q - PL;
+            if (SW == 1) memcpy(dst + j, s0 + j, (j_end - j) * sizeof(float));
+            else if (SW == 2) for (; j < j_end; j++) dst[j] = s0[2 * j];
+            else for (; j < j_end; j++) dst[j] = s0[j * SW];
+        }
+    }
+}
+
+/* depthwise: y[n, c] = act(bias[c] + sum_kh,kw w[c, kh, kw] * x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]).
+ * Stride 1 runs each tap as one flat multiply-add over the whole padded plane (rows of width WQ, the extra
+ * columns dropped at the end); strided convs run per output row over the phase-split plane. */
+NX_EXPORT void nx_dwconv(long N, long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
+                         long PT, long PL, long OH, long OW, const float* x, const float* w, const float* bias,
+                         float* y, int act, float a, float b, int threads) {
+    long planes = N * C;
+    long R = (OH - 1) * SH + (KH - 1) * DH + 1;
+    long WP = (OW - 1) * SW + (KW - 1) * DW + 1;
+    if (WP < W + PL) WP = W + PL;  /* every input column has a place (those past the last window are unread) */
+    if (R < H + PT) R = H + PT;
+    long WQ = (WP + SW - 1) / SW;
+    long slack = (KW - 1) * DW + 16;
+    int nt = planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1;
+#pragma omp parallel num_threads(nt)
+    {
+        float* xq = malloc((SW * R * WQ + slack) * sizeof(float));
+        float* acc = SH == 1 && SW == 1 ? malloc(OH * WQ * sizeof(float)) : NULL;
+#pragma omp for schedule(static)
+        for (long p = 0; p < planes; p++) {
+            long c = p % C;
+            const float* wc = w + c * KH * KW;
+            float* yp = y + p * OH * OW;
+            float b0 = bias ? bias[c] : 0.f;
+            padded_phases(x + p * H * W, H, W, PT, PL, R, SW, WQ, xq, slack);
+            if (acc) {
+                long len = OH * WQ;
+                long i0 = 0;
+                for (; i0 + 64 <= len; i0 += 64) {  /* 64 outputs stay in registers over all taps */
+                    float ac[64];
+                    for (int i = 0; i < 64; i++) ac[i] = b0;
+                    for (long kh = 0; kh < KH; kh++)
+                        for (long kw = 0; kw < KW; kw++) {
+                            float wv = wc[kh * KW + kw];
+                            const float* src = xq + kh * DH * WQ + kw * DW + i0;
+                            for (int i = 0; i < 64; i++) ac[i] += wv * src[i];
+                        }
+                    for (int i = 0; i < 64; i++) acc[i0 + i] = ac[i];
+                }
+                for (; i0 < len; i0++) {
+                    float s0 = b0;
+                    for (long kh = 0; kh < KH; kh++)
+                        for (long kw = 0; kw < KW; kw++) s0 += wc[kh * KW + kw] * xq[kh * DH * WQ + kw * DW + i0];
+                    acc[i0] = s0;
+                }
+                for (long oh = 0; oh < OH; oh++) {
+                    memcpy(yp + oh * OW, acc + oh * WQ, OW * sizeof(float));
+                    nx_act_row(yp + oh * OW, OW, act, a, b);
+                }
+                continue;
+            }
+            for (long oh = 0; oh < OH; oh++) {
+                float* o = yp + oh * OW;
+                for (long ow = 0; ow < OW; ow++) o[ow] = b0;
+                for (long kh = 0; kh < KH; kh++) {
+                    long r = oh * SH + kh * DH;
+                    for (long kw = 0; kw < KW; kw++) {
+                        long col = kw * DW;
+                        const float* src = xq + ((col % SW) * R + r) * WQ + col / SW;
+                        float wv = wc[kh * KW + kw];
+                        for (long ow = 0; ow < OW; ow++) o[ow] += wv * src[ow];
+                    }
+                }
+                nx_act_row(o, OW, act, a, b);
+            }
+        }
+        free(xq);
+        free(acc);
+    }
+}
+
+/* max pooling over planes (pads are ignored positions; NaN propagates); dilation DH, DW */
+NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
+                          long PT, long PL, long OH, long OW, const float* x, float* y, int threads) {
+#pragma omp parallel for schedule(static) num_threads(planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1)
+    for (long p = 0; p < planes; p++) {
+        const float* xp = x + p * H * W;
+        float* yp = y + p * OH * OW;
+        for (long oh = 0; oh < OH; oh++) {
+            float* o = yp + oh * OW;
+            for (long ow = 0; ow < OW; ow++) o[ow] = -FLT_MAX;  /* the numpy kernel pads with the lowest float */
+            for (long kh = 0; kh < KH; kh++) {
+                long ih = oh * SH - PT + kh * DH;
+                if (ih < 0 || ih >= H) continue;
+                for (long kw = 0; kw < KW; kw++) {
+                    long off = kw * DW - PL, lo, hi;
+                    valid_range(OW, SW, off, W, &lo, &hi);
+                    const float* xr = xp + ih * W + off;
+                    if (SW == 1) for (long ow = lo; ow < hi; ow++) { float v = xr[ow]; o[ow] = (v > o[ow] || v != v) ? v : o[ow]; }
+                    else if (SW == 2) for (long ow = lo; ow < hi; ow++) { float v = xr[2 * ow]; o[ow] = (v > o[ow] || v != v) ? v : o[ow]; }
+                    else for (long ow = lo; ow < hi; ow++) { float v = xr[ow * SW]; o[ow] = (v > o[ow] || v != v) ? v : o[ow]; }
+                }
+            }
+        }
+    }
+}

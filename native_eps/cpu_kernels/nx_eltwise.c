@@ -1,0 +1,127 @@
+/* Element-wise and row kernels: activations with bias / residual epilogues, LayerNorm (with skip and bias),
+ * softmax. Rows (or flat chunks) are split over OpenMP threads; every loop body vectorises. */
+#include <stddef.h>
+#include "nx_math.h"
+
+#define CHUNK 16384  /* flat element chunk per thread task */
+
+/* y[0:n] = act(y[0:n]) in place; one loop per activation so the switch stays out of the vector loop */
+#define ACT_LOOP(expr) for (long i = 0; i < n; i++) { float v = y[i]; y[i] = (expr); } break;
+void nx_act_row(float* restrict y, long n, int act, float a, float b) {
+    switch (act) {
+    case NX_ACT_RELU: ACT_LOOP(v < 0.f ? 0.f : v)  /* NaN stays NaN */
+    case NX_ACT_LEAKY: ACT_LOOP(v < 0.f ? v * a : v)
+    case NX_ACT_SIGMOID: ACT_LOOP(nx_sigmoid(v))
+    case NX_ACT_TANH: ACT_LOOP(nx_tanh(v))
+    case NX_ACT_HARDSIGMOID: ACT_LOOP(nx_unit_clamp(fmaf(v, a, b)))
+    case NX_ACT_HARDSWISH: ACT_LOOP(v * nx_unit_clamp(fmaf(v, 1.f / 6.f, 0.5f)))
+    case NX_ACT_CLIP: ACT_LOOP(v < a ? a : (v > b ? b : v))
+    case NX_ACT_ERF: ACT_LOOP(nx_erf(v))
+    case NX_ACT_GELU: ACT_LOOP(nx_gelu(v))
+    case NX_ACT_GELU_TANH: ACT_LOOP(nx_gelu_tanh(v))
+    default: break;
+    }
+}
+
+static int use_threads(int threads, long work) { return work >= 2 * CHUNK && threads > 1 ? threads : 1; }
+
+/* y = act(x + residual) over n flat elements (residual may be NULL; y may alias x) */
+NX_EXPORT void nx_act(long n, const float* x, float* y, const float* residual, int act, float a, float b,
+                      int threads) {
+    long chunks = (n + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(static) num_threads(use_threads(threads, n))
+    for (long c = 0; c < chunks; c++) {
+        long lo = c * CHUNK, len = n - lo < CHUNK ? n - lo : CHUNK;
+        const float* xs = x + lo;
+        float* ys = y + lo;
+        if (residual) {
+            const float* rs = residual + lo;
+            for (long i = 0; i < len; i++) ys[i] = xs[i] + rs[i];
+        } else if (ys != xs) {
+            for (long i = 0; i < len; i++) ys[i] = xs[i];
+        }
+        nx_act_row(ys, len, act, a, b);
+    }
+}
+
+/* y[r, c] = act(x[r, c] + col_bias[c] + row_bias[r % row_bias_n] + residual[r, c]); any addend may be NULL;
+ * y may alias x */
+NX_EXPORT void nx_bias_act(long rows, long cols, const float* x, float* y, const float* col_bias,
+                           const float* row_bias, long row_bias_n, const float* residual, int act, float a, float b,
+                           int threads) {
+#pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
+    for (long r = 0; r < rows; r++) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float rb = row_bias ? row_bias[r % row_bias_n] : 0.f;
+        if (col_bias && residual) {
+            const float* rr = residual + r * cols;
+            for (long c = 0; c < cols; c++) yr[c] = xr[c] + col_bias[c] + rr[c] + rb;
+        } else if (col_bias) {
+            for (long c = 0; c < cols; c++) yr[c] = xr[c] + col_bias[c] + rb;
+        } else if (residual) {
+            const float* rr = residual + r * cols;
+            for (long c = 0; c < cols; c++) yr[c] = xr[c] + rr[c] + rb;
+        } else {
+            for (long c = 0; c < cols; c++) yr[c] = xr[c] + rb;
+        }
+        nx_act_row(yr, cols, act, a, b);
+    }
+}
+
+/* LayerNorm over rows of `cols`: v = x + skip + bias (skip / bias may be NULL; v stored in sum_out if given),
+ * y = (v - mean) / sqrt(var + eps) * gamma + beta (beta may be NULL); mean / inv_std per row if asked. */
+NX_EXPORT void nx_layernorm(long rows, long cols, const float* x, const float* skip, const float* bias,
+                            const float* gamma, const float* beta, float eps, float* y, float* sum_out,
+                            float* mean_out, float* inv_std_out, int threads) {
+#pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
+    for (long r = 0; r < rows; r++) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        const float* v = xr;
+        if (skip || bias) {
+            float* s = sum_out ? sum_out + r * cols : yr;
+            const float* sk = skip ? skip + r * cols : NULL;
+            if (sk && bias) for (long c = 0; c < cols; c++) s[c] = xr[c] + sk[c] + bias[c];
+            else if (sk) for (long c = 0; c < cols; c++) s[c] = xr[c] + sk[c];
+            else for (long c = 0; c < cols; c++) s[c] = xr[c] + bias[c];
+            v = s;
+        } else if (sum_out) {
+            for (long c = 0; c < cols; c++) sum_out[r * cols + c] = xr[c];
+        }
+        double sum = 0.0;
+        for (long c = 0; c < cols; c++) sum += v[c];
+        float mean = (float)(sum / (double)cols);
+        double sq = 0.0;
+        for (long c = 0; c < cols; c++) { float d = v[c] - mean; sq += d * d; }
+        float inv = 1.f / sqrtf((float)(sq / (double)cols) + eps);
+        if (beta) for (long c = 0; c < cols; c++) yr[c] = (v[c] - mean) * inv * gamma[c] + beta[c];
+        else for (long c = 0; c < cols; c++) yr[c] = (v[c] - mean) * inv * gamma[c];
+        if (mean_out) mean_out[r] = mean;
+        if (inv_std_out) inv_std_out[r] = inv;
+    }
+}
+
+/* y = softmax(scale * x) along rows of `cols` (log-softmax with `log`); y may alias x */
+NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float scale, int log, int threads) {
+#pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
+    for (long r = 0; r < rows; r++) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float m = -INFINITY;
+        for (long c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+        if (!(m > -INFINITY && m < INFINITY)) {  /* an inf maximum (or all -inf): NaN, as max-subtraction gives */
+            for (long c = 0; c < cols; c++) yr[c] = NAN;
+            continue;
+        }
+        float s = 0.f;
+        for (long c = 0; c < cols; c++) { float e = nx_exp((xr[c] - m) * scale); yr[c] = e; s += e; }
+        if (log) {
+            float ls = logf(s);
+            for (long c = 0; c < cols; c++) yr[c] = (xr[c] - m) * scale - ls;
+        } else {
+            float inv = 1.f / s;
+            for (long c = 0; c < cols; c++) yr[c] *= inv;
+        }
+    }
+}

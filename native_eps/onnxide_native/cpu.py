@@ -1,0 +1,121 @@
+"""NativeCPUExecutionProvider: onnxide's CPU EP plus native kernels (libonnxide_cpu, built at set-up for this CPU)
+for the float32 ops where numpy loses most — activations, GELU / LayerNorm / softmax and their contrib fusions,
+attention's softmax, convolution epilogues, im2col, depthwise conv, max pooling. Tensors stay numpy arrays on
+the host; whatever it declines or falls back on runs in the numpy kernel."""
+from onnxide.ops import registry
+from onnxide.runtime.providers import ExecutionProvider, guarded
+
+from . import cpu_ops as K
+from . import lib as native_lib
+
+ACT = K.ACT
+# ai.onnx unary ops: (first opset claimed, attribute defaults, attrs -> (code, a, b) or None)
+UNARY = {
+    "Relu": (6, {}, lambda at: (ACT["relu"], 0.0, 0.0)),
+    "LeakyRelu": (6, {"alpha": 0.01}, lambda at: (ACT["leaky"], at["alpha"], 0.0)),
+    "Sigmoid": (6, {}, lambda at: (ACT["sigmoid"], 0.0, 0.0)),
+    "Tanh": (6, {}, lambda at: (ACT["tanh"], 0.0, 0.0)),
+    "HardSigmoid": (6, {"alpha": 0.2, "beta": 0.5}, lambda at: (ACT["hardsigmoid"], at["alpha"], at["beta"])),
+    "HardSwish": (14, {}, lambda at: (ACT["hardswish"], 0.0, 0.0)),
+    "Erf": (9, {}, lambda at: (ACT["erf"], 0.0, 0.0)),
+    "Gelu": (20, {"approximate": "none"},
+             lambda at: {"none": (ACT["gelu"], 0.0, 0.0), "tanh": (ACT["gelu_tanh"], 0.0, 0.0)}.get(at["approximate"])),
+}
+# FusedConv's activation attribute -> (code, parameter defaults)
+FUSED_ACT = {"": (0, []), "Relu": (ACT["relu"], []), "LeakyRelu": (ACT["leaky"], [0.01]),
+             "Sigmoid": (ACT["sigmoid"], []), "Tanh": (ACT["tanh"], []),
+             "HardSigmoid": (ACT["hardsigmoid"], [0.2, 0.5]),
+             "Clip": (ACT["clip"], [-3.4028234663852886e+38, 3.4028234663852886e+38])}
+
+
+def _claim_unary(lib, node, opdef, attrs):
+    since, defaults, params = UNARY[node.op_type]
+    if opdef.since < since or set(attrs) - set(defaults):
+        return None
+    p = params({**defaults, **attrs})
+    if p is None:
+        return None
+    code, a, b = p
+    return guarded(lambda x, **kw: K.act(lib, x, code, a, b), opdef.kernel)
+
+
+def _claim_softmax(log):
+    def claim(lib, node, opdef, attrs):
+        if set(attrs) - {"axis"}:
+            return None
+        coerced = opdef.since < 13
+        axis = attrs.get("axis", 1 if coerced else -1)
+        return guarded(lambda x, **kw: K.softmax(lib, x, axis, log, coerced), opdef.kernel)
+    return claim
+
+
+def _claim_conv(lib, node, opdef, attrs):
+    fused = node.op_type == "FusedConv"
+    act_name = attrs.pop("activation", "") if fused else ""
+    act_params = attrs.pop("activation_params", None) if fused else None
+    if set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"} or act_name not in FUSED_ACT:
+        return None
+    code, defaults = FUSED_ACT[act_name]
+    p = list(act_params or []) + defaults[len(act_params or []):]
+    a, b = (float(p[0]) if p else 0.0), (float(p[1]) if len(p) > 1 else 0.0)
+    return guarded(lambda *xs, activation=None, activation_params=None, **kw:
+                   K.conv(lib, *xs, **kw, act_code=code, act_a=a, act_b=b), opdef.kernel)
+
+
+def _claim_mha(lib, node, opdef, attrs):
+    if set(attrs) - {"num_heads", "scale", "mask_filter_value"} or len([i for i in node.inputs if i]) != 3 \
+            or len(node.inputs) != 3 or len([o for o in node.outputs if o]) != 1 or "num_heads" not in attrs:
+        return None
+    n, sc = attrs["num_heads"], attrs.get("scale", 0.0)
+    return guarded(lambda q, k, v, **kw: K.attention(lib, q, k, v, n, sc), opdef.kernel)
+
+
+def _simple(fn, allowed=()):
+    def claim(lib, node, opdef, attrs):
+        if set(attrs) - set(allowed):
+            return None
+        return guarded(lambda *xs, **kw: fn(lib, *xs, **kw), opdef.kernel)
+    return claim
+
+
+CLAIMS = {
+    "Softmax": _claim_softmax(False),
+    "LogSoftmax": _claim_softmax(True),
+    "LayerNormalization": _simple(K.layer_norm, ("axis", "epsilon", "stash_type")),
+    "Conv": _claim_conv,
+    "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
+                                    "strides")),
+    **{name: _claim_unary for name in UNARY},
+}
+MS_CLAIMS = {
+    "FusedConv": _claim_conv,
+    "Gelu": _simple(lambda lib, x, **kw: K.act(lib, x, ACT["gelu"])),
+    "BiasGelu": _simple(lambda lib, x, bias, **kw: K.act(lib, x, ACT["gelu"], bias=bias)),
+    "FastGelu": _simple(lambda lib, x, bias=None, **kw: K.act(lib, x, ACT["gelu_tanh"], bias=bias)),
+    "SkipLayerNormalization": _simple(K.skip_layer_norm, ("epsilon",)),
+    "MultiHeadAttention": _claim_mha,
+}
+
+
+class NativeCPUExecutionProvider(ExecutionProvider):
+    name = "NativeCPUExecutionProvider"
+    device = "CPU"
+    by_default = True
+
+    def __init__(self, options=None):
+        super().__init__(options)
+        self.lib = native_lib.load()
+
+    def claim(self, node, opdef):
+        domain = registry.normalize_domain(node.domain)
+        claim = (CLAIMS if domain == "" else MS_CLAIMS if domain == registry.MS_DOMAIN else {}).get(node.op_type)
+        return None if claim is None else claim(self.lib, node, opdef, dict(node.attrs))
+
+
+def available():
+    """True when libonnxide_cpu is built and loads (the EP registers only then)."""
+    try:
+        native_lib.load()
+        return True
+    except RuntimeError:
+        return False

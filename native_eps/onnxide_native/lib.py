@@ -1,0 +1,67 @@
+"""Loads libonnxide_cpu.so (native_eps/cpu_kernels, built by its build.sh) through ctypes and types its exports;
+kernels take numpy buffers by address, in place, and release the GIL while they run."""
+import ctypes
+import os
+import sys
+
+# argument letters: l = long, i = int, f = float, p = pointer (an address or None)
+SIGNATURES = {
+    "nx_act": "lpppiffi",
+    "nx_bias_act": "llpppplpiffi",
+    "nx_layernorm": "llpppppfppppi",
+    "nx_softmax": "llppfii",
+    "nx_im2col": "l" * 13 + "ppi",
+    "nx_dwconv": "l" * 14 + "pppp" + "iffi",
+    "nx_maxpool": "l" * 13 + "ppi",
+}
+_CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
+FILE = "libonnxide_cpu.so"
+
+
+def search_dirs():
+    """Folders that may hold the library, in order: $ONNXIDE_NATIVE_DIR, this package, the repo's build/native."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [os.environ["ONNXIDE_NATIVE_DIR"]] if os.environ.get("ONNXIDE_NATIVE_DIR") else []
+    return dirs + [here, os.path.join(os.path.dirname(os.path.dirname(here)), "build", "native")]
+
+
+def find():
+    for d in search_dirs():
+        p = os.path.join(d, FILE)
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+class Library:
+    """The loaded library: one typed ctypes function per export, as attributes."""
+
+    def __init__(self, path):
+        # OpenMP workers sleep soon after a parallel region instead of spinning (OpenBLAS threads share the cores)
+        os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+        self.path = path
+        self.cdll = ctypes.CDLL(path)
+        for name, sig in SIGNATURES.items():
+            fn = getattr(self.cdll, name)
+            fn.argtypes = [_CT[c] for c in sig]
+            fn.restype = None
+            setattr(self, name, fn)
+
+
+_LIB = None
+
+
+def load():
+    """The Library, loaded once; raises RuntimeError naming what is missing."""
+    global _LIB
+    if _LIB is None:
+        if sys.platform == "emscripten":
+            raise RuntimeError("native kernels do not exist in Pyodide")
+        path = find()
+        if path is None:
+            raise RuntimeError(f"{FILE} not found in {search_dirs()} (build it: native_eps/cpu_kernels/build.sh)")
+        try:
+            _LIB = Library(path)
+        except (OSError, AttributeError) as e:
+            raise RuntimeError(f"{path} does not load: {e}") from None
+    return _LIB

@@ -1,0 +1,171 @@
+"""NativeCPUExecutionProvider (native_eps/): every op it claims gives the CPU EP's (numpy oracle's) results on float32
+— special values, conv / pool geometries (strides, dilations, asymmetric pads, ceil mode, 1-D), fused epilogues —
+the claimed node really runs natively, other dtypes fall back, and 1 or 2 threads agree."""
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+import onnxide
+
+NATIVE = "NativeCPUExecutionProvider"
+pytestmark = pytest.mark.skipif(NATIVE not in onnxide.get_available_providers(),
+                                reason="native CPU kernels not built (native_eps/cpu_kernels/build.sh)")
+rng = np.random.default_rng(5)
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 80.0, -80.0, 100.0, -100.0, 3.0, -3.0,
+                    0.4999, 0.5, -0.5001, 1e-4], np.float32)
+
+
+def _model(op, inputs, attrs=None, n_out=1, domain="", opset=20):
+    names = [f"i{k}" if a is not None else "" for k, a in enumerate(inputs)]
+    outs = [f"o{k}" for k in range(n_out)]
+    node = helper.make_node(op, names, outs, domain=domain, **(attrs or {}))
+    g = helper.make_graph([node], "g",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT if a.dtype == np.float32
+                                                         else TensorProto.DOUBLE, a.shape)
+                           for n, a in zip(names, inputs) if n],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+    ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(g, opset_imports=ops, ir_version=10).SerializeToString(), \
+        {n: a for n, a in zip(names, inputs) if n}
+
+
+def _check(op, inputs, attrs=None, n_out=1, domain="", opset=20, rtol=2e-5, atol=2e-6, threads=1):
+    model, feeds = _model(op, inputs, attrs, n_out, domain, opset)
+    so = onnxide.SessionOptions()
+    so.intra_op_num_threads = threads
+    native = onnxide.InferenceSession(model, so, providers=[NATIVE, "CPUExecutionProvider"])
+    assert native._executor.main_plan.steps[0].ep.name == NATIVE, f"{op} not claimed"
+    cpu = onnxide.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    got, want = native.run(None, feeds), cpu.run(None, feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return got
+
+
+def _x(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("op,attrs,opset", [
+    ("Relu", {}, 14), ("LeakyRelu", {"alpha": 0.3}, 16), ("Sigmoid", {}, 13), ("Tanh", {}, 13),
+    ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, 6), ("HardSwish", {}, 14), ("Erf", {}, 13),
+    ("Gelu", {}, 20), ("Gelu", {"approximate": "tanh"}, 20)])
+def test_unary(op, attrs, opset):
+    x = np.concatenate([SPECIAL, _x(5000) * 4])  # several vector lengths plus a tail
+    _check(op, [x], attrs, opset=opset)
+    _check(op, [_x(3, 1, 7)], attrs, opset=opset)
+
+
+@pytest.mark.parametrize("op", ["Gelu", "BiasGelu", "FastGelu"])
+def test_contrib_gelu(op):
+    x, b = _x(2, 5, 48) * 3, _x(48)
+    _check(op, [x] if op == "Gelu" else [x, b], domain="com.microsoft")
+
+
+@pytest.mark.parametrize("shape,axis,bias,n_out", [((4, 7, 32), -1, True, 1), ((4, 7, 32), 1, False, 3),
+                                                   ((3, 1000), -1, True, 3), ((2, 3), 0, True, 1)])
+def test_layer_norm(shape, axis, bias, n_out):
+    x = _x(*shape) * 5 + 2
+    norm = shape[axis % len(shape):]
+    _check("LayerNormalization", [x, _x(*norm)] + ([_x(*norm)] if bias else []), {"axis": axis, "epsilon": 1e-3},
+           n_out=n_out, opset=17, atol=1e-5)
+
+
+@pytest.mark.parametrize("n_out,beta,bias", [(1, True, True), (4, True, False), (1, False, False)])
+def test_skip_layer_norm(n_out, beta, bias):
+    x, s = _x(2, 9, 64), _x(2, 9, 64)
+    ins = [x, s, _x(64), _x(64) if beta else None] + ([_x(64)] if bias else [])
+    _check("SkipLayerNormalization", ins, {"epsilon": 1e-5}, n_out=n_out, domain="com.microsoft", atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("opset,axis", [(13, -1), (11, 1), (11, -1)])
+def test_softmax(op, opset, axis):
+    x = _x(3, 4, 50) * 10
+    x[0, 0, :5] = -np.inf
+    x[1, 1, :] = -np.inf   # a fully masked row: NaN in both
+    x[2, 2, 3] = np.nan
+    _check(op, [x], {"axis": axis}, opset=opset)
+
+
+def test_multi_head_attention():
+    q, k, v = _x(2, 7, 48), _x(2, 11, 48), _x(2, 11, 48)
+    _check("MultiHeadAttention", [q, k, v], {"num_heads": 4}, domain="com.microsoft", atol=1e-5)
+    _check("MultiHeadAttention", [q, k, v], {"num_heads": 3, "scale": 0.2}, domain="com.microsoft", atol=1e-5)
+
+
+CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads
+    (3, 8, 1, (23, 19), (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),      # stem: im2col, stride 2
+    (16, 16, 16, (20, 20), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),   # depthwise, flat taps
+    (8, 8, 8, (13, 9), (3, 3), (2, 2), (1, 1), (1, 0, 2, 1)),       # depthwise strided, asymmetric pads
+    (12, 12, 12, (11, 14), (5, 5), (1, 1), (2, 2), (4, 4, 4, 4)),   # depthwise dilated
+    (6, 6, 6, (17, 17), (3, 3), (3, 3), (1, 1), (0, 1, 2, 0)),      # depthwise stride 3
+    (32, 64, 1, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),    # Winograd size
+    (32, 24, 1, (19, 23), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),    # few outputs
+    (16, 40, 1, (9, 9), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),      # 1x1: plain GEMM
+    (5, 7, 1, (10, 12), (3, 2), (2, 1), (2, 1), (2, 0, 1, 1)),      # im2col, mixed geometry
+    (6, 4, 1, (30,), (5,), (2,), (1,), (2, 1)),                     # 1-D
+    (6, 6, 6, (31,), (4,), (1,), (3,), (0, 5)),                     # 1-D depthwise dilated
+]
+
+
+@pytest.mark.parametrize("c,m,group,spatial,kernel,strides,dilations,pads", CONVS)
+def test_conv(c, m, group, spatial, kernel, strides, dilations, pads):
+    x, w, b = _x(2, c, *spatial), _x(m, c // group, *kernel), _x(m)
+    attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads)}
+    got = _check("Conv", [x, w, b], attrs, opset=11, rtol=1e-4, atol=1e-4)
+    model, feeds = _model("Conv", [x, w, b], attrs, opset=11)
+    want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+    _check("Conv", [x, w], attrs, opset=11, rtol=1e-4, atol=1e-4)  # no bias
+
+
+@pytest.mark.parametrize("activation,params", [("Relu", None), ("LeakyRelu", [0.2]), ("Sigmoid", None),
+                                               ("Tanh", None), ("HardSigmoid", [0.25, 0.4]), ("Clip", [-0.5, 0.7])])
+@pytest.mark.parametrize("conv", [CONVS[0], CONVS[2], CONVS[5], CONVS[6]])
+def test_fused_conv(activation, params, conv):
+    c, m, group, spatial, kernel, strides, dilations, pads = conv
+    x, w, b = _x(1, c, *spatial), _x(m, c // group, *kernel), _x(m)
+    attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads),
+             "activation": activation}
+    if params:
+        attrs["activation_params"] = params
+    y = _check("FusedConv", [x, w, b], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4)[0]
+    _check("FusedConv", [x, w, b, _x(*y.shape)], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,attrs", [
+    ((2, 3, 15, 16), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 4, 9, 10), {"kernel_shape": [3, 2], "strides": [2, 3], "ceil_mode": 1}),
+    ((1, 2, 12, 12), {"kernel_shape": [2, 2], "dilations": [2, 3], "pads": [0, 1, 2, 0]}),
+    ((1, 2, 8, 8), {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER"}),
+    ((2, 3, 20), {"kernel_shape": [4], "strides": [3], "pads": [1, 2]}),
+])
+def test_max_pool(shape, attrs):
+    x = _x(*shape)
+    x.reshape(-1)[::7] = np.nan
+    _check("MaxPool", [x], attrs, opset=12)
+
+
+def test_other_dtypes_fall_back_to_numpy():
+    x = rng.standard_normal((3, 5))
+    model, feeds = _model("Relu", [x], opset=14)
+    sess = onnxide.InferenceSession(model, providers=[NATIVE, "CPUExecutionProvider"])
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], np.maximum(x, 0))
+
+
+def test_two_threads_agree_with_one():
+    x, w, b = _x(1, 16, 40, 40), _x(16, 1, 3, 3), _x(16)
+    one = _check("Conv", [x, w, b], {"group": 16, "pads": [1, 1, 1, 1]}, opset=11, threads=1)
+    two = _check("Conv", [x, w, b], {"group": 16, "pads": [1, 1, 1, 1]}, opset=11, threads=2)
+    np.testing.assert_array_equal(one[0], two[0])
+
+
+def test_bad_conv_input_reports_like_the_cpu_ep():
+    x, w = _x(1, 4, 8, 8), _x(6, 3, 3, 3)
+    model, feeds = _model("Conv", [x, w], opset=11)
+    sess = onnxide.InferenceSession(model, providers=[NATIVE, "CPUExecutionProvider"])
+    with pytest.raises(onnxide.InvalidArgument, match="inconsistent"):
+        sess.run(None, feeds)
