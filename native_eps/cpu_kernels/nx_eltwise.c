@@ -89,12 +89,9 @@ NX_EXPORT void nx_layernorm(long rows, long cols, const float* x, const float* s
         } else if (sum_out) {
             for (long c = 0; c < cols; c++) sum_out[r * cols + c] = xr[c];
         }
-        double sum = 0.0;
-        for (long c = 0; c < cols; c++) sum += v[c];
-        float mean = (float)(sum / (double)cols);
-        double sq = 0.0;
-        for (long c = 0; c < cols; c++) { float d = v[c] - mean; sq += d * d; }
-        float inv = 1.f / sqrtf((float)(sq / (double)cols) + eps);
+        float mean = nx_sum(v, cols) / (float)cols;
+        float var = nx_sum_sq_dev(v, cols, mean) / (float)cols;
+        float inv = 1.f / sqrtf(var + eps);
         if (beta) for (long c = 0; c < cols; c++) yr[c] = (v[c] - mean) * inv * gamma[c] + beta[c];
         else for (long c = 0; c < cols; c++) yr[c] = (v[c] - mean) * inv * gamma[c];
         if (mean_out) mean_out[r] = mean;
@@ -108,20 +105,58 @@ NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float 
     for (long r = 0; r < rows; r++) {
         const float* xr = x + r * cols;
         float* yr = y + r * cols;
-        float m = -INFINITY;
-        for (long c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+        float m = nx_max(xr, cols);
         if (!(m > -INFINITY && m < INFINITY)) {  /* an inf maximum (or all -inf): NaN, as max-subtraction gives */
             for (long c = 0; c < cols; c++) yr[c] = NAN;
             continue;
         }
-        float s = 0.f;
-        for (long c = 0; c < cols; c++) { float e = nx_exp((xr[c] - m) * scale); yr[c] = e; s += e; }
+        for (long c = 0; c < cols; c++) yr[c] = nx_exp((xr[c] - m) * scale);
+        float s = nx_sum(yr, cols);
         if (log) {
             float ls = logf(s);
             for (long c = 0; c < cols; c++) yr[c] = (xr[c] - m) * scale - ls;
         } else {
             float inv = 1.f / s;
             for (long c = 0; c < cols; c++) yr[c] *= inv;
+        }
+    }
+}
+
+/* y = a op b over a (outer, mid, inner) with b (mid,) broadcast along outer and inner (b_first: y = b op a);
+ * op 0 add, 1 sub, 2 mul, 3 div. A full-shape b is mid = everything, inner = 1, outer = 1 with b_full set. */
+#define BIN_LOOPS(OP)                                                                                         \
+    if (b_full) {                                                                                             \
+        for (long i = 0; i < len; i++) { float u = a[lo + i], v = b[lo + i]; y[lo + i] = OP; }                \
+    } else if (inner == 1) {                                                                                  \
+        for (long r = lo / mid; r * mid < lo + len; r++) {                                                    \
+            const float* ar = a + r * mid; float* yr = y + r * mid;                                           \
+            for (long m = 0; m < mid; m++) { float u = ar[m], v = b[m]; yr[m] = OP; }                         \
+        }                                                                                                     \
+    } else {                                                                                                  \
+        for (long r = lo / inner; r * inner < lo + len; r++) {                                                \
+            const float* ar = a + r * inner; float* yr = y + r * inner; float v = b[r % mid];                 \
+            for (long k = 0; k < inner; k++) { float u = ar[k]; yr[k] = OP; }                                 \
+        }                                                                                                     \
+    }
+
+NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, int b_full, const float* a,
+                         const float* b, float* y, int threads) {
+    long n = outer * mid * inner;
+    long step = inner == 1 && !b_full ? mid : inner;            /* chunks hold whole broadcast rows */
+    long per = step >= CHUNK ? step : (CHUNK / step) * step;
+    if (b_full) per = CHUNK;
+    long chunks = (n + per - 1) / per;
+#pragma omp parallel for schedule(static) num_threads(use_threads(threads, n))
+    for (long c = 0; c < chunks; c++) {
+        long lo = c * per, len = n - lo < per ? n - lo : per;
+        switch (op * 2 + (b_first ? 1 : 0)) {
+        case 0: case 1: BIN_LOOPS(u + v) break;
+        case 2: BIN_LOOPS(u - v) break;
+        case 3: BIN_LOOPS(v - u) break;
+        case 4: case 5: BIN_LOOPS(u * v) break;
+        case 6: BIN_LOOPS(u / v) break;
+        case 7: BIN_LOOPS(v / u) break;
+        default: break;
         }
     }
 }

@@ -112,4 +112,40 @@ NX_INLINE float nx_gelu_tanh(float x) {
     return 0.5f * x * (1.f + nx_tanh(in));
 }
 
+/* reductions in 16 lanes, so that they vectorise without reassociation flags */
+NX_INLINE float nx_sum(const float* x, long n) {
+    float acc[16] = {0.f};
+    long i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) acc[j] += x[i + j];
+    float s = 0.f;
+    for (; i < n; i++) s += x[i];
+    for (int j = 0; j < 16; j++) s += acc[j];
+    return s;
+}
+
+NX_INLINE float nx_sum_sq_dev(const float* x, long n, float mean) {
+    float acc[16] = {0.f};
+    long i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) { float d = x[i + j] - mean; acc[j] += d * d; }
+    float s = 0.f;
+    for (; i < n; i++) { float d = x[i] - mean; s += d * d; }
+    for (int j = 0; j < 16; j++) s += acc[j];
+    return s;
+}
+
+/* the maximum, ignoring NaNs (a NaN reaches the result through the arithmetic that follows) */
+NX_INLINE float nx_max(const float* x, long n) {
+    float acc[16];
+    for (int j = 0; j < 16; j++) acc[j] = -INFINITY;
+    long i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+    float m = -INFINITY;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int j = 0; j < 16; j++) m = acc[j] > m ? acc[j] : m;
+    return m;
+}
+
 #endif

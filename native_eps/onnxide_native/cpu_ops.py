@@ -1,6 +1,6 @@
 """NativeCPUExecutionProvider's kernels: numpy keeps the GEMMs (OpenBLAS), libonnxide_cpu does every pass numpy
 would split into several — activations with their bias / residual, LayerNorm, softmax, im2col, depthwise conv,
-max pooling — with the session's thread count. Each kernel has the numpy kernel's calling convention and returns
+max pooling. Each kernel has the numpy kernel's calling convention and returns
 FALLBACK for what it does not do exactly (dtype, rank, broadcast, extra outputs), so the numpy kernel runs."""
 import math
 
@@ -10,9 +10,16 @@ from onnxide.errors import InvalidArgument
 from onnxide.ops import conv_direct, conv_winograd
 from onnxide.ops.conv import spatial_geometry
 from onnxide.runtime.providers import FALLBACK
-from onnxide.runtime.threads import current as threads
 
 F32 = np.dtype(np.float32)
+# OpenMP threads per native kernel. One: OpenBLAS's workers spin for a while after each GEMM, and OpenMP regions
+# started meanwhile fought them for the cores (PP-OCR det at 2 threads: 36 ms with one kernel thread, 79 ms with
+# two; docs/design.md). The kernels keep the parameter for when the GEMMs are native too.
+KERNEL_THREADS = 1
+
+
+def threads():
+    return KERNEL_THREADS
 ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid": 5, "hardswish": 6, "clip": 7,
        "erf": 8, "gelu": 9, "gelu_tanh": 10}
 
@@ -46,6 +53,58 @@ def act(lib, x, code, a=0.0, b=0.0, bias=None):
         cols = x.shape[-1]
         lib.nx_bias_act(x.size // cols, cols, x.ctypes.data, y.ctypes.data, bias.ctypes.data, None, 1, None, code,
                         a, b, threads())
+    return y
+
+
+BINARY = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}
+SMALL = 4096  # below this many outputs numpy's call is cheaper than the native one
+_PLANS = {}
+
+
+def _broadcast_plan(out, shape):
+    """(outer, mid, inner) when `shape` (right-aligned to `out`) is one contiguous block of out's dims with ones
+    around it, else None."""
+    key = (out, shape)
+    if key not in _PLANS:
+        padded = (1,) * (len(out) - len(shape)) + tuple(shape)
+        dims = [i for i, d in enumerate(padded) if d != 1]
+        plan = None
+        if all(padded[i] == out[i] for i in dims) and (not dims or dims == list(range(dims[0], dims[-1] + 1))):
+            i, j = (dims[0], dims[-1] + 1) if dims else (len(out), len(out))
+            plan = (math.prod(out[:i]), math.prod(out[i:j]), math.prod(out[j:]))
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return _PLANS[key]
+
+
+def binary(lib, code, a, b):
+    """a op b for float32 with b (or a) full-shape, and the other full, scalar or one contiguous block of dims."""
+    if not _f32(a, b):
+        return FALLBACK
+    if a.shape == b.shape:
+        out = a.shape
+    else:
+        try:
+            out = np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            return FALLBACK
+    if math.prod(out) < SMALL:
+        return FALLBACK
+    b_first = a.shape != out
+    full, other = (b, a) if b_first else (a, b)
+    if full.shape != out:
+        return FALLBACK
+    full, other = np.ascontiguousarray(full), np.ascontiguousarray(other)
+    y = np.empty(out, F32)
+    if other.shape == out:
+        lib.nx_binary(code, int(b_first), 1, full.size, 1, 1, full.ctypes.data, other.ctypes.data, y.ctypes.data,
+                      threads())
+        return y
+    plan = _broadcast_plan(out, other.shape)
+    if plan is None:
+        return FALLBACK
+    lib.nx_binary(code, int(b_first), *plan, 0, full.ctypes.data, other.ctypes.data, y.ctypes.data, threads())
     return y
 
 

@@ -1,6 +1,6 @@
 """NativeCPUExecutionProvider (native_eps/): every op it claims gives the CPU EP's (numpy oracle's) results on float32
 — special values, conv / pool geometries (strides, dilations, asymmetric pads, ceil mode, 1-D), fused epilogues —
-the claimed node really runs natively, other dtypes fall back, and 1 or 2 threads agree."""
+the claimed node really runs natively, other dtypes fall back, and 1 or 2 kernel threads agree."""
 import numpy as np
 import onnxruntime
 import pytest
@@ -30,10 +30,9 @@ def _model(op, inputs, attrs=None, n_out=1, domain="", opset=20):
         {n: a for n, a in zip(names, inputs) if n}
 
 
-def _check(op, inputs, attrs=None, n_out=1, domain="", opset=20, rtol=2e-5, atol=2e-6, threads=1):
+def _check(op, inputs, attrs=None, n_out=1, domain="", opset=20, rtol=2e-5, atol=2e-6):
     model, feeds = _model(op, inputs, attrs, n_out, domain, opset)
     so = onnxide.SessionOptions()
-    so.intra_op_num_threads = threads
     native = onnxide.InferenceSession(model, so, providers=[NATIVE, "CPUExecutionProvider"])
     assert native._executor.main_plan.steps[0].ep.name == NATIVE, f"{op} not claimed"
     cpu = onnxide.InferenceSession(model, so, providers=["CPUExecutionProvider"])
@@ -156,11 +155,21 @@ def test_other_dtypes_fall_back_to_numpy():
     np.testing.assert_array_equal(sess.run(None, feeds)[0], np.maximum(x, 0))
 
 
-def test_two_threads_agree_with_one():
-    x, w, b = _x(1, 16, 40, 40), _x(16, 1, 3, 3), _x(16)
-    one = _check("Conv", [x, w, b], {"group": 16, "pads": [1, 1, 1, 1]}, opset=11, threads=1)
-    two = _check("Conv", [x, w, b], {"group": 16, "pads": [1, 1, 1, 1]}, opset=11, threads=2)
-    np.testing.assert_array_equal(one[0], two[0])
+def test_kernel_threads_agree(monkeypatch):
+    """The kernels' OpenMP split (the EP runs them on one thread, see cpu_ops.KERNEL_THREADS) gives the same bits."""
+    from onnxide_native import cpu_ops
+    cases = [("Conv", [_x(1, 16, 40, 40), _x(16, 1, 3, 3), _x(16)], {"group": 16, "pads": [1, 1, 1, 1]}, 11, ""),
+             ("Gelu", [_x(64, 1500)], {}, 20, ""), ("Softmax", [_x(300, 200)], {}, 13, ""),
+             ("Add", [_x(8, 64, 96), _x(96)], {}, 14, ""), ("Mul", [_x(2, 64, 40, 40), _x(1, 64, 1, 1)], {}, 14, ""),
+             ("MaxPool", [_x(1, 32, 60, 60)], {"kernel_shape": [3, 3], "strides": [2, 2]}, 12, ""),
+             ("SkipLayerNormalization", [_x(64, 384), _x(64, 384), _x(384), _x(384)], {}, 20, "com.microsoft")]
+    for op, ins, attrs, opset, domain in cases:
+        one = _check(op, ins, attrs, opset=opset, domain=domain)
+        monkeypatch.setattr(cpu_ops, "KERNEL_THREADS", 2)
+        two = _check(op, ins, attrs, opset=opset, domain=domain)
+        monkeypatch.setattr(cpu_ops, "KERNEL_THREADS", 1)
+        for a, b in zip(one, two):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_bad_conv_input_reports_like_the_cpu_ep():
@@ -169,3 +178,13 @@ def test_bad_conv_input_reports_like_the_cpu_ep():
     sess = onnxide.InferenceSession(model, providers=[NATIVE, "CPUExecutionProvider"])
     with pytest.raises(onnxide.InvalidArgument, match="inconsistent"):
         sess.run(None, feeds)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("sa,sb", [((2, 16, 30, 30), (2, 16, 30, 30)), ((2, 16, 30, 30), (1, 16, 1, 1)),
+                                   ((1, 16, 1, 1), (2, 16, 30, 30)), ((4, 128, 96), (96,)), ((96,), (4, 128, 96)),
+                                   ((3, 40, 50), ()), ((), (3, 40, 50)), ((2, 16, 30, 30), (2, 16, 1, 1)),
+                                   ((5, 30, 40), (5, 30, 1))])
+def test_binary(op, sa, sb):
+    a, b = _x(*sa), _x(*sb) + (3.0 if op == "Div" else 0.0)
+    _check(op, [a, b], opset=14)

@@ -1,15 +1,8 @@
 """intra_op_num_threads natively: BLAS thread pools are set to the session's count for each run (threadpoolctl's
-library handles, queried once), and put back afterwards; native EP kernels read the same count (`current`)."""
+library handles, queried once), and put back afterwards."""
 import contextlib
-import os
 
 _blas = None
-_current = 0  # the running session's intra_op_num_threads (0: not set)
-
-
-def current():
-    """Threads a kernel may use in the running session: its intra_op_num_threads, else every core."""
-    return _current or os.cpu_count() or 1
 
 
 def _blas_libraries():
@@ -24,8 +17,8 @@ def _blas_libraries():
 
 
 def blas_threads(n):
-    """A reusable context manager running its body with n BLAS (and native kernel) threads (no-op for n <= 0)."""
-    if not n or n <= 0:
+    """A reusable context manager running its body with n BLAS threads (no-op for n <= 0)."""
+    if not n or n <= 0 or not _blas_libraries():
         return contextlib.nullcontext()
     return _Limit(_blas_libraries(), int(n))
 
@@ -35,8 +28,6 @@ class _Limit:
         self.libs, self.n, self.saved = libs, n, []
 
     def __enter__(self):
-        global _current
-        self.outer, _current = _current, self.n
         self.saved = []
         for lib in self.libs:
             old = lib.get_num_threads()
@@ -46,8 +37,6 @@ class _Limit:
         return self
 
     def __exit__(self, *exc):
-        global _current
-        _current = self.outer
         for lib, old in self.saved:
             lib.set_num_threads(old)
         return False
