@@ -81,7 +81,7 @@ def main(iterations=20):
     probs = sess.run(None, {"image": x})[0]
     run_ms = _median_ms(lambda: sess.run(None, {"image": x}), iterations)
     top = np.argsort(-probs[0])[:3]
-    print(f"onnxide {onnxide.__version__} (native, CPUExecutionProvider): default CNN {INPUT_SHAPE}")
+    print(f"onnxide {onnxide.__version__} (native, {' + '.join(sess.get_providers())}): default CNN {INPUT_SHAPE}")
     print("  top-3 classes: " + ", ".join(f"{int(i)} ({probs[0, i]:.4f})" for i in top))
     print(f"  session creation {create_ms:.1f} ms, run median {run_ms:.2f} ms over {iterations} runs")
     try:

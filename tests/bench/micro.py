@@ -1,4 +1,5 @@
-"""Micro-measurements behind docs/design.md's "Native speed" notes: the numpy costs the kernels are shaped around.
+"""Micro-measurements behind docs/design.md's "Native speed" notes: the numpy costs the kernels are shaped around,
+and the native CPU EP's kernels next to the numpy kernels they replace.
 
 usage: python tests/bench/micro.py
 Prints medians in µs/ms; no assertions (tests assert results, not timings). Needs threadpoolctl (installed with
@@ -94,7 +95,46 @@ def main():
                 im2col = median_ms(run, 15)
                 conv_winograd.ENABLED = True
             print(f"  {c:3d}×{h}² {threads} BLAS thread(s): Winograd {wino:.2f} ms, im2col {im2col:.2f} ms")
+    native_vs_numpy(rng)
     return 0
+
+
+def native_vs_numpy(rng):
+    """The native CPU EP's kernels against the numpy kernels they replace (one BLAS / kernel thread)."""
+    import onnxide
+    from onnxide.ops import registry
+    if "NativeCPUExecutionProvider" not in onnxide.get_available_providers():
+        print("native kernels not built: no native rows")
+        return
+    from onnxide_native import cpu_ops, lib
+    nx = lib.load()
+
+    def cpu(domain, op, version):
+        return registry.lookup(domain, op, version).kernel
+
+    g = rng.standard_normal((1, 128, 1536)).astype(np.float32)
+    s = rng.standard_normal((1, 12, 128, 128)).astype(np.float32)
+    p = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)
+    pool = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
+    col = np.empty((147, 112 * 112), np.float32)
+    dw_x = rng.standard_normal((1, 48, 80, 80)).astype(np.float32)
+    dw_w = rng.standard_normal((48, 1, 3, 3)).astype(np.float32)
+    with threadpool_limits(1):
+        print("native kernels vs numpy kernels (ms):")
+        for what, native, numpy_ in [
+                ("GELU (1,128,1536)", lambda: cpu_ops.act(nx, g, cpu_ops.ACT["gelu"]),
+                 lambda: cpu(registry.MS_DOMAIN, "Gelu", 1)(g)),
+                ("softmax (1,12,128,128), last axis", lambda: cpu_ops.softmax(nx, s, -1, False, False),
+                 lambda: cpu("", "Softmax", 13)(s)),
+                ("MaxPool 3×3/2 (1,64,112,112)", lambda: cpu_ops.max_pool(nx, p, **pool),
+                 lambda: cpu("", "MaxPool", 12)(p, **pool)),
+                ("depthwise 3×3 conv (1,48,80,80)", lambda: cpu_ops.conv(nx, dw_x, dw_w, group=48, pads=[1] * 4),
+                 lambda: cpu("", "Conv", 11)(dw_x, dw_w, group=48, pads=[1] * 4))]:
+            print(f"  {what:40s} native {median_ms(native):7.3f}   numpy {median_ms(numpy_):7.3f}")
+        row("im2col of the 7×7/2 stem (3,224,224), native",
+            median_ms(lambda: nx.nx_im2col(3, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 112, 112, x.ctypes.data,
+                                           col.ctypes.data, 1)))
 
 
 if __name__ == "__main__":

@@ -117,7 +117,9 @@ def main(argv=None):
              f"{args.iterations} runs; ratio = onnxide / onnxruntime, lower is better).", "",
              f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; Python "
              f"{platform.python_version()}, numpy {np.__version__} ({blas}); onnxide {onnxide.__version__}; "
-             f"onnxruntime {ort.__version__}.", "",
+             f"onnxruntime {ort.__version__}. onnxide runs its default providers "
+             f"({', '.join(onnxide.runtime.providers.default_providers())}: native kernels where built, numpy for "
+             "the rest); onnxruntime its CPUExecutionProvider.", "",
              "| model | threads | onnxide ms | onnxruntime ms | ratio | onnxide create ms | onnxruntime create ms |"
              " max abs diff |", "|---|---|---|---|---|---|---|---|"]
     for name, threads, r in rows:
