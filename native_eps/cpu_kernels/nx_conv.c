@@ -63,10 +63,10 @@ static void padded_phases(const float* x, long H, long W, long PT, long PL, long
     }
 }
 
-/* depthwise: y[n, c] = act(bias[c] + sum_kh,kw w[c, kh, kw] * x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]).
+/* depthwise (returns 0, or -1 when its scratch could not be allocated): y[n, c] = act(bias[c] + sum_kh,kw w[c, kh, kw] * x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]).
  * Stride 1 runs each tap as one flat multiply-add over the whole padded plane (rows of width WQ, the extra
  * columns dropped at the end); strided convs run per output row over the phase-split plane. */
-NX_EXPORT void nx_dwconv(long N, long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
+NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                          long PT, long PL, long OH, long OW, const float* x, const float* w, const float* bias,
                          float* y, int act, float a, float b, int threads) {
     long planes = N * C;
@@ -77,12 +77,15 @@ NX_EXPORT void nx_dwconv(long N, long C, long H, long W, long KH, long KW, long 
     long WQ = (WP + SW - 1) / SW;
     long slack = (KW - 1) * DW + 16;
     int nt = planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1;
-#pragma omp parallel num_threads(nt)
+    int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(|:failed)
     {
         float* xq = malloc((SW * R * WQ + slack) * sizeof(float));
         float* acc = SH == 1 && SW == 1 ? malloc(OH * WQ * sizeof(float)) : NULL;
+        failed = !xq || (SH == 1 && SW == 1 && !acc);
 #pragma omp for schedule(static)
         for (long p = 0; p < planes; p++) {
+            if (failed) continue;
             long c = p % C;
             const float* wc = w + c * KH * KW;
             float* yp = y + p * OH * OW;
@@ -132,6 +135,7 @@ NX_EXPORT void nx_dwconv(long N, long C, long H, long W, long KH, long KW, long 
         free(xq);
         free(acc);
     }
+    return failed ? -1 : 0;
 }
 
 /* max pooling over planes (pads are ignored positions; NaN propagates); dilation DH, DW */

@@ -241,9 +241,10 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
     if depthwise:
         y = np.empty((n, m, oh, ow), F32)
         code = act_code if z is None else 0
-        lib.nx_dwconv(n, c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
-                      x4.ctypes.data, np.ascontiguousarray(w4).ctypes.data, _addr(b), y.ctypes.data, code,
-                      act_a, act_b, nt)
+        if lib.nx_dwconv(n, c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
+                         x4.ctypes.data, np.ascontiguousarray(w4).ctypes.data, _addr(b), y.ctypes.data, code,
+                         act_a, act_b, nt):
+            raise MemoryError(f"depthwise Conv: no scratch memory for a {hgt}x{wid} plane")
         if z is not None:
             lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, np.ascontiguousarray(z).ctypes.data, act_code, act_a,
                        act_b, nt)

@@ -15,6 +15,7 @@ SIGNATURES = {
     "nx_dwconv": "l" * 14 + "pppp" + "iffi",
     "nx_maxpool": "l" * 13 + "ppi",
 }
+RETURNS_STATUS = {"nx_dwconv"}  # 0, or -1 when the kernel could not allocate its scratch
 _CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
 FILE = "libonnxide_cpu.so"
 
@@ -45,7 +46,7 @@ class Library:
         for name, sig in SIGNATURES.items():
             fn = getattr(self.cdll, name)
             fn.argtypes = [_CT[c] for c in sig]
-            fn.restype = None
+            fn.restype = ctypes.c_int if name in RETURNS_STATUS else None
             setattr(self, name, fn)
 
 
