@@ -39,13 +39,6 @@ def _claim_unary(lib, node, opdef, attrs):
     return guarded(lambda x, **kw: K.act(lib, x, code, a, b), opdef.kernel)
 
 
-def _claim_binary(lib, node, opdef, attrs):
-    if attrs or opdef.since < 7:
-        return None
-    code = K.BINARY[node.op_type]
-    return guarded(lambda a, b, **kw: K.binary(lib, code, a, b), opdef.kernel)
-
-
 def _claim_softmax(log):
     def claim(lib, node, opdef, attrs):
         if set(attrs) - {"axis"}:
@@ -69,6 +62,22 @@ def _claim_conv(lib, node, opdef, attrs):
                    K.conv(lib, *xs, **kw, act_code=code, act_a=a, act_b=b), opdef.kernel)
 
 
+def _claim_gemm(lib, node, opdef, attrs):
+    act = (0, 0.0, 0.0)
+    if node.op_type == "FusedGemm":
+        name = attrs.pop("activation", "")
+        alpha, beta = attrs.pop("activation_alpha", None), attrs.pop("activation_beta", None)
+        attrs.pop("activation_gamma", None)
+        if name not in ("", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid"):
+            return None
+        act = (FUSED_ACT[name][0], 0.01 if alpha is None else float(alpha),  # the contrib schema's defaults
+               0.5 if beta is None else float(beta))
+    if set(attrs) - {"alpha", "beta", "transA", "transB"} or (node.op_type == "Gemm" and opdef.since < 7):
+        return None
+    return guarded(lambda *xs, activation=None, activation_alpha=None, activation_beta=None, activation_gamma=None,
+                   **kw: K.gemm(lib, *xs, **kw, act=act), opdef.kernel)
+
+
 def _claim_mha(lib, node, opdef, attrs):
     if set(attrs) - {"num_heads", "scale", "mask_filter_value"} or len([i for i in node.inputs if i]) != 3 \
             or len(node.inputs) != 3 or len([o for o in node.outputs if o]) != 1 or "num_heads" not in attrs:
@@ -90,13 +99,15 @@ CLAIMS = {
     "LogSoftmax": _claim_softmax(True),
     "LayerNormalization": _simple(K.layer_norm, ("axis", "epsilon", "stash_type")),
     "Conv": _claim_conv,
+    "MatMul": _simple(lambda lib, a, b, **kw: K.matmul(lib, a, b)),
+    "Gemm": _claim_gemm,
     "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
                                     "strides")),
     **{name: _claim_unary for name in UNARY},
-    **{name: _claim_binary for name in K.BINARY},
 }
 MS_CLAIMS = {
     "FusedConv": _claim_conv,
+    "FusedGemm": _claim_gemm,
     "Gelu": _simple(lambda lib, x, **kw: K.act(lib, x, ACT["gelu"])),
     "BiasGelu": _simple(lambda lib, x, bias, **kw: K.act(lib, x, ACT["gelu"], bias=bias)),
     "FastGelu": _simple(lambda lib, x, bias=None, **kw: K.act(lib, x, ACT["gelu_tanh"], bias=bias)),

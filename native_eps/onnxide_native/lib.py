@@ -10,12 +10,15 @@ SIGNATURES = {
     "nx_bias_act": "llpppplpiffi",
     "nx_layernorm": "llpppppfppppi",
     "nx_softmax": "llppfii",
-    "nx_binary": "iilllipppi",
     "nx_im2col": "l" * 13 + "ppi",
     "nx_dwconv": "l" * 14 + "pppp" + "iffi",
     "nx_maxpool": "l" * 13 + "ppi",
+    "nx_gemm_packed_size": "ll",
+    "nx_gemm_pack_b": "llpllp",
+    "nx_gemm": "lllplppl" + "ppp" + "l" + "iffi",
 }
-RETURNS_STATUS = {"nx_dwconv"}  # 0, or -1 when the kernel could not allocate its scratch
+RETURNS_STATUS = {"nx_dwconv", "nx_gemm"}  # 0, or -1 when the kernel could not allocate its scratch
+RETURNS_LONG = {"nx_gemm_packed_size"}
 _CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
 FILE = "libonnxide_cpu.so"
 
@@ -46,7 +49,7 @@ class Library:
         for name, sig in SIGNATURES.items():
             fn = getattr(self.cdll, name)
             fn.argtypes = [_CT[c] for c in sig]
-            fn.restype = ctypes.c_int if name in RETURNS_STATUS else None
+            fn.restype = ctypes.c_int if name in RETURNS_STATUS else ctypes.c_long if name in RETURNS_LONG else None
             setattr(self, name, fn)
 
 

@@ -97,10 +97,12 @@ def test_weight_cache_identity_and_invalidation():
     assert u2 is not u1
     ref = np.einsum("ik,mckl,jl->ijmc", cw._G4, w.astype(np.float64), cw._G4).reshape(36, 8, 4)
     np.testing.assert_allclose(u2, ref, rtol=1e-6, atol=1e-7)
-    key = id(w)
+    from onnxide.ops import weight_cache
+    keys = [(id(w), ("winograd", 4)), (id(w), ("winograd", 2))]
+    assert all(k in weight_cache._CACHE for k in keys)
     del w, u1, u2
     gc.collect()
-    assert key not in cw._U_CACHE or cw._U_CACHE[key][0]() is not None
+    assert not any(k in weight_cache._CACHE and weight_cache._CACHE[k][0]() is None for k in keys)
 
 
 def test_im2col_scratch_reuse_between_shapes():

@@ -33,6 +33,7 @@ def _model(op, inputs, attrs=None, n_out=1, domain="", opset=20):
 def _check(op, inputs, attrs=None, n_out=1, domain="", opset=20, rtol=2e-5, atol=2e-6):
     model, feeds = _model(op, inputs, attrs, n_out, domain, opset)
     so = onnxide.SessionOptions()
+    so.intra_op_num_threads = 1  # the native GEMM runs only in one-thread sessions (cpu_ops.native_gemm)
     native = onnxide.InferenceSession(model, so, providers=[NATIVE, "CPUExecutionProvider"])
     assert native._executor.main_plan.steps[0].ep.name == NATIVE, f"{op} not claimed"
     cpu = onnxide.InferenceSession(model, so, providers=["CPUExecutionProvider"])
@@ -104,6 +105,7 @@ CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads
     (32, 64, 1, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),    # Winograd size
     (32, 24, 1, (19, 23), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),    # few outputs
     (16, 40, 1, (9, 9), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),      # 1x1: plain GEMM
+    (3, 8, 1, (40, 36), (7, 7), (2, 2), (1, 1), (3, 2, 3, 1)),      # stem-like, asymmetric pads
     (5, 7, 1, (10, 12), (3, 2), (2, 1), (2, 1), (2, 0, 1, 1)),      # im2col, mixed geometry
     (6, 4, 1, (30,), (5,), (2,), (1,), (2, 1)),                     # 1-D
     (6, 6, 6, (31,), (4,), (1,), (3,), (0, 5)),                     # 1-D depthwise dilated
@@ -160,7 +162,7 @@ def test_kernel_threads_agree(monkeypatch):
     from onnxide_native import cpu_ops
     cases = [("Conv", [_x(1, 16, 40, 40), _x(16, 1, 3, 3), _x(16)], {"group": 16, "pads": [1, 1, 1, 1]}, 11, ""),
              ("Gelu", [_x(64, 1500)], {}, 20, ""), ("Softmax", [_x(300, 200)], {}, 13, ""),
-             ("Add", [_x(8, 64, 96), _x(96)], {}, 14, ""), ("Mul", [_x(2, 64, 40, 40), _x(1, 64, 1, 1)], {}, 14, ""),
+             ("MatMul", [_x(300, 200), _x(200, 500)], {}, 13, ""),
              ("MaxPool", [_x(1, 32, 60, 60)], {"kernel_shape": [3, 3], "strides": [2, 2]}, 12, ""),
              ("SkipLayerNormalization", [_x(64, 384), _x(64, 384), _x(384), _x(384)], {}, 20, "com.microsoft")]
     for op, ins, attrs, opset, domain in cases:
@@ -180,11 +182,40 @@ def test_bad_conv_input_reports_like_the_cpu_ep():
         sess.run(None, feeds)
 
 
-@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
-@pytest.mark.parametrize("sa,sb", [((2, 16, 30, 30), (2, 16, 30, 30)), ((2, 16, 30, 30), (1, 16, 1, 1)),
-                                   ((1, 16, 1, 1), (2, 16, 30, 30)), ((4, 128, 96), (96,)), ((96,), (4, 128, 96)),
-                                   ((3, 40, 50), ()), ((), (3, 40, 50)), ((2, 16, 30, 30), (2, 16, 1, 1)),
-                                   ((5, 30, 40), (5, 30, 1))])
-def test_binary(op, sa, sb):
-    a, b = _x(*sa), _x(*sb) + (3.0 if op == "Div" else 0.0)
-    _check(op, [a, b], opset=14)
+@pytest.mark.parametrize("sa,sb", [((7, 33), (33, 50)), ((2, 37, 384), (384, 100)), ((1, 1, 300), (300, 5)),
+                                   ((130, 600), (600, 70))])  # edges of the 14×32 tiles, K past one 256 block
+def test_matmul(sa, sb):
+    _check("MatMul", [_x(*sa), _x(*sb)], opset=13, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("trans_b,c_shape", [(0, None), (1, (50,)), (1, (1, 50)), (0, (20, 1)), (0, (20, 50))])
+def test_gemm(trans_b, c_shape):
+    a, b = _x(20, 300), (_x(50, 300) if trans_b else _x(300, 50))
+    ins = [a, b] + ([_x(*c_shape)] if c_shape else [])
+    _check("Gemm", ins, {"transB": trans_b}, opset=13, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("activation,attrs", [("Relu", {}), ("LeakyRelu", {"activation_alpha": 0.2}),
+                                              ("HardSigmoid", {}), ("Tanh", {})])
+def test_fused_gemm(activation, attrs):
+    _check("FusedGemm", [_x(9, 40), _x(33, 40), _x(33)], {"transB": 1, "activation": activation, **attrs},
+           domain="com.microsoft", opset=13, rtol=1e-4, atol=1e-4)
+
+
+def test_constant_weights_are_packed_once_and_stay_right():
+    from onnxide.runtime.threads import blas_threads
+    from onnxide_native import cpu_ops
+    w = _x(64, 96)
+    w.flags.writeable = False                                                  # as the executor marks initializers
+    lib = onnxide.InferenceSession(_model("Relu", [_x(4)], opset=14)[0],
+                                   providers=[NATIVE, "CPUExecutionProvider"])._providers[0].lib
+    x = _x(10, 64)
+    with blas_threads(1):                                                      # a one-thread session's run
+        first = cpu_ops.matmul(lib, x, w)
+        np.testing.assert_allclose(first, x @ w, rtol=1e-5, atol=1e-5)
+        assert cpu_ops.packed_b(lib, w, False) is cpu_ops.packed_b(lib, w, False)   # cached: read-only weight
+        np.testing.assert_array_equal(cpu_ops.matmul(lib, x, w), first)
+        v = w.copy()                                                           # writeable: packed per call
+        assert cpu_ops.packed_b(lib, v, False) is not cpu_ops.packed_b(lib, v, False)
+        v[...] = 0
+        np.testing.assert_array_equal(cpu_ops.matmul(lib, x, v), np.zeros((10, 96), np.float32))

@@ -1,8 +1,9 @@
 """Fast 2-D Conv paths for conv_nd: Winograd F(4×4,3×3) / F(2×2,3×3) for 3×3 stride-1 convs, reused scratch buffers."""
 import threading
-import weakref
 
 import numpy as np
+
+from . import weight_cache
 
 # ---------------------------------------------------------------------------------------------------------------
 # Winograd minimal filtering (Lavin & Gray).  Y = A^T [ (G g G^T) ⊙ (B^T d B) ] A per tile; the elementwise product
@@ -26,9 +27,6 @@ _AT4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [
 _BT2 = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=np.float64)
 _BT4 = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
                  [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], dtype=np.float64)
-
-_LOCK = threading.Lock()
-_U_CACHE = {}  # id(w) -> (weakref to w, (shape, dtype, m, fingerprint), U)
 
 
 _TLS = threading.local()
@@ -54,43 +52,18 @@ def scratch(slot, shape, dtype):
     return buf.view(np.uint8)[:need].view(dtype).reshape(shape)
 
 
-def _fingerprint(w):
-    flat = w.reshape(-1)
-    step = max(1, flat.size // 16)
-    return flat[::step][:16].tobytes()
-
-
-def _forget(key):
-    def cb(_ref):
-        with _LOCK:
-            ent = _U_CACHE.get(key)
-            if ent is not None and ent[0] is _ref:
-                del _U_CACHE[key]
-    return cb
-
-
 def weight_transform(w, m):
     """U = G w G^T for w (M, C, 3, 3) as (t*t, M, C) contiguous in w's dtype (t = m + 2).
 
-    Cached per weight array object (weights are constant initializers): the entry holds only a weak reference to
-    the array, dies with it, and is recomputed when shape, dtype or a sample of the values changed."""
-    key = id(w)
-    sig = (w.shape, w.dtype.str, m, _fingerprint(w))
-    with _LOCK:
-        ent = _U_CACHE.get(key)
-    if ent is not None and ent[0]() is w and ent[1] == sig:
-        return ent[2]
+    Cached per weight array object (weights are constant initializers; ops.weight_cache)."""
+    return weight_cache.cached(w, ("winograd", m), lambda w: _transform(w, m))
+
+
+def _transform(w, m):
     g = _G4 if m == 4 else _G2
     t = m + 2
     u = np.einsum("ik,mckl,jl->ijmc", g, w.astype(np.float64), g, optimize=True)
-    u = np.ascontiguousarray(u.reshape(t * t, w.shape[0], w.shape[1]), dtype=w.dtype)
-    try:
-        ref = weakref.ref(w, _forget(key))
-    except TypeError:
-        return u
-    with _LOCK:
-        _U_CACHE[key] = (ref, sig, u)
-    return u
+    return np.ascontiguousarray(u.reshape(t * t, w.shape[0], w.shape[1]), dtype=w.dtype)
 
 
 # --- 1-D transforms over a list of same-shape operands; each writes into `outs` (views allowed) --------------------

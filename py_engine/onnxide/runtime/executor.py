@@ -194,6 +194,9 @@ class Executor:
         plan = graph.plan_cache.get(self)  # plans are per executor: they hold its EPs' kernels
         if plan is None:
             plan = build_plan(graph, self.model.opsets, self.providers, frozenset(outer_env))
+            for value in graph.initializers.values():  # constants: no kernel may write them, EPs may cache them
+                if isinstance(value, np.ndarray):
+                    value.flags.writeable = False
             if self._plain is None:
                 self._plain = plain_names(self.model.graph)
             for step in plan.steps:

@@ -1,8 +1,15 @@
 """intra_op_num_threads natively: BLAS thread pools are set to the session's count for each run (threadpoolctl's
-library handles, queried once), and put back afterwards."""
+library handles, queried once), and put back afterwards; EPs read the running session's count (`current`)."""
 import contextlib
+import os
 
 _blas = None
+_current = 0  # intra_op_num_threads of the session running now (0: not set)
+
+
+def current():
+    """Threads the running session computes with: its intra_op_num_threads, else BLAS's default (every core)."""
+    return _current or os.cpu_count() or 1
 
 
 def _blas_libraries():
@@ -18,7 +25,7 @@ def _blas_libraries():
 
 def blas_threads(n):
     """A reusable context manager running its body with n BLAS threads (no-op for n <= 0)."""
-    if not n or n <= 0 or not _blas_libraries():
+    if not n or n <= 0:
         return contextlib.nullcontext()
     return _Limit(_blas_libraries(), int(n))
 
@@ -28,6 +35,8 @@ class _Limit:
         self.libs, self.n, self.saved = libs, n, []
 
     def __enter__(self):
+        global _current
+        self.outer, _current = _current, self.n
         self.saved = []
         for lib in self.libs:
             old = lib.get_num_threads()
@@ -37,6 +46,8 @@ class _Limit:
         return self
 
     def __exit__(self, *exc):
+        global _current
+        _current = self.outer
         for lib, old in self.saved:
             lib.set_num_threads(old)
         return False

@@ -1,0 +1,133 @@
+/* Packed SGEMM for the native CPU EP: C = A·B (+ bias, activation) with B packed once (constant weights, either
+ * orientation) into 32-column panels, A packed per call into 14-row panels, a 14×32 register-blocked micro-kernel
+ * (AVX-512 where the build has it, plain vectorisable C otherwise), K blocked to keep a B panel in L1; output
+ * tiles split over OpenMP threads. Row-major throughout. */
+#include <stdlib.h>
+#include <string.h>
+#include "nx_math.h"
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+#define MR 14
+#define NR 32
+#define KC 256
+
+void nx_act_row(float* y, long n, int act, float a, float b);
+
+/* floats the packed form of a K×N B takes */
+NX_EXPORT long nx_gemm_packed_size(long K, long N) { return ((N + NR - 1) / NR) * NR * K; }
+
+/* pack B (K×N, element (k, n) at b[k*sk + n*sn]: sk = N, sn = 1 for row-major B; sk = 1, sn = K for B given
+ * transposed as N×K) into panels bp[panel][k][0..NR), zero past N */
+NX_EXPORT void nx_gemm_pack_b(long K, long N, const float* b, long sk, long sn, float* bp) {
+    long panels = (N + NR - 1) / NR;
+    for (long p = 0; p < panels; p++) {
+        float* dst = bp + p * K * NR;
+        long n0 = p * NR, w = N - n0 < NR ? N - n0 : NR;
+        for (long k = 0; k < K; k++) {
+            float* d = dst + k * NR;
+            const float* s = b + k * sk + n0 * sn;
+            if (sn == 1) {
+                for (long j = 0; j < w; j++) d[j] = s[j];
+            } else {
+                for (long j = 0; j < w; j++) d[j] = s[j * sn];
+            }
+            for (long j = w; j < NR; j++) d[j] = 0.f;
+        }
+    }
+}
+
+/* A rows [i0, i0+MR) × cols [k0, k0+kc) → ap[k][0..MR), zero past M */
+static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, float* ap) {
+    long h = M - i0 < MR ? M - i0 : MR;
+    for (long i = 0; i < h; i++) {
+        const float* s = a + (i0 + i) * lda + k0;
+        for (long k = 0; k < kc; k++) ap[k * MR + i] = s[k];
+    }
+    for (long i = h; i < MR; i++)
+        for (long k = 0; k < kc; k++) ap[k * MR + i] = 0.f;
+}
+
+/* acc (MR×NR) = sum over kc of ap[k][i] * bp[k][j] (+ the tile already in acc when `add`) */
+#ifdef __AVX512F__
+static void micro(long kc, const float* ap, const float* bp, float* acc, int add) {
+    __m512 c[MR][2];
+    for (int i = 0; i < MR; i++) {
+        c[i][0] = add ? _mm512_loadu_ps(acc + i * NR) : _mm512_setzero_ps();
+        c[i][1] = add ? _mm512_loadu_ps(acc + i * NR + 16) : _mm512_setzero_ps();
+    }
+    for (long k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_loadu_ps(bp + k * NR), b1 = _mm512_loadu_ps(bp + k * NR + 16);
+        const float* a = ap + k * MR;
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++) {
+            __m512 ai = _mm512_set1_ps(a[i]);
+            c[i][0] = _mm512_fmadd_ps(ai, b0, c[i][0]);
+            c[i][1] = _mm512_fmadd_ps(ai, b1, c[i][1]);
+        }
+    }
+    for (int i = 0; i < MR; i++) {
+        _mm512_storeu_ps(acc + i * NR, c[i][0]);
+        _mm512_storeu_ps(acc + i * NR + 16, c[i][1]);
+    }
+}
+#else
+static void micro(long kc, const float* ap, const float* bp, float* acc, int add) {
+    float c[MR * NR];
+    for (int t = 0; t < MR * NR; t++) c[t] = add ? acc[t] : 0.f;
+    for (long k = 0; k < kc; k++)
+        for (int i = 0; i < MR; i++) {
+            float ai = ap[k * MR + i];
+            for (int j = 0; j < NR; j++) c[i * NR + j] += ai * bp[k * NR + j];
+        }
+    memcpy(acc, c, sizeof c);
+}
+#endif
+
+/* C (M×N, row stride ldc) = act(A (M×K, row stride lda) · B + bias[n] + row_bias[m] + res[m, n]); B packed by
+ * nx_gemm_pack_b; bias, row_bias and res (row stride ldr) may be NULL. Returns 0, or -1 when scratch could not
+ * be allocated. */
+NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const float* bp, float* c, long ldc,
+                      const float* bias, const float* row_bias, const float* res, long ldr, int act, float alpha,
+                      float beta, int threads) {
+    long panels = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
+    long kblocks = (K + KC - 1) / KC;
+    float* ap = malloc(sizeof(float) * mpanels * MR * K + 64);  /* A in K blocks of MR-row panels */
+    if (!ap) return -1;
+    int nt = threads > 1 && M * N * K >= (1L << 21) ? threads : 1;
+    /* the larger operand is streamed once: tiles run along it, the smaller one is re-read from cache */
+    int a_major = mpanels * MR > ((N + NR - 1) / NR) * NR;
+#pragma omp parallel num_threads(nt)
+    {
+        for (long kb = 0; kb < kblocks; kb++) {
+            long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
+#pragma omp for schedule(static)
+            for (long ip = 0; ip < mpanels; ip++) pack_a(a, lda, M, ip * MR, k0, kc, ap + mpanels * MR * k0 + ip * MR * kc);
+        }
+#pragma omp for schedule(static)
+        for (long t = 0; t < mpanels * panels; t++) {
+            long ip = a_major ? t / panels : t % mpanels, jp = a_major ? t % panels : t / mpanels;
+            float tile[MR * NR];
+            for (long kb = 0; kb < kblocks; kb++) {
+                long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
+                micro(kc, ap + mpanels * MR * k0 + ip * MR * kc, bp + jp * K * NR + k0 * NR, tile, kb > 0);
+            }
+            long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR, i_end = M - ip * MR < MR ? M : ip * MR + MR;
+            for (long i = ip * MR; i < i_end; i++) {
+                float* dst = c + i * ldc + n0;
+                const float* src = tile + (i - ip * MR) * NR;
+                float rb = row_bias ? row_bias[i] : 0.f;
+                if (bias) for (long j = 0; j < w; j++) dst[j] = src[j] + bias[n0 + j] + rb;
+                else for (long j = 0; j < w; j++) dst[j] = src[j] + rb;
+                if (res) {
+                    const float* r = res + i * ldr + n0;
+                    for (long j = 0; j < w; j++) dst[j] += r[j];
+                }
+                nx_act_row(dst, w, act, alpha, beta);
+            }
+        }
+    }
+    free(ap);
+    return 0;
+}
