@@ -85,35 +85,72 @@ static void micro(long kc, const float* ap, const float* bp, float* acc, int add
 }
 #endif
 
-/* C (M×N, row stride ldc) = act(A (M×K, row stride lda) · B + bias[n] + row_bias[m] + res[m, n]); B packed by
- * nx_gemm_pack_b; bias, row_bias and res (row stride ldr) may be NULL. Returns 0, or -1 when scratch could not
- * be allocated. */
-NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const float* bp, float* c, long ldc,
-                      const float* bias, const float* row_bias, const float* res, long ldr, int act, float alpha,
-                      float beta, int threads) {
+/* floats the packed form of an M×K A takes (nx_gemm_pack_a) */
+NX_EXPORT long nx_gemm_packed_a_size(long M, long K) { return ((M + MR - 1) / MR) * MR * K; }
+
+/* all of A (M×K, row stride lda) in nx_gemm's layout: K blocks of KC (block at k0 starts at mpanels*MR*k0), each
+ * MR-row panels of kc columns */
+NX_EXPORT void nx_gemm_pack_a(long M, long K, const float* a, long lda, float* ap) {
+    long mpanels = (M + MR - 1) / MR;
+    for (long k0 = 0; k0 < K; k0 += KC) {
+        long kc = K - k0 < KC ? K - k0 : KC;
+        for (long ip = 0; ip < mpanels; ip++) pack_a(a, lda, M, ip * MR, k0, kc, ap + mpanels * MR * k0 + ip * MR * kc);
+    }
+}
+
+/* C (M×N, row stride ldc) = act(A·B + bias[n] + row_bias[m] + res[m, n]).
+ * A: packed `ap` (nx_gemm_pack_a) or raw `a` (row stride lda, packed here); B: packed `bp` (nx_gemm_pack_b) or
+ * raw `b` (K×N, row stride ldb, packed here). bias, row_bias and
+ * res (row stride ldr) may be NULL. Returns 0, or -1 when scratch could not be allocated. */
+NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const float* ap, const float* b, long ldb,
+                      const float* bp, float* c, long ldc, const float* bias, const float* row_bias, const float* res,
+                      long ldr, int act, float alpha, float beta, int threads) {
     long panels = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
     long kblocks = (K + KC - 1) / KC;
-    float* ap = malloc(sizeof(float) * mpanels * MR * K + 64);  /* A in K blocks of MR-row panels */
-    if (!ap) return -1;
-    int nt = threads > 1 && M * N * K >= (1L << 21) ? threads : 1;
+    int nt = threads > 1 && M * N * K >= (1L << 20) ? threads : 1;
+    float* a_own = ap ? NULL : malloc(sizeof(float) * nx_gemm_packed_a_size(M, K) + 64);
+    float* b_own = bp ? NULL : malloc(sizeof(float) * nx_gemm_packed_size(K, N) + 64);
+    if ((!ap && !a_own) || (!bp && !b_own)) {
+        free(a_own);
+        free(b_own);
+        return -1;
+    }
     /* the larger operand is streamed once: tiles run along it, the smaller one is re-read from cache */
-    int a_major = mpanels * MR > ((N + NR - 1) / NR) * NR;
+    int a_major = mpanels * MR > panels * NR;
 #pragma omp parallel num_threads(nt)
     {
-        for (long kb = 0; kb < kblocks; kb++) {
-            long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
+        if (a_own) {
+            for (long kb = 0; kb < kblocks; kb++) {
+                long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
 #pragma omp for schedule(static)
-            for (long ip = 0; ip < mpanels; ip++) pack_a(a, lda, M, ip * MR, k0, kc, ap + mpanels * MR * k0 + ip * MR * kc);
+                for (long ip = 0; ip < mpanels; ip++)
+                    pack_a(a, lda, M, ip * MR, k0, kc, a_own + mpanels * MR * k0 + ip * MR * kc);
+            }
         }
+        if (b_own) {
+#pragma omp for schedule(static)
+            for (long jp = 0; jp < panels; jp++) {
+                long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR;
+                for (long k = 0; k < K; k++) {
+                    const float* src = b + k * ldb + n0;
+                    float* d = b_own + jp * K * NR + k * NR;
+                    for (long j = 0; j < w; j++) d[j] = src[j];
+                    for (long j = w; j < NR; j++) d[j] = 0.f;
+                }
+            }
+        }
+        const float* apk = ap ? ap : a_own;
+        const float* bpk = bp ? bp : b_own;
 #pragma omp for schedule(static)
         for (long t = 0; t < mpanels * panels; t++) {
             long ip = a_major ? t / panels : t % mpanels, jp = a_major ? t % panels : t / mpanels;
+            long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR, i_end = M - ip * MR < MR ? M : ip * MR + MR;
+            const float* bpanel = bpk + jp * K * NR;
             float tile[MR * NR];
             for (long kb = 0; kb < kblocks; kb++) {
                 long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
-                micro(kc, ap + mpanels * MR * k0 + ip * MR * kc, bp + jp * K * NR + k0 * NR, tile, kb > 0);
+                micro(kc, apk + mpanels * MR * k0 + ip * MR * kc, bpanel + k0 * NR, tile, kb > 0);
             }
-            long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR, i_end = M - ip * MR < MR ? M : ip * MR + MR;
             for (long i = ip * MR; i < i_end; i++) {
                 float* dst = c + i * ldc + n0;
                 const float* src = tile + (i - ip * MR) * NR;
@@ -128,6 +165,7 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
             }
         }
     }
-    free(ap);
+    free(a_own);
+    free(b_own);
     return 0;
 }

@@ -120,6 +120,7 @@ class NativeCPUExecutionProvider(ExecutionProvider):
     name = "NativeCPUExecutionProvider"
     device = "CPU"
     by_default = True
+    own_threads = True
 
     def __init__(self, options=None):
         super().__init__(options)

@@ -13,26 +13,28 @@ from onnxide.runtime import threads as session_threads
 from onnxide.runtime.providers import FALLBACK
 
 F32 = np.dtype(np.float32)
-# OpenMP threads per native kernel. One: OpenBLAS's workers spin for a while after each GEMM, and OpenMP regions
-# started meanwhile fought them for the cores (PP-OCR det at 2 threads: 36 ms with one kernel thread, 79 ms with
-# two; docs/design.md). The kernels keep the parameter for when the GEMMs are native too.
-KERNEL_THREADS = 1
+
+
+# GEMMs (and convs) of fewer multiply-adds stay in numpy: the native call's fixed costs (packed-weight lookup, ctypes)
+# outweigh its speed there (silero VAD's 1-D convs and LSTM-side MatMuls)
+SMALL_GEMM = 1 << 17
+SMALL_N = 16        # GEMMs with fewer output columns than this use under half of the 32-wide tiles
+SMALL_ACT = 4096    # element-wise: below this many elements numpy's ufunc call is cheaper than a ctypes call
 
 
 def threads():
-    return KERNEL_THREADS
-
-
-def native_gemm():
-    """Whether GEMMs run in the native kernel: where the session computes on one thread (it beats OpenBLAS there,
-    docs/design.md); with more, OpenBLAS's own threads are faster than the single-threaded native kernel."""
-    return session_threads.current() == 1
+    """OpenMP threads for a kernel: the running session's intra_op_num_threads (the EP has own_threads, so
+    OpenBLAS runs on one thread meanwhile and its spinning workers do not fight these)."""
+    return session_threads.current()
 ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid": 5, "hardswish": 6, "clip": 7,
        "erf": 8, "gelu": 9, "gelu_tanh": 10}
 
 
 def _f32(*arrays):
-    return all(type(a) is np.ndarray and a.dtype == F32 for a in arrays)
+    for a in arrays:  # (a loop: this runs for every node, also the ones handed back to numpy)
+        if type(a) is not np.ndarray or a.dtype != F32:
+            return False
+    return True
 
 
 def _addr(a):
@@ -47,7 +49,7 @@ def _outputs(ctx):
 
 def act(lib, x, code, a=0.0, b=0.0, bias=None):
     """act(x + bias) with bias None or 1-D over x's last axis."""
-    if not _f32(x) or (bias is not None and (not _f32(bias) or bias.ndim != 1 or x.ndim == 0
+    if not _f32(x) or x.size < SMALL_ACT or (bias is not None and (not _f32(bias) or bias.ndim != 1 or x.ndim == 0
                                             or bias.shape[0] != x.shape[-1])):
         return FALLBACK
     x = np.ascontiguousarray(x)
@@ -164,20 +166,34 @@ def packed_b(lib, b, trans):
     return _once_or_cached(b, ("nx_gemm_b", trans), pack)
 
 
-def gemm_call(lib, m, n, k, a, bp, c, ldc, bias=None, row_bias=None, res=None, ldr=0, act=(0, 0.0, 0.0)):
-    if lib.nx_gemm(m, n, k, a.ctypes.data, k, bp.ctypes.data, c.ctypes.data, ldc, _addr(bias),
+def packed_a(lib, w, m, k):
+    """A constant A (w viewed as M×K) in nx_gemm's row panels."""
+    def pack(w):
+        wc = np.ascontiguousarray(w).reshape(m, k)
+        ap = np.empty(lib.nx_gemm_packed_a_size(m, k), F32)
+        lib.nx_gemm_pack_a(m, k, wc.ctypes.data, k, ap.ctypes.data)
+        return ap
+    return _once_or_cached(w, "nx_gemm_a", pack)
+
+
+def gemm_call(lib, m, n, k, a, bp, c, ldc, bias=None, row_bias=None, res=None, ldr=0, act=(0, 0.0, 0.0), ap=None,
+              b=None, ldb=0):
+    """nx_gemm: A raw (`a`, rows of k) or packed (`ap`); B packed (`bp`) or raw (`b`, row stride ldb)."""
+    if lib.nx_gemm(m, n, k, _addr(a), k, _addr(ap), _addr(b), ldb, _addr(bp), c.ctypes.data, ldc, _addr(bias),
                    _addr(row_bias), _addr(res), ldr, act[0], act[1], act[2], threads()):
         raise MemoryError(f"GEMM {m}x{k} @ {k}x{n}: no scratch memory")
 
 
 def matmul(lib, a, b):
     """MatMul of an (..., M, K) float32 A by a 2-D B: one GEMM over all leading rows."""
-    if (not native_gemm() or not _f32(a, b) or b.ndim != 2 or a.ndim < 2 or a.shape[-1] != b.shape[0]
+    if (not _f32(a, b) or b.ndim != 2 or a.ndim < 2 or a.shape[-1] != b.shape[0]
             or 0 in a.shape or 0 in b.shape):
         return FALLBACK
-    a = np.ascontiguousarray(a)
     k, n = b.shape
     m = a.size // k
+    if m < 4 or n < SMALL_N or m * n * k < SMALL_GEMM:
+        return FALLBACK
+    a = np.ascontiguousarray(a)
     y = np.empty(a.shape[:-1] + (n,), F32)
     gemm_call(lib, m, n, k, a, packed_b(lib, b, False), y, n)
     return y
@@ -185,13 +201,15 @@ def matmul(lib, a, b):
 
 def gemm(lib, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, act=(0, 0.0, 0.0), **_):
     """Gemm / FusedGemm with alpha = 1, no transA, and C absent or a (N,) / (1, N) / (M, 1) / (M, N) addend."""
-    if (not native_gemm() or not _f32(a, b) or (c is not None and not _f32(c)) or alpha != 1.0 or transA
+    if getattr(a, "ndim", 0) != 2 or a.shape[0] < 4:  # GEMV-like (batch 1): numpy, decided before anything else
+        return FALLBACK
+    if (not _f32(a, b) or (c is not None and not _f32(c)) or alpha != 1.0 or transA
             or a.ndim != 2 or b.ndim != 2):
         return FALLBACK
     m, k = a.shape
     n = b.shape[0] if transB else b.shape[1]
-    if (b.shape[1] if transB else b.shape[0]) != k or 0 in (m, n, k):
-        return FALLBACK
+    if (b.shape[1] if transB else b.shape[0]) != k or m < 4 or n < SMALL_N or m * n * k < SMALL_GEMM:
+        return FALLBACK  # (a GEMV-like Gemm wastes most of the 14-row tiles: numpy's GEMV is faster)
     bias = row_bias = res = None
     if c is not None:
         if beta != 1.0:
@@ -234,11 +252,11 @@ def _geometry(x, w_shape, kernel_shape, strides, dilations, pads, auto_pad, name
 
 def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
          strides=None, act_code=0, act_a=0.0, act_b=0.0, ctx=None):
-    """Conv / FusedConv for float32 1-D / 2-D convs, group 1 or depthwise: depthwise natively; Winograd-sized 3×3
-    layers and few-output-channel layers on the numpy paths; the rest as native im2col + numpy's GEMM. Bias, the Z
-    sum and the activation in one native epilogue pass. (The native GEMM on packed im2col panels measured 5–20%
-    slower than this on ResNet-18's and PP-OCR's layers.)"""
+    """Conv / FusedConv for float32 1-D / 2-D convs, group 1 or depthwise, the bias, the Z sum and the activation
+    fused into the last pass."""
     if not _f32(x, w) or (b is not None and not _f32(b)) or (z is not None and not _f32(z)) or w.ndim != x.ndim:
+        return FALLBACK
+    if w.size * x.size < SMALL_GEMM * w.shape[1]:  # an upper bound of the multiply-adds, before any geometry work
         return FALLBACK
     geo = _geometry(x, w.shape, kernel_shape, strides, dilations, pads, auto_pad, "Conv")
     if geo is None:
@@ -270,29 +288,32 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
             lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, np.ascontiguousarray(z).ctypes.data, act_code, act_a,
                        act_b, nt)
         return y.reshape(y_shape)
-    wino = conv_winograd.winograd_tile(x4, w4, 1, ks, st, dil, pb, pe, out) if x.ndim == 4 else 0
+    # one thread: numpy's Winograd / per-tap paths where they apply (faster there); the rest, and every conv with
+    # more threads, as native im2col + native GEMM on the packed weights with the epilogue fused
+    wino = conv_winograd.winograd_tile(x4, w4, 1, ks, st, dil, pb, pe, out) if x.ndim == 4 and nt == 1 else 0
+    zc = None if z is None else np.ascontiguousarray(z).reshape(n, m, p)
     y = None
     if wino:
         y = conv_winograd.winograd_conv3x3(x4, w4, pb, pe, out, wino, b)
-    elif m < 32 and c >= 16 and ks != [1, 1]:  # few outputs: numpy's per-tap GEMMs beat a thin im2col GEMM
+    elif nt == 1 and m < 32 and c >= 16 and ks != [1, 1]:  # few outputs: numpy's per-tap GEMMs
         y = conv_direct.few_outputs(x4, w4, pb, pe, st, dil, out, b)
-    plain = ks == [1, 1] and st == [1, 1] and pb == [0, 0] and out == [hgt, wid]
-    k = c * ks[0] * ks[1]
-    zc = None if z is None else np.ascontiguousarray(z).reshape(n, m, p)
-    if y is None:  # numpy's GEMM between the native im2col and one native epilogue pass (bias, Z, activation)
-        y = np.empty((n, m, oh, ow), F32)
-        wm = np.ascontiguousarray(w).reshape(m, k)
-        col = None if plain else conv_winograd.scratch("nx_im2col", (k, p), F32)
-        for i in range(n):
-            if not plain:
-                lib.nx_im2col(c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
-                              x4[i].ctypes.data, col.ctypes.data, nt)
-            np.matmul(wm, x4[i].reshape(c, p) if plain else col, out=y[i].reshape(m, p))
-        lib.nx_bias_act(n * m, p, y.ctypes.data, y.ctypes.data, None, _addr(b), m, _addr(zc), act_code, act_a,
-                        act_b, nt)
+    if y is not None:
+        if z is not None or act_code:  # bias is in: Z and the activation in one pass
+            lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, _addr(zc), act_code, act_a, act_b, nt)
         return y.reshape(y_shape)
-    if z is not None or act_code:  # Winograd / few-output-channel results (bias added): Z and activation in one pass
-        lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, _addr(zc), act_code, act_a, act_b, nt)
+    k = c * ks[0] * ks[1]
+    if p < SMALL_N:
+        return FALLBACK
+    plain = ks == [1, 1] and st == [1, 1] and pb == [0, 0] and out == [hgt, wid]
+    ap = packed_a(lib, w, m, k)
+    y = np.empty((n, m, oh, ow), F32)
+    col = None if plain else conv_winograd.scratch("nx_im2col", (k, p), F32)
+    for i in range(n):
+        if not plain:
+            lib.nx_im2col(c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
+                          x4[i].ctypes.data, col.ctypes.data, nt)
+        gemm_call(lib, m, p, k, None, None, y[i], p, None, b, None if zc is None else zc[i], p,
+                  (act_code, act_a, act_b), ap=ap, b=x4[i] if plain else col, ldb=p)
     return y.reshape(y_shape)
 
 

@@ -15,10 +15,12 @@ SIGNATURES = {
     "nx_maxpool": "l" * 13 + "ppi",
     "nx_gemm_packed_size": "ll",
     "nx_gemm_pack_b": "llpllp",
-    "nx_gemm": "lllplppl" + "ppp" + "l" + "iffi",
+    "nx_gemm_packed_a_size": "ll",
+    "nx_gemm_pack_a": "llplp",
+    "nx_gemm": "lll" + "plp" + "plp" + "pl" + "ppp" + "l" + "iffi",
 }
 RETURNS_STATUS = {"nx_dwconv", "nx_gemm"}  # 0, or -1 when the kernel could not allocate its scratch
-RETURNS_LONG = {"nx_gemm_packed_size"}
+RETURNS_LONG = {"nx_gemm_packed_size", "nx_gemm_packed_a_size"}
 _CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
 FILE = "libonnxide_cpu.so"
 

@@ -1,6 +1,6 @@
 """NativeCPUExecutionProvider (native_eps/): every op it claims gives the CPU EP's (numpy oracle's) results on float32
 — special values, conv / pool geometries (strides, dilations, asymmetric pads, ceil mode, 1-D), fused epilogues —
-the claimed node really runs natively, other dtypes fall back, and 1 or 2 kernel threads agree."""
+the claimed node really runs natively, other dtypes fall back, one and two threads agree."""
 import numpy as np
 import onnxruntime
 import pytest
@@ -30,10 +30,10 @@ def _model(op, inputs, attrs=None, n_out=1, domain="", opset=20):
         {n: a for n, a in zip(names, inputs) if n}
 
 
-def _check(op, inputs, attrs=None, n_out=1, domain="", opset=20, rtol=2e-5, atol=2e-6):
+def _check(op, inputs, attrs=None, n_out=1, domain="", opset=20, rtol=2e-5, atol=2e-6, threads=1):
     model, feeds = _model(op, inputs, attrs, n_out, domain, opset)
     so = onnxide.SessionOptions()
-    so.intra_op_num_threads = 1  # the native GEMM runs only in one-thread sessions (cpu_ops.native_gemm)
+    so.intra_op_num_threads = threads  # convs take other paths with one thread than with more
     native = onnxide.InferenceSession(model, so, providers=[NATIVE, "CPUExecutionProvider"])
     assert native._executor.main_plan.steps[0].ep.name == NATIVE, f"{op} not claimed"
     cpu = onnxide.InferenceSession(model, so, providers=["CPUExecutionProvider"])
@@ -60,7 +60,7 @@ def test_unary(op, attrs, opset):
 
 @pytest.mark.parametrize("op", ["Gelu", "BiasGelu", "FastGelu"])
 def test_contrib_gelu(op):
-    x, b = _x(2, 5, 48) * 3, _x(48)
+    x, b = _x(2, 50, 48) * 3, _x(48)  # above cpu_ops.SMALL_ACT
     _check(op, [x] if op == "Gelu" else [x, b], domain="com.microsoft")
 
 
@@ -112,29 +112,33 @@ CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads
 ]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("c,m,group,spatial,kernel,strides,dilations,pads", CONVS)
-def test_conv(c, m, group, spatial, kernel, strides, dilations, pads):
+def test_conv(c, m, group, spatial, kernel, strides, dilations, pads, threads):
     x, w, b = _x(2, c, *spatial), _x(m, c // group, *kernel), _x(m)
     attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads)}
-    got = _check("Conv", [x, w, b], attrs, opset=11, rtol=1e-4, atol=1e-4)
+    got = _check("Conv", [x, w, b], attrs, opset=11, rtol=1e-4, atol=1e-4, threads=threads)
     model, feeds = _model("Conv", [x, w, b], attrs, opset=11)
     want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
-    _check("Conv", [x, w], attrs, opset=11, rtol=1e-4, atol=1e-4)  # no bias
+    _check("Conv", [x, w], attrs, opset=11, rtol=1e-4, atol=1e-4, threads=threads)  # no bias
 
 
 @pytest.mark.parametrize("activation,params", [("Relu", None), ("LeakyRelu", [0.2]), ("Sigmoid", None),
                                                ("Tanh", None), ("HardSigmoid", [0.25, 0.4]), ("Clip", [-0.5, 0.7])])
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("conv", [CONVS[0], CONVS[2], CONVS[5], CONVS[6]])
-def test_fused_conv(activation, params, conv):
+def test_fused_conv(activation, params, conv, threads):
     c, m, group, spatial, kernel, strides, dilations, pads = conv
     x, w, b = _x(1, c, *spatial), _x(m, c // group, *kernel), _x(m)
     attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads),
              "activation": activation}
     if params:
         attrs["activation_params"] = params
-    y = _check("FusedConv", [x, w, b], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4)[0]
-    _check("FusedConv", [x, w, b, _x(*y.shape)], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4)
+    y = _check("FusedConv", [x, w, b], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4,
+               threads=threads)[0]
+    _check("FusedConv", [x, w, b, _x(*y.shape)], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4,
+           threads=threads)
 
 
 @pytest.mark.parametrize("shape,attrs", [
@@ -157,19 +161,16 @@ def test_other_dtypes_fall_back_to_numpy():
     np.testing.assert_array_equal(sess.run(None, feeds)[0], np.maximum(x, 0))
 
 
-def test_kernel_threads_agree(monkeypatch):
-    """The kernels' OpenMP split (the EP runs them on one thread, see cpu_ops.KERNEL_THREADS) gives the same bits."""
-    from onnxide_native import cpu_ops
+def test_two_threads_give_the_same_bits():
+    """Kernels split over OpenMP threads (rows, planes, GEMM tiles) compute each value as one thread would."""
     cases = [("Conv", [_x(1, 16, 40, 40), _x(16, 1, 3, 3), _x(16)], {"group": 16, "pads": [1, 1, 1, 1]}, 11, ""),
              ("Gelu", [_x(64, 1500)], {}, 20, ""), ("Softmax", [_x(300, 200)], {}, 13, ""),
              ("MatMul", [_x(300, 200), _x(200, 500)], {}, 13, ""),
              ("MaxPool", [_x(1, 32, 60, 60)], {"kernel_shape": [3, 3], "strides": [2, 2]}, 12, ""),
              ("SkipLayerNormalization", [_x(64, 384), _x(64, 384), _x(384), _x(384)], {}, 20, "com.microsoft")]
     for op, ins, attrs, opset, domain in cases:
-        one = _check(op, ins, attrs, opset=opset, domain=domain)
-        monkeypatch.setattr(cpu_ops, "KERNEL_THREADS", 2)
-        two = _check(op, ins, attrs, opset=opset, domain=domain)
-        monkeypatch.setattr(cpu_ops, "KERNEL_THREADS", 1)
+        one = _check(op, ins, attrs, opset=opset, domain=domain, threads=1)
+        two = _check(op, ins, attrs, opset=opset, domain=domain, threads=2)
         for a, b in zip(one, two):
             np.testing.assert_array_equal(a, b)
 
@@ -209,7 +210,7 @@ def test_constant_weights_are_packed_once_and_stay_right():
     w.flags.writeable = False                                                  # as the executor marks initializers
     lib = onnxide.InferenceSession(_model("Relu", [_x(4)], opset=14)[0],
                                    providers=[NATIVE, "CPUExecutionProvider"])._providers[0].lib
-    x = _x(10, 64)
+    x = _x(40, 64)                                                             # above cpu_ops.SMALL_GEMM
     with blas_threads(1):                                                      # a one-thread session's run
         first = cpu_ops.matmul(lib, x, w)
         np.testing.assert_allclose(first, x @ w, rtol=1e-5, atol=1e-5)
@@ -218,4 +219,4 @@ def test_constant_weights_are_packed_once_and_stay_right():
         v = w.copy()                                                           # writeable: packed per call
         assert cpu_ops.packed_b(lib, v, False) is not cpu_ops.packed_b(lib, v, False)
         v[...] = 0
-        np.testing.assert_array_equal(cpu_ops.matmul(lib, x, v), np.zeros((10, 96), np.float32))
+        np.testing.assert_array_equal(cpu_ops.matmul(lib, x, v), np.zeros((40, 96), np.float32))

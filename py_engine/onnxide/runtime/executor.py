@@ -10,7 +10,7 @@ from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, NotImplemente
 from ..dtypes import is_exotic
 from ..ir.model import AttrRef, subgraphs
 from ..ops.math import unlifted
-from .providers import resolve_opdef
+from .providers import guarded, resolve_opdef
 
 
 class KernelContext:
@@ -330,6 +330,9 @@ def _unwrapped(step, plain):
     if any(name and name not in plain for name in step.inputs) or any(
             isinstance(v, np.ndarray) and v.dtype.names is not None for v in step.kwargs.values()):
         return step.kernel
+    fallback = getattr(step.kernel, "ep_fallback", None)
+    if fallback is not None:  # an EP's fast path: its numpy fallback is unwrapped the same way
+        return guarded(step.kernel.ep_fast, unlifted(fallback))
     return unlifted(step.kernel)
 
 

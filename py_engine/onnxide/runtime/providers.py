@@ -21,7 +21,7 @@ def guarded(fast, fallback):
             return fallback(*args, **kwargs)
         return res
 
-    kernel.ep_fast = fast
+    kernel.ep_fast, kernel.ep_fallback = fast, fallback
     return kernel
 
 
@@ -30,6 +30,7 @@ class ExecutionProvider:
     device = "CPU"
     is_async = False
     by_default = False  # used, ahead of the CPU EP, by sessions created without a providers list
+    own_threads = False  # splits its kernels over intra_op_num_threads itself (BLAS then runs on one thread)
 
     def __init__(self, options=None):
         self.options = dict(options or {})

@@ -125,7 +125,7 @@ class InferenceSession:
         so = self._sess_options
         self._profiler = Profiler(so.profile_file_prefix) if so.enable_profiling else None
         self._executor = Executor(self._model, self._providers, self._profiler)
-        self._threads = blas_threads(so.intra_op_num_threads)
+        self._threads = blas_threads(so.intra_op_num_threads, any(p.own_threads for p in self._providers))
         g = self._model.graph
         self._inputs = [v for v in g.inputs if v.name not in g.initializers]
         self._overridable = [v for v in g.inputs if v.name in g.initializers]
@@ -160,6 +160,8 @@ class InferenceSession:
 
     def set_providers(self, providers=None, provider_options=None):
         self._providers = _normalize_providers(providers, provider_options)
+        self._threads = blas_threads(self._sess_options.intra_op_num_threads,
+                                     any(p.own_threads for p in self._providers))
         self._executor = Executor(self._model, self._providers, self._profiler)
 
     def end_profiling(self):

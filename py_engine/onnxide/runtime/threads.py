@@ -23,16 +23,20 @@ def _blas_libraries():
     return _blas
 
 
-def blas_threads(n):
-    """A reusable context manager running its body with n BLAS threads (no-op for n <= 0)."""
+def blas_threads(n, own_threads=False):
+    """A reusable context manager running its body with n BLAS threads (no-op for n <= 0). With `own_threads` (an
+    EP splitting its kernels over threads itself) BLAS runs on one thread instead — OpenBLAS's workers spin after
+    each call and would fight the EP's threads for the cores — and `current()` gives the EP n (every core for 0)."""
+    if own_threads:
+        return _Limit(_blas_libraries(), int(n) if n and n > 0 else os.cpu_count() or 1, blas=1)
     if not n or n <= 0:
         return contextlib.nullcontext()
     return _Limit(_blas_libraries(), int(n))
 
 
 class _Limit:
-    def __init__(self, libs, n):
-        self.libs, self.n, self.saved = libs, n, []
+    def __init__(self, libs, n, blas=None):
+        self.libs, self.n, self.blas, self.saved = libs, n, blas or n, []
 
     def __enter__(self):
         global _current
@@ -40,8 +44,8 @@ class _Limit:
         self.saved = []
         for lib in self.libs:
             old = lib.get_num_threads()
-            if old != self.n:
-                lib.set_num_threads(self.n)
+            if old != self.blas:
+                lib.set_num_threads(self.blas)
                 self.saved.append((lib, old))
         return self
 
