@@ -49,13 +49,13 @@ static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, 
         for (long k = 0; k < kc; k++) ap[k * MR + i] = 0.f;
 }
 
-/* acc (MR×NR) = sum over kc of ap[k][i] * bp[k][j] (+ the tile already in acc when `add`) */
+/* acc (MR×NR, row stride ld) = sum over kc of ap[k][i] * bp[k][j] (+ the tile already in acc when `add`) */
 #ifdef __AVX512F__
-static void micro(long kc, const float* ap, const float* bp, float* acc, int add) {
+static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add) {
     __m512 c[MR][2];
     for (int i = 0; i < MR; i++) {
-        c[i][0] = add ? _mm512_loadu_ps(acc + i * NR) : _mm512_setzero_ps();
-        c[i][1] = add ? _mm512_loadu_ps(acc + i * NR + 16) : _mm512_setzero_ps();
+        c[i][0] = add ? _mm512_loadu_ps(acc + i * ld) : _mm512_setzero_ps();
+        c[i][1] = add ? _mm512_loadu_ps(acc + i * ld + 16) : _mm512_setzero_ps();
     }
     for (long k = 0; k < kc; k++) {
         __m512 b0 = _mm512_loadu_ps(bp + k * NR), b1 = _mm512_loadu_ps(bp + k * NR + 16);
@@ -68,20 +68,21 @@ static void micro(long kc, const float* ap, const float* bp, float* acc, int add
         }
     }
     for (int i = 0; i < MR; i++) {
-        _mm512_storeu_ps(acc + i * NR, c[i][0]);
-        _mm512_storeu_ps(acc + i * NR + 16, c[i][1]);
+        _mm512_storeu_ps(acc + i * ld, c[i][0]);
+        _mm512_storeu_ps(acc + i * ld + 16, c[i][1]);
     }
 }
 #else
-static void micro(long kc, const float* ap, const float* bp, float* acc, int add) {
+static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add) {
     float c[MR * NR];
-    for (int t = 0; t < MR * NR; t++) c[t] = add ? acc[t] : 0.f;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) c[i * NR + j] = add ? acc[i * ld + j] : 0.f;
     for (long k = 0; k < kc; k++)
         for (int i = 0; i < MR; i++) {
             float ai = ap[k * MR + i];
             for (int j = 0; j < NR; j++) c[i * NR + j] += ai * bp[k * NR + j];
         }
-    memcpy(acc, c, sizeof c);
+    for (int i = 0; i < MR; i++) memcpy(acc + i * ld, c + i * NR, NR * sizeof(float));
 }
 #endif
 
@@ -102,19 +103,20 @@ NX_EXPORT void nx_gemm_pack_a(long M, long K, const float* a, long lda, float* a
  * A: packed `ap` (nx_gemm_pack_a) or raw `a` (row stride lda, packed here); B: packed `bp` (nx_gemm_pack_b) or
  * raw `b` (K×N, row stride ldb, packed here). bias, row_bias and
  * res (row stride ldr) may be NULL. Returns 0, or -1 when scratch could not be allocated. */
+NX_EXPORT long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw) {
+    return (a_raw ? nx_gemm_packed_a_size(M, K) : 0) + (b_raw ? nx_gemm_packed_size(K, N) : 0);
+}
+
 NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const float* ap, const float* b, long ldb,
                       const float* bp, float* c, long ldc, const float* bias, const float* row_bias, const float* res,
-                      long ldr, int act, float alpha, float beta, int threads) {
+                      long ldr, int act, float alpha, float beta, float* scratch, int threads) {
     long panels = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
     long kblocks = (K + KC - 1) / KC;
     int nt = threads > 1 && M * N * K >= (1L << 20) ? threads : 1;
-    float* a_own = ap ? NULL : malloc(sizeof(float) * nx_gemm_packed_a_size(M, K) + 64);
-    float* b_own = bp ? NULL : malloc(sizeof(float) * nx_gemm_packed_size(K, N) + 64);
-    if ((!ap && !a_own) || (!bp && !b_own)) {
-        free(a_own);
-        free(b_own);
-        return -1;
-    }
+    float* mine = scratch ? NULL : malloc(sizeof(float) * nx_gemm_scratch_size(M, N, K, !ap, !bp) + 64);
+    if (!scratch && !mine) return -1;
+    float* a_own = ap ? NULL : (scratch ? scratch : mine);
+    float* b_own = bp ? NULL : (scratch ? scratch : mine) + (ap ? 0 : nx_gemm_packed_a_size(M, K));
     /* the larger operand is streamed once: tiles run along it, the smaller one is re-read from cache */
     int a_major = mpanels * MR > panels * NR;
 #pragma omp parallel num_threads(nt)
@@ -146,26 +148,29 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
             long ip = a_major ? t / panels : t % mpanels, jp = a_major ? t % panels : t / mpanels;
             long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR, i_end = M - ip * MR < MR ? M : ip * MR + MR;
             const float* bpanel = bpk + jp * K * NR;
+            /* a whole tile accumulates straight in C; an edge tile in a scratch tile copied out after */
+            int whole = i_end - ip * MR == MR && w == NR;
             float tile[MR * NR];
+            float* acc = whole ? c + ip * MR * ldc + n0 : tile;
+            long ld = whole ? ldc : NR;
             for (long kb = 0; kb < kblocks; kb++) {
                 long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
-                micro(kc, apk + mpanels * MR * k0 + ip * MR * kc, bpanel + k0 * NR, tile, kb > 0);
+                micro(kc, apk + mpanels * MR * k0 + ip * MR * kc, bpanel + k0 * NR, acc, ld, kb > 0);
             }
             for (long i = ip * MR; i < i_end; i++) {
                 float* dst = c + i * ldc + n0;
-                const float* src = tile + (i - ip * MR) * NR;
+                if (!whole) memcpy(dst, tile + (i - ip * MR) * NR, w * sizeof(float));
                 float rb = row_bias ? row_bias[i] : 0.f;
-                if (bias) for (long j = 0; j < w; j++) dst[j] = src[j] + bias[n0 + j] + rb;
-                else for (long j = 0; j < w; j++) dst[j] = src[j] + rb;
+                if (bias) for (long j = 0; j < w; j++) dst[j] += bias[n0 + j] + rb;
+                else if (row_bias) for (long j = 0; j < w; j++) dst[j] += rb;
                 if (res) {
                     const float* r = res + i * ldr + n0;
                     for (long j = 0; j < w; j++) dst[j] += r[j];
                 }
-                nx_act_row(dst, w, act, alpha, beta);
+                if (act) nx_act_row(dst, w, act, alpha, beta);
             }
         }
     }
-    free(a_own);
-    free(b_own);
+    free(mine);
     return 0;
 }

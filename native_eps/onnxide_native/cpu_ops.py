@@ -178,9 +178,12 @@ def packed_a(lib, w, m, k):
 
 def gemm_call(lib, m, n, k, a, bp, c, ldc, bias=None, row_bias=None, res=None, ldr=0, act=(0, 0.0, 0.0), ap=None,
               b=None, ldb=0):
-    """nx_gemm: A raw (`a`, rows of k) or packed (`ap`); B packed (`bp`) or raw (`b`, row stride ldb)."""
+    """nx_gemm: A raw (`a`, rows of k) or packed (`ap`); B packed (`bp`) or raw (`b`, row stride ldb); packing
+    scratch reused per thread (a fresh multi-MB buffer would page-fault on every call)."""
+    size = lib.nx_gemm_scratch_size(m, n, k, int(ap is None), int(bp is None))
+    scratch = conv_winograd.scratch("nx_gemm", (size,), F32) if size else None
     if lib.nx_gemm(m, n, k, _addr(a), k, _addr(ap), _addr(b), ldb, _addr(bp), c.ctypes.data, ldc, _addr(bias),
-                   _addr(row_bias), _addr(res), ldr, act[0], act[1], act[2], threads()):
+                   _addr(row_bias), _addr(res), ldr, act[0], act[1], act[2], _addr(scratch), threads()):
         raise MemoryError(f"GEMM {m}x{k} @ {k}x{n}: no scratch memory")
 
 
@@ -288,12 +291,14 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
             lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, np.ascontiguousarray(z).ctypes.data, act_code, act_a,
                        act_b, nt)
         return y.reshape(y_shape)
-    # one thread: numpy's Winograd / per-tap paths where they apply (faster there); the rest, and every conv with
-    # more threads, as native im2col + native GEMM on the packed weights with the epilogue fused
-    wino = conv_winograd.winograd_tile(x4, w4, 1, ks, st, dil, pb, pe, out) if x.ndim == 4 and nt == 1 else 0
+    # Winograd F(4×4,3×3) natively where conv_winograd would use it; one thread: numpy's F(2×2,3×3) / per-tap
+    # paths where they apply; the rest as native im2col + native GEMM on the packed weights, epilogue fused
+    wino = conv_winograd.winograd_tile(x4, w4, 1, ks, st, dil, pb, pe, out) if x.ndim == 4 else 0
     zc = None if z is None else np.ascontiguousarray(z).reshape(n, m, p)
+    if wino == 4:
+        return winograd_f4(lib, x4, w4, b, zc, pb, out, (act_code, act_a, act_b)).reshape(y_shape)
     y = None
-    if wino:
+    if wino and nt == 1:
         y = conv_winograd.winograd_conv3x3(x4, w4, pb, pe, out, wino, b)
     elif nt == 1 and m < 32 and c >= 16 and ks != [1, 1]:  # few outputs: numpy's per-tap GEMMs
         y = conv_direct.few_outputs(x4, w4, pb, pe, st, dil, out, b)
@@ -315,6 +320,28 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
         gemm_call(lib, m, p, k, None, None, y[i], p, None, b, None if zc is None else zc[i], p,
                   (act_code, act_a, act_b), ap=ap, b=x4[i] if plain else col, ldb=p)
     return y.reshape(y_shape)
+
+
+def winograd_f4(lib, x, w, b, z, pb, out, act):
+    """3×3 stride-1 conv through nx_winograd_f4, U = G w Gᵀ (conv_winograd's transform) packed once per weight."""
+    n, c, hgt, wid = x.shape
+    m = w.shape[0]
+    ua = lib.nx_gemm_packed_a_size(m, c)
+
+    def pack(w):
+        u = conv_winograd.weight_transform(w, 4)  # (36, M, C)
+        up = np.empty(36 * ua, F32)
+        for xi in range(36):
+            lib.nx_gemm_pack_a(m, c, u[xi].ctypes.data, c, up[xi * ua:].ctypes.data)
+        return up
+
+    up = _once_or_cached(w, "nx_winograd_u", pack)
+    scratch = conv_winograd.scratch("nx_winograd", (lib.nx_winograd_f4_scratch(c, m, out[0], out[1]),), F32)
+    y = np.empty((n, m, out[0], out[1]), F32)
+    if lib.nx_winograd_f4(n, c, hgt, wid, m, pb[0], pb[1], out[0], out[1], x.ctypes.data, up.ctypes.data, _addr(b),
+                          _addr(z), y.ctypes.data, scratch.ctypes.data, act[0], act[1], act[2], threads()):
+        raise MemoryError(f"Winograd conv {c}->{m} channels: no scratch memory")
+    return y
 
 
 def max_pool(lib, x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0,

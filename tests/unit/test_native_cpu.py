@@ -220,3 +220,26 @@ def test_constant_weights_are_packed_once_and_stay_right():
         assert cpu_ops.packed_b(lib, v, False) is not cpu_ops.packed_b(lib, v, False)
         v[...] = 0
         np.testing.assert_array_equal(cpu_ops.matmul(lib, x, v), np.zeros((40, 96), np.float32))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("c,m,spatial,pads", [(32, 40, (17, 22), (1, 1, 1, 1)), (48, 32, (30, 9), (0, 1, 2, 0)),
+                                              (32, 32, (11, 11), (2, 2, 2, 2))])
+def test_winograd_f4(c, m, spatial, pads, threads):
+    """nx_winograd_f4 (chosen where conv_winograd picks 4×4 tiles) against a float64 reference and the CPU EP."""
+    from onnxide_native import cpu_ops
+    x, w, b = _x(2, c, *spatial), _x(m, c, 3, 3), _x(m)
+    w.flags.writeable = False
+    z = _x(2, m, spatial[0] + pads[0] + pads[2] - 2, spatial[1] + pads[1] + pads[3] - 2)
+    lib = onnxide.InferenceSession(_model("Relu", [_x(4)], opset=14)[0],
+                                   providers=[NATIVE, "CPUExecutionProvider"])._providers[0].lib
+    with onnxide.runtime.threads.blas_threads(threads, True):
+        y = cpu_ops.winograd_f4(lib, x, w, b, np.ascontiguousarray(z), pads[:2], list(z.shape[2:]),
+                                (cpu_ops.ACT["relu"], 0.0, 0.0))
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
+    ref = np.zeros(z.shape)
+    for kh in range(3):
+        for kw in range(3):
+            ref += np.einsum("nchw,mc->nmhw", xp[:, :, kh:kh + z.shape[2], kw:kw + z.shape[3]], w[:, :, kh, kw])
+    ref = np.maximum(ref + b[None, :, None, None] + z, 0)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)
