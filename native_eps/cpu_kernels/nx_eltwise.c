@@ -99,24 +99,36 @@ NX_EXPORT void nx_layernorm(long rows, long cols, const float* x, const float* s
     }
 }
 
-/* y = softmax(scale * x) along rows of `cols` (log-softmax with `log`); y may alias x */
-NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float scale, int log, int threads) {
+/* y = softmax(scale * x + bias) along rows of `cols`, or log-softmax with `log` (then y must not alias x and bias
+ * must be NULL); y may alias x otherwise. `bias` (or NULL) is
+ * an attention bias: rows are (batch, head, query) with `heads` heads of `seq` queries, and the bias has one row
+ * per query, per head only if bias_h, per batch only if bias_b. */
+NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float scale, const float* bias, long heads,
+                          long seq, int bias_b, int bias_h, int log, int threads) {
 #pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
     for (long r = 0; r < rows; r++) {
         const float* xr = x + r * cols;
         float* yr = y + r * cols;
+        float sc = scale;
+        if (bias) {
+            long b = r / (heads * seq), h = (r / seq) % heads, q = r % seq;
+            const float* br = bias + (((bias_b ? b : 0) * (bias_h ? heads : 1) + (bias_h ? h : 0)) * seq + q) * cols;
+            for (long c = 0; c < cols; c++) yr[c] = xr[c] * scale + br[c];
+            xr = yr;
+            sc = 1.f;
+        }
         float m = nx_max(xr, cols);
         if (!(m > -INFINITY && m < INFINITY)) {  /* an inf maximum (or all -inf): NaN, as max-subtraction gives */
             for (long c = 0; c < cols; c++) yr[c] = NAN;
             continue;
         }
-        for (long c = 0; c < cols; c++) yr[c] = nx_exp((xr[c] - m) * scale);
-        float s = nx_sum(yr, cols);
         if (log) {
-            float ls = logf(s);
-            for (long c = 0; c < cols; c++) yr[c] = (xr[c] - m) * scale - ls;
+            for (long c = 0; c < cols; c++) yr[c] = nx_exp((xr[c] - m) * sc);
+            float ls = logf(nx_sum(yr, cols));
+            for (long c = 0; c < cols; c++) yr[c] = (xr[c] - m) * sc - ls;
         } else {
-            float inv = 1.f / s;
+            for (long c = 0; c < cols; c++) yr[c] = nx_exp((xr[c] - m) * sc);
+            float inv = 1.f / nx_sum(yr, cols);
             for (long c = 0; c < cols; c++) yr[c] *= inv;
         }
     }

@@ -79,11 +79,14 @@ def _claim_gemm(lib, node, opdef, attrs):
 
 
 def _claim_mha(lib, node, opdef, attrs):
-    if set(attrs) - {"num_heads", "scale", "mask_filter_value"} or len([i for i in node.inputs if i]) != 3 \
-            or len(node.inputs) != 3 or len([o for o in node.outputs if o]) != 1 or "num_heads" not in attrs:
+    """q, k, v (3-D, unpacked) and optionally attention_bias; no packed bias, key padding mask or past."""
+    ins = list(node.inputs) + [""] * (6 - len(node.inputs))
+    if (set(attrs) - {"num_heads", "scale", "mask_filter_value"} or "num_heads" not in attrs or len(node.inputs) > 6
+            or not all(ins[:3]) or ins[3] or ins[4] or len([o for o in node.outputs if o]) != 1):
         return None
     n, sc = attrs["num_heads"], attrs.get("scale", 0.0)
-    return guarded(lambda q, k, v, **kw: K.attention(lib, q, k, v, n, sc), opdef.kernel)
+    return guarded(lambda q, k, v, bias=None, key_padding_mask=None, attention_bias=None, **kw:
+                   K.attention(lib, q, k, v, n, sc, attention_bias), opdef.kernel)
 
 
 def _simple(fn, allowed=()):

@@ -121,20 +121,23 @@ def softmax(lib, x, axis, log, coerced):
     x = np.ascontiguousarray(x)
     y = np.empty(x.shape, F32)
     if x.size:
-        lib.nx_softmax(x.size // cols, cols, x.ctypes.data, y.ctypes.data, 1.0, int(log), threads())
+        lib.nx_softmax(x.size // cols, cols, x.ctypes.data, y.ctypes.data, 1.0, None, 1, 1, 0, 0, int(log), threads())
     return y
 
 
-def attention(lib, q, k, v, num_heads, scale):
-    """Scaled dot-product attention of 3-D (B, S, N*H) q, k, v without masks: numpy's batched GEMMs around the
-    native softmax, computed in place on the scores."""
-    if not _f32(q, k, v) or q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
+def attention(lib, q, k, v, num_heads, scale, bias=None):
+    """Scaled dot-product attention of 3-D (B, S, N*H) q, k, v with an optional additive attention bias
+    (B or 1, N or 1, S, T): numpy's batched GEMMs around the native softmax, in place on the scores."""
+    if not _f32(q, k, v) or q.ndim != 3 or k.ndim != 3 or v.ndim != 3 or (bias is not None and not _f32(bias)):
         return FALLBACK
     b, s, d = q.shape
     n = int(num_heads)
     if n <= 0 or d % n or k.shape[0] != b or v.shape[:2] != k.shape[:2] or k.shape[2] != d or v.shape[2] % n:
         return FALLBACK
     h, t, hv = d // n, k.shape[1], v.shape[2] // n
+    if bias is not None and (bias.ndim != 4 or bias.shape[0] not in (1, b) or bias.shape[1] not in (1, n)
+                             or bias.shape[2:] != (s, t)):
+        return FALLBACK  # the numpy kernel reports it
     sc = float(scale) if scale else 1.0 / math.sqrt(h)
     if sc <= 0 or not math.isfinite(sc) or b * s * t == 0:
         return FALLBACK
@@ -142,7 +145,9 @@ def attention(lib, q, k, v, num_heads, scale):
     kt = k.reshape(b, t, n, h).transpose(0, 2, 3, 1)
     vh = v.reshape(b, t, n, hv).transpose(0, 2, 1, 3)
     scores = np.matmul(qh, kt)                                       # (B, N, S, T), fresh and contiguous
-    lib.nx_softmax(b * n * s, t, scores.ctypes.data, scores.ctypes.data, sc, 0, threads())
+    bc = None if bias is None else np.ascontiguousarray(bias)
+    lib.nx_softmax(b * n * s, t, scores.ctypes.data, scores.ctypes.data, sc, _addr(bc), n, s,
+                   int(bc is not None and bc.shape[0] > 1), int(bc is not None and bc.shape[1] > 1), 0, threads())
     out = np.empty((b, s, n, hv), F32)
     np.matmul(scores, vh, out=out.transpose(0, 2, 1, 3))
     return out.reshape(b, s, n * hv)

@@ -9,7 +9,7 @@ SIGNATURES = {
     "nx_act": "lpppiffi",
     "nx_bias_act": "llpppplpiffi",
     "nx_layernorm": "llpppppfppppi",
-    "nx_softmax": "llppfii",
+    "nx_softmax": "llppfplliiii",
     "nx_im2col": "l" * 13 + "ppi",
     "nx_dwconv": "l" * 14 + "pppp" + "iffi",
     "nx_maxpool": "l" * 13 + "ppi",

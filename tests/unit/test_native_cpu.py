@@ -90,10 +90,13 @@ def test_softmax(op, opset, axis):
     _check(op, [x], {"axis": axis}, opset=opset)
 
 
-def test_multi_head_attention():
+@pytest.mark.parametrize("bias_shape", [None, (1, 1, 7, 11), (2, 1, 7, 11), (1, 4, 7, 11), (2, 4, 7, 11)])
+def test_multi_head_attention(bias_shape):
     q, k, v = _x(2, 7, 48), _x(2, 11, 48), _x(2, 11, 48)
-    _check("MultiHeadAttention", [q, k, v], {"num_heads": 4}, domain="com.microsoft", atol=1e-5)
-    _check("MultiHeadAttention", [q, k, v], {"num_heads": 3, "scale": 0.2}, domain="com.microsoft", atol=1e-5)
+    extra = [] if bias_shape is None else [None, None, _x(*bias_shape) * 3]
+    _check("MultiHeadAttention", [q, k, v] + extra, {"num_heads": 4}, domain="com.microsoft", atol=1e-5)
+    _check("MultiHeadAttention", [q, k, v] + extra, {"num_heads": 4, "scale": 0.2}, domain="com.microsoft",
+           atol=1e-5)
 
 
 CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads

@@ -300,3 +300,41 @@ def test_body_local_value_hides_outer_constant():
     np.testing.assert_array_equal(sess.run(None, feeds)[0], plain)
     else_g = sess._model.graph.nodes[0].attrs["else_branch"]
     assert [n.op_type for n in else_g.nodes] == ["Concat", "Neg", "Slice", "MatMul"]
+
+
+@pytest.mark.parametrize("opset", [17, 20])
+def test_bias_gelu_fusion(tmp_path, opset):
+    """MatMul + Add(bias) + GELU (Erf form, fused first) ⇒ MatMul + com.microsoft BiasGelu."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["bias", "m"], ["a"]),
+             helper.make_node("Div", ["a", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["p"]), helper.make_node("Mul", ["a", "p"], ["q"]),
+             helper.make_node("Mul", ["q", "half"], ["y"])]
+    inits = [_const("w", rng.standard_normal((8, 6)).astype(np.float32)),
+             _const("bias", rng.standard_normal(6).astype(np.float32)), _const("sqrt2", np.float32(math.sqrt(2))),
+             _const("one", np.float32(1)), _const("half", np.float32(0.5))]
+    m = _model(nodes, [_vi("x", [2, 3, 8])], [_vi("y", [2, 3, 6])], inits, opset)
+    _check(m, {"x": rng.standard_normal((2, 3, 8)).astype(np.float32)}, tmp_path, ["MatMul", "BiasGelu"])
+
+
+@pytest.mark.parametrize("with_bias,with_beta", [(True, True), (False, True), (True, False)])
+def test_skip_layernorm_fusion(tmp_path, with_bias, with_beta):
+    """residual Add (+ the MatMul's bias Add) + LayerNormalization ⇒ com.microsoft SkipLayerNormalization; a sum
+    read elsewhere too stays unfused."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"])]
+    src = "m"
+    if with_bias:
+        nodes.append(helper.make_node("Add", ["m", "bias"], ["mb"]))
+        src = "mb"
+    nodes += [helper.make_node("Add", ["r", src], ["s"]),
+              helper.make_node("LayerNormalization", ["s", "gamma"] + (["beta"] if with_beta else []), ["y"],
+                               axis=-1, epsilon=1e-3)]
+    inits = [_const("w", rng.standard_normal((8, 8)).astype(np.float32)),
+             _const("bias", rng.standard_normal(8).astype(np.float32)),
+             _const("gamma", rng.standard_normal(8).astype(np.float32)),
+             _const("beta", rng.standard_normal(8).astype(np.float32))]
+    m = _model(nodes, [_vi("x", [2, 5, 8]), _vi("r", [2, 5, 8])], [_vi("y", [2, 5, 8])], inits)
+    feeds = {"x": rng.standard_normal((2, 5, 8)).astype(np.float32),
+             "r": rng.standard_normal((2, 5, 8)).astype(np.float32)}
+    _check(m, feeds, tmp_path, ["MatMul", "SkipLayerNormalization"])
+    m.graph.output.append(_vi("s", [2, 5, 8]))  # the sum is an output too: LayerNormalization stays
+    _check(m, feeds, tmp_path, ["MatMul"] + (["Add"] if with_bias else []) + ["Add", "LayerNormalization"])
