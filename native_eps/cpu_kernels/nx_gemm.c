@@ -4,6 +4,7 @@
  * tiles split over OpenMP threads. Row-major throughout. */
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include "nx_math.h"
 #ifdef __AVX512F__
 #include <immintrin.h>
@@ -167,6 +168,90 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
                     const float* r = res + i * ldr + n0;
                     for (long j = 0; j < w; j++) dst[j] += r[j];
                 }
+                if (act) nx_act_row(dst, w, act, alpha, beta);
+            }
+        }
+    }
+    free(mine);
+    return 0;
+}
+
+/* one 32-column B panel of an image's im2col matrix: panel[k][j] for k = (c*KH + kh)*KW + kw and output position
+ * p = jp*NR + j (zeros for padding and for positions past OH*OW) */
+static void im2col_panel(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
+                         long PL, long OH, long OW, const float* x, long jp, float* panel) {
+    long P = OH * OW, K = C * KH * KW;
+    long q_oh[NR], q_ow[NR], q_j[NR], q_len[NR], nq = 0;  /* the panel's positions as runs along output rows */
+    for (long p = jp * NR; p < P && p < (jp + 1) * NR;) {
+        long oh = p / OW, ow = p % OW, len = OW - ow;
+        if (len > (jp + 1) * NR - p) len = (jp + 1) * NR - p;
+        if (len > P - p) len = P - p;
+        q_oh[nq] = oh; q_ow[nq] = ow; q_j[nq] = p - jp * NR; q_len[nq] = len; nq++;
+        p += len;
+    }
+    long used = nq ? q_j[nq - 1] + q_len[nq - 1] : 0;
+    for (long r = 0; r < K; r++) {
+        long c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
+        long off_w = kw * DW - PL;
+        long lo = off_w >= 0 ? 0 : (-off_w + SW - 1) / SW;   /* outputs whose input column is inside the image */
+        long hi = W - off_w <= 0 ? 0 : (W - off_w + SW - 1) / SW;
+        if (hi > OW) hi = OW;
+        if (lo > hi) lo = hi;
+        float* d0 = panel + r * NR;
+        for (long q = 0; q < nq; q++) {
+            float* d = d0 + q_j[q];
+            long ih = q_oh[q] * SH - PT + kh * DH, ow = q_ow[q], seg = q_len[q];
+            long a = lo - ow, b = hi - ow;
+            if (ih < 0 || ih >= H || a >= seg || b <= 0) {
+                for (long s = 0; s < seg; s++) d[s] = 0.f;
+                continue;
+            }
+            if (a < 0) a = 0;
+            if (b > seg) b = seg;
+            const float* src = x + (c * H + ih) * W + off_w + ow * SW;
+            for (long s = 0; s < a; s++) d[s] = 0.f;
+            if (SW == 1) for (long s = a; s < b; s++) d[s] = src[s];
+            else for (long s = a; s < b; s++) d[s] = src[s * SW];
+            for (long s = b; s < seg; s++) d[s] = 0.f;
+        }
+        for (long j = used; j < NR; j++) d0[j] = 0.f;
+    }
+}
+
+/* one image's convolution as an implicit GEMM: y (M×OH*OW) = act(W·im2col(x) + row_bias + res), each 32-position
+ * im2col panel built in a per-thread buffer (cache-resident) right before its tiles run, so the K×P column matrix
+ * never exists; the weights come packed (nx_gemm_pack_a). `scratch`: K*32*threads floats (or NULL: allocated
+ * here). Returns 0, or -1 when that allocation failed. */
+NX_EXPORT int nx_conv_gemm(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
+                           long PL, long OH, long OW, const float* x, long M, const float* ap, float* y,
+                           const float* row_bias, const float* res, int act, float alpha, float beta, float* scratch,
+                           int threads) {
+    long P = OH * OW, K = C * KH * KW, panels = (P + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
+    long kblocks = (K + KC - 1) / KC;
+    int nt = threads > 1 && M * P * K >= (1L << 20) ? threads : 1;
+    float* mine = scratch ? NULL : malloc(sizeof(float) * K * NR * nt + 64);
+    float* bufs = scratch ? scratch : mine;
+    if (!bufs) return -1;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (long jp = 0; jp < panels; jp++) {
+        float* panel = bufs + K * NR * omp_get_thread_num();
+        im2col_panel(C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, x, jp, panel);
+        long n0 = jp * NR, w = P - n0 < NR ? P - n0 : NR;
+        for (long ip = 0; ip < mpanels; ip++) {
+            long i_end = M - ip * MR < MR ? M : ip * MR + MR;
+            int whole = i_end - ip * MR == MR && w == NR;
+            float tile[MR * NR];
+            float* acc = whole ? y + ip * MR * P + n0 : tile;
+            long ld = whole ? P : NR;
+            for (long kb = 0; kb < kblocks; kb++) {
+                long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
+                micro(kc, ap + mpanels * MR * k0 + ip * MR * kc, panel + k0 * NR, acc, ld, kb > 0);
+            }
+            for (long i = ip * MR; i < i_end; i++) {
+                float* dst = y + i * P + n0;
+                if (!whole) memcpy(dst, tile + (i - ip * MR) * NR, w * sizeof(float));
+                if (row_bias) { float rb = row_bias[i]; for (long j = 0; j < w; j++) dst[j] += rb; }
+                if (res) { const float* rr = res + i * P + n0; for (long j = 0; j < w; j++) dst[j] += rr[j]; }
                 if (act) nx_act_row(dst, w, act, alpha, beta);
             }
         }

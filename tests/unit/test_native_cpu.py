@@ -127,6 +127,23 @@ def test_conv(c, m, group, spatial, kernel, strides, dilations, pads, threads):
     _check("Conv", [x, w], attrs, opset=11, rtol=1e-4, atol=1e-4, threads=threads)  # no bias
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv_with_implicit_im2col(monkeypatch, threads):
+    """Large convs build their im2col panels one by one (cpu_ops.IMPLICIT_IM2COL); here every conv does."""
+    from onnxide_native import cpu_ops
+    monkeypatch.setattr(cpu_ops, "IMPLICIT_IM2COL", 0)
+    for c, m, group, spatial, kernel, strides, dilations, pads in CONVS + [
+            (40, 20, 1, (50, 47), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+            (24, 36, 1, (61, 58), (5, 3), (2, 1), (1, 2), (2, 1, 2, 1))]:
+        x, w, b = _x(2, c, *spatial), _x(m, c // group, *kernel), _x(m)
+        attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads),
+                 "activation": "Relu"}
+        y = _check("FusedConv", [x, w, b], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4,
+                   threads=threads)[0]
+        _check("FusedConv", [x, w, b, _x(*y.shape)], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4,
+               threads=threads)
+
+
 @pytest.mark.parametrize("activation,params", [("Relu", None), ("LeakyRelu", [0.2]), ("Sigmoid", None),
                                                ("Tanh", None), ("HardSigmoid", [0.25, 0.4]), ("Clip", [-0.5, 0.7])])
 @pytest.mark.parametrize("threads", [1, 2])
