@@ -133,3 +133,45 @@ NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float 
         }
     }
 }
+
+/* y = a op b over a (outer, mid, inner) with b (mid,) broadcast along outer and inner (b_first: y = b op a);
+ * op 0 add, 1 sub, 2 mul, 3 div. A full-shape b is mid = everything, inner = 1, outer = 1 with b_full set. */
+#define BIN_LOOPS(OP)                                                                                         \
+    if (b_full) {                                                                                             \
+        for (long i = 0; i < len; i++) { float u = a[lo + i], v = b[lo + i]; y[lo + i] = OP; }                \
+    } else if (mid == 1) {                                                                                    \
+        float v = b[0];                                                                                       \
+        for (long i = 0; i < len; i++) { float u = a[lo + i]; y[lo + i] = OP; }                               \
+    } else if (inner == 1) {                                                                                  \
+        for (long r = lo / mid; r * mid < lo + len; r++) {                                                    \
+            const float* ar = a + r * mid; float* yr = y + r * mid;                                           \
+            for (long m = 0; m < mid; m++) { float u = ar[m], v = b[m]; yr[m] = OP; }                         \
+        }                                                                                                     \
+    } else {                                                                                                  \
+        for (long r = lo / inner; r * inner < lo + len; r++) {                                                \
+            const float* ar = a + r * inner; float* yr = y + r * inner; float v = b[r % mid];                 \
+            for (long k = 0; k < inner; k++) { float u = ar[k]; yr[k] = OP; }                                 \
+        }                                                                                                     \
+    }
+
+NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, int b_full, const float* a,
+                         const float* b, float* y, int threads) {
+    long n = outer * mid * inner;
+    long step = inner == 1 && !b_full ? mid : inner;            /* chunks hold whole broadcast rows */
+    long per = step >= CHUNK ? step : (CHUNK / step) * step;
+    if (b_full || mid == 1) per = CHUNK;  /* flat: any chunking works */
+    long chunks = (n + per - 1) / per;
+#pragma omp parallel for schedule(static) num_threads(use_threads(threads, n))
+    for (long c = 0; c < chunks; c++) {
+        long lo = c * per, len = n - lo < per ? n - lo : per;
+        switch (op * 2 + (b_first ? 1 : 0)) {
+        case 0: case 1: BIN_LOOPS(u + v) break;
+        case 2: BIN_LOOPS(u - v) break;
+        case 3: BIN_LOOPS(v - u) break;
+        case 4: case 5: BIN_LOOPS(u * v) break;
+        case 6: BIN_LOOPS(u / v) break;
+        case 7: BIN_LOOPS(v / u) break;
+        default: break;
+        }
+    }
+}

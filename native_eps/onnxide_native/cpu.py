@@ -39,6 +39,13 @@ def _claim_unary(lib, node, opdef, attrs):
     return guarded(lambda x, **kw: K.act(lib, x, code, a, b), opdef.kernel)
 
 
+def _claim_binary(lib, node, opdef, attrs):
+    if attrs or opdef.since < 7:
+        return None
+    code = K.BINARY[node.op_type]
+    return guarded(lambda a, b, **kw: K.binary(lib, code, a, b), opdef.kernel)
+
+
 def _claim_softmax(log):
     def claim(lib, node, opdef, attrs):
         if set(attrs) - {"axis"}:
@@ -107,6 +114,7 @@ CLAIMS = {
     "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
                                     "strides")),
     **{name: _claim_unary for name in UNARY},
+    **{name: _claim_binary for name in K.BINARY},
 }
 MS_CLAIMS = {
     "FusedConv": _claim_conv,

@@ -68,6 +68,57 @@ def act(lib, x, code, a=0.0, b=0.0, bias=None):
     return y
 
 
+BINARY = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}
+_PLANS = {}
+
+
+def _broadcast_plan(out, shape):
+    """(outer, mid, inner) when `shape` (right-aligned to `out`) is one contiguous block of out's dims with ones
+    around it, else None."""
+    key = (out, shape)
+    if key not in _PLANS:
+        padded = (1,) * (len(out) - len(shape)) + tuple(shape)
+        dims = [i for i, d in enumerate(padded) if d != 1]
+        plan = None
+        if all(padded[i] == out[i] for i in dims) and (not dims or dims == list(range(dims[0], dims[-1] + 1))):
+            i, j = (dims[0], dims[-1] + 1) if dims else (0, 0)  # a scalar: one row of everything
+            plan = (math.prod(out[:i]), math.prod(out[i:j]), math.prod(out[j:]))
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return _PLANS[key]
+
+
+def binary(lib, code, a, b):
+    """a op b for float32 with b (or a) full-shape, and the other full, scalar or one contiguous block of dims."""
+    if not _f32(a, b):
+        return FALLBACK
+    if a.shape == b.shape:
+        out = a.shape
+    else:
+        try:
+            out = np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            return FALLBACK
+    if math.prod(out) < SMALL_ACT:
+        return FALLBACK
+    b_first = a.shape != out
+    full, other = (b, a) if b_first else (a, b)
+    if full.shape != out:
+        return FALLBACK
+    full, other = np.ascontiguousarray(full), np.ascontiguousarray(other)
+    y = np.empty(out, F32)
+    if other.shape == out:
+        lib.nx_binary(code, int(b_first), 1, full.size, 1, 1, full.ctypes.data, other.ctypes.data, y.ctypes.data,
+                      threads())
+        return y
+    plan = _broadcast_plan(out, other.shape)
+    if plan is None:
+        return FALLBACK
+    lib.nx_binary(code, int(b_first), *plan, 0, full.ctypes.data, other.ctypes.data, y.ctypes.data, threads())
+    return y
+
+
 def layer_norm(lib, x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None):
     if not _f32(x, scale) or (b is not None and not _f32(b)) or stash_type != 1 or x.ndim == 0:
         return FALLBACK

@@ -10,6 +10,7 @@ SIGNATURES = {
     "nx_bias_act": "llpppplpiffi",
     "nx_layernorm": "llpppppfppppi",
     "nx_softmax": "llppfplliiii",
+    "nx_binary": "iilllipppi",
     "nx_im2col": "l" * 13 + "ppi",
     "nx_dwconv": "l" * 14 + "pppp" + "iffi",
     "nx_maxpool": "l" * 13 + "ppi",

@@ -186,6 +186,8 @@ def test_two_threads_give_the_same_bits():
     cases = [("Conv", [_x(1, 16, 40, 40), _x(16, 1, 3, 3), _x(16)], {"group": 16, "pads": [1, 1, 1, 1]}, 11, ""),
              ("Gelu", [_x(64, 1500)], {}, 20, ""), ("Softmax", [_x(300, 200)], {}, 13, ""),
              ("MatMul", [_x(300, 200), _x(200, 500)], {}, 13, ""),
+             ("Add", [_x(8, 64, 96), _x(96)], {}, 14, ""), ("Mul", [_x(2, 64, 40, 40), _x(1, 64, 1, 1)], {}, 14, ""),
+             ("Sub", [_x(8, 64, 96), _x(1)], {}, 14, ""),
              ("MaxPool", [_x(1, 32, 60, 60)], {"kernel_shape": [3, 3], "strides": [2, 2]}, 12, ""),
              ("SkipLayerNormalization", [_x(64, 384), _x(64, 384), _x(384), _x(384)], {}, 20, "com.microsoft")]
     for op, ins, attrs, opset, domain in cases:
@@ -263,3 +265,14 @@ def test_winograd_f4(c, m, spatial, pads, threads):
             ref += np.einsum("nchw,mc->nmhw", xp[:, :, kh:kh + z.shape[2], kw:kw + z.shape[3]], w[:, :, kh, kw])
     ref = np.maximum(ref + b[None, :, None, None] + z, 0)
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("sa,sb", [((2, 16, 30, 30), (2, 16, 30, 30)), ((2, 16, 30, 30), (1, 16, 1, 1)),
+                                   ((1, 16, 1, 1), (2, 16, 30, 30)), ((4, 128, 96), (96,)), ((96,), (4, 128, 96)),
+                                   ((3, 40, 50), ()), ((), (3, 40, 50)), ((2, 16, 30, 30), (2, 16, 1, 1)),
+                                   ((5, 30, 40), (5, 30, 1)), ((3, 40, 50), (1,))])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_binary(op, sa, sb, threads):
+    a, b = _x(*sa), _x(*sb) + (3.0 if op == "Div" else 0.0)
+    _check(op, [a, b], opset=14, threads=threads)
