@@ -1,7 +1,7 @@
-"""NativeCPUExecutionProvider: onnxide's CPU EP plus native kernels (libonnxide_cpu, built at set-up for this CPU)
-for the float32 ops where numpy loses most — activations, GELU / LayerNorm / softmax and their contrib fusions,
-attention's softmax, convolution epilogues, im2col, depthwise conv, max pooling. Tensors stay numpy arrays on
-the host; whatever it declines or falls back on runs in the numpy kernel."""
+"""NativeCPUExecutionProvider: native kernels (libonnxide_cpu, built at set-up for this CPU) ahead of the CPU EP for
+float32 MatMul / Gemm, convolutions, pooling, attention, activations, binary ops, LayerNorm and softmax, split over
+the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it declines or falls back on
+runs in the numpy kernel."""
 from onnxide.ops import registry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 

@@ -1,7 +1,9 @@
-"""NativeCPUExecutionProvider's kernels: numpy keeps the GEMMs (OpenBLAS), libonnxide_cpu does every pass numpy
-would split into several — activations with their bias / residual, LayerNorm, softmax, im2col, depthwise conv,
-max pooling. Each kernel has the numpy kernel's calling convention and returns
-FALLBACK for what it does not do exactly (dtype, rank, broadcast, extra outputs), so the numpy kernel runs."""
+"""NativeCPUExecutionProvider's kernels over libonnxide_cpu: GEMMs on weights packed once, convolutions (depthwise,
+Winograd, im2col / implicit GEMM), pooling, attention, and the passes numpy splits into several (activations with
+bias / residual, binary ops, LayerNorm, softmax). Each kernel has the numpy kernel's calling convention and returns
+FALLBACK for what it does not do exactly (dtype, rank, broadcast, extra outputs) or would do slower (small work),
+so the numpy kernel runs; batched GEMMs inside attention and the few-output / F(2×2) conv paths on one thread use
+numpy too."""
 import math
 
 import numpy as np
@@ -318,8 +320,8 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
     fused into the last pass."""
     if not _f32(x, w) or (b is not None and not _f32(b)) or (z is not None and not _f32(z)) or w.ndim != x.ndim:
         return FALLBACK
-    if w.size * x.size < SMALL_GEMM * w.shape[1]:  # an upper bound of the multiply-adds, before any geometry work
-        return FALLBACK
+    if w.size * x.size < SMALL_GEMM * w.shape[1] or math.prod(x.shape[2:]) < SMALL_N:
+        return FALLBACK  # (bounds of the work, checked before any geometry)
     geo = _geometry(x, w.shape, kernel_shape, strides, dilations, pads, auto_pad, "Conv")
     if geo is None:
         return FALLBACK

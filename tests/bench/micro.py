@@ -120,21 +120,50 @@ def native_vs_numpy(rng):
     col = np.empty((147, 112 * 112), np.float32)
     dw_x = rng.standard_normal((1, 48, 80, 80)).astype(np.float32)
     dw_w = rng.standard_normal((48, 1, 3, 3)).astype(np.float32)
-    with threadpool_limits(1):
-        print("native kernels vs numpy kernels (ms):")
-        for what, native, numpy_ in [
-                ("GELU (1,128,1536)", lambda: cpu_ops.act(nx, g, cpu_ops.ACT["gelu"]),
-                 lambda: cpu(registry.MS_DOMAIN, "Gelu", 1)(g)),
-                ("softmax (1,12,128,128), last axis", lambda: cpu_ops.softmax(nx, s, -1, False, False),
-                 lambda: cpu("", "Softmax", 13)(s)),
-                ("MaxPool 3×3/2 (1,64,112,112)", lambda: cpu_ops.max_pool(nx, p, **pool),
-                 lambda: cpu("", "MaxPool", 12)(p, **pool)),
-                ("depthwise 3×3 conv (1,48,80,80)", lambda: cpu_ops.conv(nx, dw_x, dw_w, group=48, pads=[1] * 4),
-                 lambda: cpu("", "Conv", 11)(dw_x, dw_w, group=48, pads=[1] * 4))]:
-            print(f"  {what:40s} native {median_ms(native):7.3f}   numpy {median_ms(numpy_):7.3f}")
-        row("im2col of the 7×7/2 stem (3,224,224), native",
-            median_ms(lambda: nx.nx_im2col(3, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 112, 112, x.ctypes.data,
-                                           col.ctypes.data, 1)))
+    big = rng.standard_normal((1, 32, 160, 160)).astype(np.float32)
+    chan = rng.standard_normal((1, 32, 1, 1)).astype(np.float32)
+    convs = []  # ResNet-18 / PP-OCR layers: (what, x, w, pads, strides), weights read-only like initializers
+    for what, c, h, m, k, st in [("conv 64→64 3×3 at 56² (Winograd)", 64, 56, 64, 3, 1),
+                                 ("conv 3→64 7×7/2 at 224² (stem)", 3, 224, 64, 7, 2),
+                                 ("conv 96→24 3×3 at 80² (implicit im2col)", 96, 80, 24, 3, 1),
+                                 ("conv 512→512 3×3 at 7²", 512, 7, 512, 3, 1)]:
+        wc = rng.standard_normal((m, c, k, k)).astype(np.float32)
+        wc.flags.writeable = False
+        convs.append((what, rng.standard_normal((1, c, h, h)).astype(np.float32), wc, [k // 2] * 4, [st, st]))
+    from onnxide.runtime.threads import blas_threads
+    for threads in (1, 2):
+        with blas_threads(threads, own_threads=True):  # as a native-EP session runs: OpenBLAS on one thread
+            print(f"native kernels vs numpy kernels (ms), {threads} thread(s) (numpy's GEMMs: OpenBLAS on one):")
+            for what, native, numpy_ in [
+                    ("GELU (1,128,1536)", lambda: cpu_ops.act(nx, g, cpu_ops.ACT["gelu"]),
+                     lambda: cpu(registry.MS_DOMAIN, "Gelu", 1)(g)),
+                    ("softmax (1,12,128,128), last axis", lambda: cpu_ops.softmax(nx, s, -1, False, False),
+                     lambda: cpu("", "Softmax", 13)(s)),
+                    ("MaxPool 3×3/2 (1,64,112,112)", lambda: cpu_ops.max_pool(nx, p, **pool),
+                     lambda: cpu("", "MaxPool", 12)(p, **pool)),
+                    ("depthwise 3×3 conv (1,48,80,80)", lambda: cpu_ops.conv(nx, dw_x, dw_w, group=48, pads=[1] * 4),
+                     lambda: cpu("", "Conv", 11)(dw_x, dw_w, group=48, pads=[1] * 4)),
+                    ("Add (1,32,160,160) + (1,32,1,1)", lambda: cpu_ops.binary(nx, 0, big, chan),
+                     lambda: np.add(big, chan))]:
+                print(f"  {what:40s} native {median_ms(native):7.3f}   numpy {median_ms(numpy_):7.3f}")
+            for what, xs, ws, pads, strides in convs:
+                print(f"  {what:40s} native {median_ms(lambda: cpu_ops.conv(nx, xs, ws, pads=pads, strides=strides)):7.3f}"
+                      f"   numpy {median_ms(lambda: cpu('', 'Conv', 11)(xs, ws, pads=pads, strides=strides)):7.3f}")
+            gemms = []
+            for m_, k_, n_ in [(128, 384, 384), (128, 384, 1536), (128, 1536, 384)]:
+                a_ = rng.standard_normal((m_, k_)).astype(np.float32)
+                b_ = rng.standard_normal((k_, n_)).astype(np.float32)
+                b_.flags.writeable = False  # a weight: packed once
+                gemms.append((m_, k_, n_, median_ms(lambda: cpu_ops.matmul(nx, a_, b_)), a_, b_))
+            with threadpool_limits(threads):  # after the native runs: OpenBLAS's spinning workers would slow them
+                for m_, k_, n_, native_ms, a_, b_ in gemms:
+                    fl = 2 * m_ * k_ * n_
+                    print(f"  MatMul {m_}×{k_} @ {k_}×{n_} GFLOP/s: native {fl / native_ms / 1e6:6.1f}   OpenBLAS "
+                          f"({threads} thread(s)) {fl / median_ms(lambda: a_ @ b_) / 1e6:6.1f}")
+            if threads == 1:
+                row("im2col of the 7×7/2 stem (3,224,224), native",
+                    median_ms(lambda: nx.nx_im2col(3, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 112, 112, x.ctypes.data,
+                                                   col.ctypes.data, 1)))
 
 
 if __name__ == "__main__":
