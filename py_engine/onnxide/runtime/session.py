@@ -207,7 +207,8 @@ class InferenceSession:
 
     async def _run_awaitable(self, output_names, input_feed):
         names, feeds = self._prepare(output_names, input_feed)
-        return [_owned(v) for v in await self._executor.run_async(feeds, names)]
+        with self._threads:  # as `run`: the session's thread count for BLAS and the EPs' own kernels
+            return [_owned(v) for v in await self._executor.run_async(feeds, names)]
 
     def _check_feeds(self, input_feed):
         feeds = {}
