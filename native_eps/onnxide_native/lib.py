@@ -49,8 +49,6 @@ class Library:
     """The loaded library: one typed ctypes function per export, as attributes."""
 
     def __init__(self, path):
-        # OpenMP workers sleep soon after a parallel region instead of spinning (OpenBLAS threads share the cores)
-        os.environ.setdefault("GOMP_SPINCOUNT", "10000")
         self.path = path
         self.cdll = ctypes.CDLL(path)
         for name, sig in SIGNATURES.items():
