@@ -87,6 +87,35 @@ static void micro(long kc, const float* ap, const float* bp, float* acc, long ld
 }
 #endif
 
+/* one MR×NR tile of C = act(A·B + bias[n] + row_bias[m] + res[m, n]): row panel ip of the packed A (mpanels
+ * panels, K blocks of KC) times one packed B panel, into rows [ip*MR, min(M, ip*MR + MR)) and columns
+ * [n0, n0 + w) of C. A whole tile accumulates straight in C, an edge tile in a scratch tile copied out after. */
+static void tile_product(long K, long mpanels, long ip, const float* ap, const float* bpanel, float* c, long ldc,
+                         long M, long n0, long w, const float* bias, const float* row_bias, const float* res,
+                         long ldr, int act, float alpha, float beta) {
+    long i0 = ip * MR, i_end = M - i0 < MR ? M : i0 + MR;
+    int whole = i_end - i0 == MR && w == NR;
+    float tile[MR * NR];
+    float* acc = whole ? c + i0 * ldc + n0 : tile;
+    long ld = whole ? ldc : NR;
+    for (long k0 = 0; k0 < K; k0 += KC) {
+        long kc = K - k0 < KC ? K - k0 : KC;
+        micro(kc, ap + mpanels * MR * k0 + ip * MR * kc, bpanel + k0 * NR, acc, ld, k0 > 0);
+    }
+    for (long i = i0; i < i_end; i++) {
+        float* dst = c + i * ldc + n0;
+        if (!whole) memcpy(dst, tile + (i - i0) * NR, w * sizeof(float));
+        float rb = row_bias ? row_bias[i] : 0.f;
+        if (bias) for (long j = 0; j < w; j++) dst[j] += bias[n0 + j] + rb;
+        else if (row_bias) for (long j = 0; j < w; j++) dst[j] += rb;
+        if (res) {
+            const float* r = res + i * ldr + n0;
+            for (long j = 0; j < w; j++) dst[j] += r[j];
+        }
+        if (act) nx_act_row(dst, w, act, alpha, beta);
+    }
+}
+
 /* floats the packed form of an M×K A takes (nx_gemm_pack_a) */
 NX_EXPORT long nx_gemm_packed_a_size(long M, long K) { return ((M + MR - 1) / MR) * MR * K; }
 
@@ -147,29 +176,9 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
 #pragma omp for schedule(static)
         for (long t = 0; t < mpanels * panels; t++) {
             long ip = a_major ? t / panels : t % mpanels, jp = a_major ? t % panels : t / mpanels;
-            long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR, i_end = M - ip * MR < MR ? M : ip * MR + MR;
-            const float* bpanel = bpk + jp * K * NR;
-            /* a whole tile accumulates straight in C; an edge tile in a scratch tile copied out after */
-            int whole = i_end - ip * MR == MR && w == NR;
-            float tile[MR * NR];
-            float* acc = whole ? c + ip * MR * ldc + n0 : tile;
-            long ld = whole ? ldc : NR;
-            for (long kb = 0; kb < kblocks; kb++) {
-                long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
-                micro(kc, apk + mpanels * MR * k0 + ip * MR * kc, bpanel + k0 * NR, acc, ld, kb > 0);
-            }
-            for (long i = ip * MR; i < i_end; i++) {
-                float* dst = c + i * ldc + n0;
-                if (!whole) memcpy(dst, tile + (i - ip * MR) * NR, w * sizeof(float));
-                float rb = row_bias ? row_bias[i] : 0.f;
-                if (bias) for (long j = 0; j < w; j++) dst[j] += bias[n0 + j] + rb;
-                else if (row_bias) for (long j = 0; j < w; j++) dst[j] += rb;
-                if (res) {
-                    const float* r = res + i * ldr + n0;
-                    for (long j = 0; j < w; j++) dst[j] += r[j];
-                }
-                if (act) nx_act_row(dst, w, act, alpha, beta);
-            }
+            long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR;
+            tile_product(K, mpanels, ip, apk, bpk + jp * K * NR, c, ldc, M, n0, w, bias, row_bias, res, ldr, act,
+                         alpha, beta);
         }
     }
     free(mine);
@@ -227,7 +236,6 @@ NX_EXPORT int nx_conv_gemm(long C, long H, long W, long KH, long KW, long SH, lo
                            const float* row_bias, const float* res, int act, float alpha, float beta, float* scratch,
                            int threads) {
     long P = OH * OW, K = C * KH * KW, panels = (P + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
-    long kblocks = (K + KC - 1) / KC;
     int nt = threads > 1 && M * P * K >= (1L << 20) ? threads : 1;
     float* mine = scratch ? NULL : malloc(sizeof(float) * K * NR * nt + 64);
     float* bufs = scratch ? scratch : mine;
@@ -237,24 +245,8 @@ NX_EXPORT int nx_conv_gemm(long C, long H, long W, long KH, long KW, long SH, lo
         float* panel = bufs + K * NR * omp_get_thread_num();
         im2col_panel(C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, x, jp, panel);
         long n0 = jp * NR, w = P - n0 < NR ? P - n0 : NR;
-        for (long ip = 0; ip < mpanels; ip++) {
-            long i_end = M - ip * MR < MR ? M : ip * MR + MR;
-            int whole = i_end - ip * MR == MR && w == NR;
-            float tile[MR * NR];
-            float* acc = whole ? y + ip * MR * P + n0 : tile;
-            long ld = whole ? P : NR;
-            for (long kb = 0; kb < kblocks; kb++) {
-                long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
-                micro(kc, ap + mpanels * MR * k0 + ip * MR * kc, panel + k0 * NR, acc, ld, kb > 0);
-            }
-            for (long i = ip * MR; i < i_end; i++) {
-                float* dst = y + i * P + n0;
-                if (!whole) memcpy(dst, tile + (i - ip * MR) * NR, w * sizeof(float));
-                if (row_bias) { float rb = row_bias[i]; for (long j = 0; j < w; j++) dst[j] += rb; }
-                if (res) { const float* rr = res + i * P + n0; for (long j = 0; j < w; j++) dst[j] += rr[j]; }
-                if (act) nx_act_row(dst, w, act, alpha, beta);
-            }
-        }
+        for (long ip = 0; ip < mpanels; ip++)
+            tile_product(K, mpanels, ip, ap, panel, y, P, M, n0, w, NULL, row_bias, res, P, act, alpha, beta);
     }
     free(mine);
     return 0;
