@@ -26,7 +26,7 @@ def _vi(name, shape, elem=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def _check(model, feeds, tmp_path, expect_ops):
+def _check(model, feeds, tmp_path, expect_ops, atol=1e-6):
     data = model.SerializeToString()
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -41,7 +41,7 @@ def _check(model, feeds, tmp_path, expect_ops):
     onnx.checker.check_model(onnx.load(so.optimized_model_filepath))
     reloaded = onnxruntime.InferenceSession(so.optimized_model_filepath).run(None, feeds)
     for a, b, c, d in zip(plain, opt, ref, reloaded):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=atol)
         np.testing.assert_allclose(b, c, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(d, c, rtol=1e-4, atol=1e-5)
 
@@ -338,3 +338,25 @@ def test_skip_layernorm_fusion(tmp_path, with_bias, with_beta):
     _check(m, feeds, tmp_path, ["MatMul", "SkipLayerNormalization"])
     m.graph.output.append(_vi("s", [2, 5, 8]))  # the sum is an output too: LayerNormalization stays
     _check(m, feeds, tmp_path, ["MatMul"] + (["Add"] if with_bias else []) + ["Add", "LayerNormalization"])
+
+
+@pytest.mark.parametrize("chain,pads,expect", [
+    ([("Mul", (1, 4, 1, 1)), ("Add", ())], [0, 0, 0, 0], ["Conv"]),           # both fold into a 1x1, unpadded Conv
+    ([("Mul", ())], [1, 1, 1, 1], ["Conv"]),                                  # a factor folds past zero padding
+    ([("Add", (4, 1, 1))], [1, 1, 1, 1], ["Add", "Conv"]),                     # a shift would reach padded positions
+    ([("Mul", (1, 4, 1, 1)), ("Add", ())], [1, 0, 1, 0], ["Mul", "Add", "Conv"])])
+def test_affine_folds_into_the_next_conv(tmp_path, chain, pads, expect):
+    nodes, src, inits = [], "x", []
+    for i, (op, shape) in enumerate(chain):
+        inits.append(_const(f"c{i}", (rng.standard_normal(shape) + 1.5).astype(np.float32)))
+        nodes.append(helper.make_node(op, [f"c{i}", src] if i % 2 else [src, f"c{i}"], [f"a{i}"]))
+        src = f"a{i}"
+    k = 1 if not any(pads) else 3
+    nodes.append(helper.make_node("Conv", [src, "w", "b"], ["y"], pads=pads))
+    inits += [_const("w", rng.standard_normal((6, 4, k, k)).astype(np.float32)),
+              _const("b", rng.standard_normal(6).astype(np.float32))]
+    h = 7
+    out = h + pads[0] + pads[2] - k + 1, h + pads[1] + pads[3] - k + 1
+    m = _model(nodes, [_vi("x", [2, 4, h, h])], [_vi("y", [2, 6, *out])], inits)
+    # folded weights round differently: sums of ~10 near-cancelling products may move by a few 1e-6
+    _check(m, {"x": rng.standard_normal((2, 4, h, h)).astype(np.float32)}, tmp_path, expect, atol=1e-5)

@@ -1,5 +1,5 @@
 """Extended passes on convolutions and GEMMs: BatchNormalization and constant Mul/Add folded into Conv weights and
-bias; Conv / Gemm followed by an activation fused into com.microsoft FusedConv / FusedGemm (which onnxruntime
+bias (after a Conv, or before one that pads nothing); Conv / Gemm followed by an activation fused into com.microsoft FusedConv / FusedGemm (which onnxruntime
 also runs)."""
 import numpy as np
 
@@ -161,6 +161,52 @@ def fold_scale_shift_into_conv(model):
         else:
             w_new, b_new = w, (b64 + k).astype(w.dtype)
         _absorb(g, conv, w_new, b_new, nxt)
+        uses = consumers(g)
+        changed = True
+    return changed
+
+
+def fold_affine_into_next_conv(model):
+    """Mul / Add by a constant (scalar or per input channel) whose only reader is a group-1 Conv's input: the
+    factor goes into the Conv's weights, the shift into its bias (a shift only where the Conv pads nothing — padded
+    positions would otherwise see it). PP-LCNet's learnable affine blocks before pointwise convs fold this way."""
+    g, changed = model.graph, False
+    uses, outputs = consumers(g), graph_output_names(g)
+    for aff in list(g.nodes):
+        if aff not in g.nodes or not _onnx(aff, "Mul", "Add") or len(aff.inputs) != 2:
+            continue
+        conv = single_consumer(uses, aff.outputs[0], outputs)
+        if not _onnx(conv, "Conv") or conv.inputs[0] != aff.outputs[0] or int(conv.attrs.get("group", 1)) != 1 or \
+                aff.outputs[0] in conv.inputs[1:]:
+            continue
+        consts = [constant_value(g, i) for i in aff.inputs]
+        if (consts[0] is None) == (consts[1] is None):
+            continue
+        x, c = (aff.inputs[1], consts[0]) if consts[0] is not None else (aff.inputs[0], consts[1])
+        w = constant_value(g, conv.inputs[1])
+        has_b = len(conv.inputs) > 2 and bool(conv.inputs[2])
+        b = constant_value(g, conv.inputs[2]) if has_b else None
+        if w is None or w.dtype.kind != "f" or c.dtype != w.dtype or (has_b and b is None):
+            continue
+        k = _per_channel(c, w.shape[1], w.ndim - 2)
+        if k is None:
+            continue
+        in_channel = k.reshape((1, -1) + (1,) * (w.ndim - 2))
+        b64 = b.astype(np.float64) if b is not None else np.zeros(w.shape[0])
+        if aff.op_type == "Mul":
+            w_new, b_new = (w.astype(np.float64) * in_channel).astype(w.dtype), b64.astype(w.dtype)
+        else:
+            pads = conv.attrs.get("pads")
+            if conv.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID", "") or (pads and any(pads)):
+                continue
+            w_new = w
+            b_new = (b64 + (w.astype(np.float64) * in_channel).reshape(w.shape[0], -1).sum(axis=1)).astype(w.dtype)
+        w_name = fresh_name(g, conv.inputs[1] + "_folded")
+        g.initializers[w_name] = w_new
+        b_name = fresh_name(g, (conv.name or conv.outputs[0]) + "_folded_bias")
+        g.initializers[b_name] = b_new
+        conv.inputs = [x, w_name, b_name]
+        g.nodes.remove(aff)
         uses = consumers(g)
         changed = True
     return changed
