@@ -15,8 +15,8 @@ from onnxide.runtime import threads as session_threads
 from onnxide.runtime.providers import FALLBACK
 
 F32 = np.dtype(np.float32)
-
-
+ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid": 5, "hardswish": 6, "clip": 7,
+       "erf": 8, "gelu": 9, "gelu_tanh": 10}  # nx_math.h's NX_ACT_* codes
 # GEMMs (and convs) of fewer multiply-adds stay in numpy: the native call's fixed costs (packed-weight lookup, ctypes)
 # outweigh its speed there (silero VAD's 1-D convs and LSTM-side MatMuls)
 SMALL_GEMM = 1 << 17
@@ -31,8 +31,6 @@ def threads():
     """OpenMP threads for a kernel: the running session's intra_op_num_threads (the EP has own_threads, so
     OpenBLAS runs on one thread meanwhile and its spinning workers do not fight these)."""
     return session_threads.current()
-ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid": 5, "hardswish": 6, "clip": 7,
-       "erf": 8, "gelu": 9, "gelu_tanh": 10}
 
 
 def _f32(*arrays):
@@ -59,8 +57,6 @@ def act(lib, x, code, a=0.0, b=0.0, bias=None):
         return FALLBACK
     x = np.ascontiguousarray(x)
     y = np.empty(x.shape, F32)
-    if x.size == 0:
-        return y
     if bias is None:
         lib.nx_act(x.size, x.ctypes.data, y.ctypes.data, None, code, a, b, threads())
     else:
@@ -129,7 +125,7 @@ def layer_norm(lib, x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ct
         return FALLBACK
     norm = x.shape[a:]
     cols = math.prod(norm)
-    if not all(p is None or p.shape == norm or p.shape == (cols,) for p in (scale, b)) or cols == 0:
+    if not all(p is None or p.shape == norm for p in (scale, b)) or cols == 0:  # (broadcast ones: numpy)
         return FALLBACK
     x = np.ascontiguousarray(x)
     rows = x.size // cols
