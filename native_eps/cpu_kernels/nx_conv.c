@@ -163,3 +163,25 @@ NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH
         }
     }
 }
+
+/* nearest upsampling of planes by whole factors: y[p][i][j] = x[p][i / fh][j / fw] */
+NX_EXPORT void nx_upsample_nearest(long planes, long H, long W, long fh, long fw, const float* x, float* y,
+                                   int threads) {
+    long OW = W * fw;
+#pragma omp parallel for schedule(static) num_threads(planes * H * W * fh * fw >= 65536 && threads > 1 ? threads : 1)
+    for (long p = 0; p < planes; p++) {
+        for (long i = 0; i < H; i++) {
+            const float* xr = x + (p * H + i) * W;
+            float* o = y + (p * H + i) * fh * OW;
+            if (fw == 2) for (long j = 0; j < W; j++) { o[2 * j] = xr[j]; o[2 * j + 1] = xr[j]; }
+            else for (long j = 0; j < OW; j++) o[j] = xr[j / fw];
+            for (long r = 1; r < fh; r++) memcpy(o + r * OW, o, OW * sizeof(float));
+        }
+    }
+}
+
+/* y[p] = mean of plane p's hw values */
+NX_EXPORT void nx_global_avg(long planes, long hw, const float* x, float* y, int threads) {
+#pragma omp parallel for schedule(static) num_threads(planes * hw >= 65536 && threads > 1 ? threads : 1)
+    for (long p = 0; p < planes; p++) y[p] = nx_sum(x + p * hw, hw) / (float)hw;
+}

@@ -96,6 +96,12 @@ def _claim_mha(lib, node, opdef, attrs):
                    K.attention(lib, q, k, v, n, sc, attention_bias), opdef.kernel)
 
 
+def _claim_resize(lib, node, opdef, attrs):
+    if opdef.since < 11 or attrs.get("mode", "nearest") != "nearest":
+        return None
+    return guarded(lambda *xs, **kw: K.upsample(lib, *xs, **kw), opdef.kernel)
+
+
 def _simple(fn, allowed=()):
     def claim(lib, node, opdef, attrs):
         if set(attrs) - set(allowed):
@@ -111,6 +117,10 @@ CLAIMS = {
     "Conv": _claim_conv,
     "MatMul": _simple(lambda lib, a, b, **kw: K.matmul(lib, a, b)),
     "Gemm": _claim_gemm,
+    "GlobalAveragePool": _simple(K.global_average_pool),
+    "ConvTranspose": _simple(K.conv_transpose, ("auto_pad", "dilations", "group", "kernel_shape", "output_padding",
+                                                "output_shape", "pads", "strides")),
+    "Resize": _claim_resize,
     "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
                                     "strides")),
     **{name: _claim_unary for name in UNARY},

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import conv_direct, conv_winograd, weight_cache
+from onnxide.ops import conv_direct, conv_winograd, resize, weight_cache
 from onnxide.ops.conv import spatial_geometry
 from onnxide.runtime import threads as session_threads
 from onnxide.runtime.providers import FALLBACK
@@ -424,3 +424,62 @@ def max_pool(lib, x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_s
     lib.nx_maxpool(n * c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], out[0], out[1],
                    x4.ctypes.data, y.ctypes.data, threads())
     return y.reshape(x.shape[:2] + tuple(out[1:] if x.ndim == 3 else out))
+
+
+def upsample(lib, x, roi=None, scales=None, sizes=None, **attrs):
+    """Resize that is nearest upsampling by whole factors (ops.resize.integer_nearest_factors decides)."""
+    if not _f32(x) or x.size < SMALL_ACT:
+        return FALLBACK
+    f = resize.integer_nearest_factors(x.shape, scales, sizes, **attrs)
+    if f is None:
+        return FALLBACK
+    n, c, h, w = x.shape
+    x = np.ascontiguousarray(x)
+    y = np.empty((n, c, h * f[0], w * f[1]), F32)
+    lib.nx_upsample_nearest(n * c, h, w, f[0], f[1], x.ctypes.data, y.ctypes.data, threads())
+    return y
+
+
+def global_average_pool(lib, x, **_):
+    if not _f32(x) or x.ndim < 3 or x.size < SMALL_ACT:
+        return FALLBACK
+    x = np.ascontiguousarray(x)
+    planes = x.shape[0] * x.shape[1]
+    y = np.empty(x.shape[:2] + (1,) * (x.ndim - 2), F32)
+    lib.nx_global_avg(planes, x.size // planes, x.ctypes.data, y.ctypes.data, threads())
+    return y
+
+
+def conv_transpose(lib, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+                   output_padding=None, output_shape=None, pads=None, strides=None, ctx=None):
+    """2-D ConvTranspose with kernel == stride (upsampling heads), group 1, no padding: one GEMM of the weights
+    (as M·kh·kw × C, packed once) with the image, the bias in its epilogue, then each tap placed by one copy."""
+    if not _f32(x, w) or (b is not None and not _f32(b)) or x.ndim != 4 or w.ndim != 4 or group != 1:
+        return FALLBACK
+    c, m, kh, kw = w.shape
+    if ((auto_pad or "NOTSET") != "NOTSET" or output_shape or any(output_padding or []) or any(pads or [])
+            or any(d != 1 for d in dilations or []) or list(strides or [1, 1]) != [kh, kw]
+            or (kernel_shape and list(kernel_shape) != [kh, kw]) or x.shape[1] != c
+            or (b is not None and b.shape != (m,))):
+        return FALLBACK
+    n, _, h, wd = x.shape
+    rows, p = m * kh * kw, h * wd
+    if rows * p * c < SMALL_GEMM or p < SMALL_N:
+        return FALLBACK
+
+    def pack(w):
+        wt = np.ascontiguousarray(w.reshape(c, rows).T)
+        ap = np.empty(lib.nx_gemm_packed_a_size(rows, c), F32)
+        lib.nx_gemm_pack_a(rows, c, wt.ctypes.data, c, ap.ctypes.data)
+        return ap
+
+    ap = _once_or_cached(w, "nx_conv_transpose_a", pack)
+    row_bias = None if b is None else np.repeat(b, kh * kw)
+    taps = conv_winograd.scratch("nx_conv_transpose", (rows, p), F32)
+    x = np.ascontiguousarray(x)
+    y = np.empty((n, m, h * kh, wd * kw), F32)
+    for i in range(n):
+        gemm_call(lib, rows, p, c, None, None, taps, p, row_bias=row_bias, ap=ap, b=x[i], ldb=p)
+        np.copyto(y[i].reshape(m, h, kh, wd, kw), taps.reshape(m, kh, kw, h, wd).transpose(0, 3, 1, 4, 2))
+    return y
+

@@ -14,6 +14,8 @@ SIGNATURES = {
     "nx_im2col": "l" * 13 + "ppi",
     "nx_dwconv": "l" * 14 + "pppp" + "iffi",
     "nx_maxpool": "l" * 13 + "ppi",
+    "nx_upsample_nearest": "lllllppi",
+    "nx_global_avg": "llppi",
     "nx_gemm_packed_size": "ll",
     "nx_gemm_pack_b": "llpllp",
     "nx_gemm_packed_a_size": "ll",

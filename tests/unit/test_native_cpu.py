@@ -276,3 +276,31 @@ def test_winograd_f4(c, m, spatial, pads, threads):
 def test_binary(op, sa, sb, threads):
     a, b = _x(*sa), _x(*sb) + (3.0 if op == "Div" else 0.0)
     _check(op, [a, b], opset=14, threads=threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("scales,ctm,nearest", [((1, 1, 2, 2), "asymmetric", "floor"),
+                                                ((1, 1, 4, 4), "half_pixel", "round_prefer_floor"),
+                                                ((1, 1, 3, 2), "asymmetric", "floor"),
+                                                ((1, 1, 2, 2), "align_corners", "round_prefer_floor")])
+def test_resize_nearest(scales, ctm, nearest, threads):
+    """Integer nearest upsampling natively where the index map is i // f; other maps (align_corners) go to numpy."""
+    x = _x(2, 8, 13, 17)
+    _check("Resize", [x, None, np.array(scales, np.float32)],
+           {"mode": "nearest", "coordinate_transformation_mode": ctm, "nearest_mode": nearest}, opset=13,
+           threads=threads)
+
+
+@pytest.mark.parametrize("shape", [(2, 16, 20, 30), (1, 64, 9, 9), (3, 40, 300)])
+def test_global_average_pool(shape):
+    _check("GlobalAveragePool", [_x(*shape)], opset=13, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("c,m,k,bias", [(24, 24, 2, True), (16, 8, 3, False), (32, 5, 2, True)])
+def test_conv_transpose_kernel_equals_stride(c, m, k, bias, threads):
+    ins = [_x(2, c, 20, 23), _x(c, m, k, k)] + ([_x(m)] if bias else [])
+    got = _check("ConvTranspose", ins, {"strides": [k, k]}, opset=11, rtol=1e-4, atol=1e-4, threads=threads)
+    model, feeds = _model("ConvTranspose", ins, {"strides": [k, k]}, opset=11)
+    want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)

@@ -94,43 +94,15 @@ def claim_conv_transpose(rt, node, opdef, attrs):
 
 # ---- Resize (nearest, integer up-scaling) ------------------------------------------------------------------------
 
-def _int_factor_index_ok(ctm, nearest_mode, n_in, f):
-    """Whether Resize's nearest index for output i is i // f along an axis scaled by the integer f."""
-    x, _ = R._source_coords(ctm, n_in * f, n_in, float(f), 0.0, 1.0)
-    idx = np.clip(R._nearest_index(x, nearest_mode), 0, n_in - 1)
-    return bool(np.array_equal(idx, np.arange(n_in * f) // f))
-
-
-def resize_fast(rt, x, roi=None, scales=None, sizes=None, *, mode="nearest", coordinate_transformation_mode="half_pixel",
-                nearest_mode="round_prefer_floor", exclude_outside=0, antialias=0, axes=None,
-                keep_aspect_ratio_policy="stretch", **_):
-    if mode != "nearest" or not _is_f32(x) or x.ndim != 4 or axes is not None:
+def resize_fast(rt, x, roi=None, scales=None, sizes=None, **attrs):
+    if not _is_f32(x):
         return FALLBACK
-    if coordinate_transformation_mode == "tf_crop_and_resize" or nearest_mode == "simple":
+    f = R.integer_nearest_factors(x.shape, scales, sizes, **attrs)
+    if f is None:
         return FALLBACK
     n, c, h, w = x.shape
-    if scales is not None and scales.size:
-        if sizes is not None and sizes.size:
-            return FALLBACK
-        s = np.asarray(scales, np.float64).ravel()
-        if s.size != 4 or s[0] != 1 or s[1] != 1:
-            return FALLBACK
-        fh, fw = s[2], s[3]
-    elif sizes is not None and sizes.size == 4 and keep_aspect_ratio_policy == "stretch":
-        sz = [int(v) for v in np.asarray(sizes).ravel()]
-        if sz[:2] != [n, c] or h == 0 or w == 0 or sz[2] % h or sz[3] % w:
-            return FALLBACK
-        fh, fw = sz[2] / h, sz[3] / w
-    else:
-        return FALLBACK
-    if fh != int(fh) or fw != int(fw) or fh < 1 or fw < 1 or x.size == 0:
-        return FALLBACK
-    fh, fw = int(fh), int(fw)
-    for n_in, f in ((h, fh), (w, fw)):
-        if f > 1 and not _int_factor_index_ok(coordinate_transformation_mode, nearest_mode, n_in, f):
-            return FALLBACK
-    y = np.empty((n, c, h * fh, w * fw), F32)
-    rt.call("ox_upsample_nearest", [n * c, h, w, fh, fw, In(_contig(x)), Out(y)])
+    y = np.empty((n, c, h * f[0], w * f[1]), F32)
+    rt.call("ox_upsample_nearest", [n * c, h, w, f[0], f[1], In(_contig(x)), Out(y)])
     return y
 
 

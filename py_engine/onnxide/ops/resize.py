@@ -196,6 +196,39 @@ def _params(mode, ctm, nearest_mode, cubic_coeff_a, exclude_outside, extrapolati
             "antialias": bool(antialias)}
 
 
+def integer_nearest_factors(shape, scales=None, sizes=None, *, mode="nearest",
+                            coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor", axes=None,
+                            keep_aspect_ratio_policy="stretch", **_other_attributes):
+    """(fh, fw) when a Resize of a 4-D `shape` is nearest upsampling of H and W by whole factors whose source index
+    for output i is exactly i // f (what EP kernels that repeat pixels compute), else None."""
+    if mode != "nearest" or len(shape) != 4 or axes is not None or nearest_mode == "simple" or \
+            coordinate_transformation_mode == "tf_crop_and_resize":
+        return None
+    n, c, h, w = shape
+    if scales is not None and np.size(scales):
+        if sizes is not None and np.size(sizes):
+            return None
+        s = np.asarray(scales, np.float64).ravel()
+        if s.size != 4 or s[0] != 1 or s[1] != 1:
+            return None
+        fh, fw = s[2], s[3]
+    elif sizes is not None and np.size(sizes) == 4 and keep_aspect_ratio_policy == "stretch":
+        sz = [int(v) for v in np.asarray(sizes).ravel()]
+        if sz[:2] != [n, c] or h == 0 or w == 0 or sz[2] % h or sz[3] % w:
+            return None
+        fh, fw = sz[2] / h, sz[3] / w
+    else:
+        return None
+    if fh != int(fh) or fw != int(fw) or fh < 1 or fw < 1 or n * c * h * w == 0:
+        return None
+    for n_in, f in ((h, int(fh)), (w, int(fw))):
+        x, _ = _source_coords(coordinate_transformation_mode, n_in * f, n_in, float(f), 0.0, 1.0)
+        idx = np.clip(_nearest_index(x, nearest_mode), 0, n_in - 1)
+        if f > 1 and not np.array_equal(idx, np.arange(n_in * f) // f):
+            return None
+    return int(fh), int(fw)
+
+
 @op("Resize", since=10)
 @via_float32
 def resize_10(x, scales, *, mode="nearest"):
