@@ -1,5 +1,5 @@
 """NativeCPUExecutionProvider's kernels over libonnxide_cpu: GEMMs on weights packed once, convolutions (depthwise,
-Winograd, im2col / implicit GEMM), pooling, attention, and the passes numpy splits into several (activations with
+Winograd, im2col / implicit GEMM), ConvTranspose (kernel == stride), pooling, nearest upsampling, attention, and the passes numpy splits into several (activations with
 bias / residual, binary ops, LayerNorm, softmax). Each kernel has the numpy kernel's calling convention and returns
 FALLBACK for what it does not do exactly (dtype, rank, broadcast, extra outputs) or would do slower (small work),
 so the numpy kernel runs; batched GEMMs inside attention and the few-output / F(2×2) conv paths on one thread use
