@@ -1,8 +1,7 @@
 """NativeCPUExecutionProvider: native kernels (libonnxide_cpu, built at set-up for this CPU) ahead of the CPU EP for
 float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops, LayerNorm
-and softmax, split over
-the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it declines or falls back on
-runs in the numpy kernel."""
+and softmax, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
+declines or falls back on runs in the numpy kernel."""
 from onnxide.ops import registry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
