@@ -2,6 +2,8 @@
 float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops, LayerNorm
 and softmax, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
 declines or falls back on runs in the numpy kernel."""
+import math
+
 from onnxide.ops import registry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
@@ -137,6 +139,35 @@ MS_CLAIMS = {
 }
 
 
+def _size(shape):
+    return None if shape is None else math.prod(shape)
+
+
+def _small_gemm(shapes):
+    a, b = shapes[0], shapes[1]
+    if a is None or b is None or len(a) < 2 or len(b) != 2:
+        return False
+    m, n = math.prod(a[:-1]), b[0] if b[1] == a[-1] else b[1]  # (Gemm's B may be transposed: the other dim)
+    return m < 4 or n < K.SMALL_N or m * n * a[-1] < K.SMALL_GEMM
+
+
+def _small_conv(shapes):
+    x, w = shapes[0], shapes[1]
+    return x is not None and w is not None and len(x) > 2 and len(w) > 1 and w[1] > 0 and (
+        math.prod(w) * math.prod(x) < K.SMALL_GEMM * w[1] or math.prod(x[2:]) < K.SMALL_N)
+
+
+def _small_elementwise(shapes):
+    sizes = [_size(s) for s in shapes if s is not None]
+    return len(sizes) == len([s for s in shapes]) and bool(sizes) and max(sizes) < K.SMALL_ACT
+
+
+# node -> whether the graph's static shapes show work below the kernels' thresholds (the runtime checks agree; with
+# the shapes known, the node goes to numpy at plan time and skips the fast path's checks on every run)
+SMALL = {"MatMul": _small_gemm, "Gemm": _small_gemm, "FusedGemm": _small_gemm, "Conv": _small_conv,
+         "FusedConv": _small_conv}
+
+
 class NativeCPUExecutionProvider(ExecutionProvider):
     name = "NativeCPUExecutionProvider"
     device = "CPU"
@@ -151,6 +182,9 @@ class NativeCPUExecutionProvider(ExecutionProvider):
         domain = registry.normalize_domain(node.domain)
         claim = (CLAIMS if domain == "" else MS_CLAIMS if domain == registry.MS_DOMAIN else {}).get(node.op_type)
         return None if claim is None else claim(self.lib, node, opdef, dict(node.attrs))
+
+    def too_small(self, node, shapes):
+        return bool(shapes) and SMALL.get(node.op_type, _small_elementwise)(shapes)
 
 
 def available():

@@ -16,6 +16,16 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 80.0, -80
                     0.4999, 0.5, -0.5001, 1e-4], np.float32)
 
 
+@pytest.fixture(autouse=True)
+def native_for_any_size(monkeypatch, request):
+    """Small work normally stays in numpy (cpu_ops.SMALL_*); these tests' small inputs must reach the kernels."""
+    if "keep_thresholds" in request.keywords:
+        return
+    from onnxide_native import cpu_ops
+    for name in ("SMALL_GEMM", "SMALL_N", "SMALL_ACT"):
+        monkeypatch.setattr(cpu_ops, name, 1)
+
+
 def _model(op, inputs, attrs=None, n_out=1, domain="", opset=20):
     names = [f"i{k}" if a is not None else "" for k, a in enumerate(inputs)]
     outs = [f"o{k}" for k in range(n_out)]
@@ -205,7 +215,7 @@ def test_bad_conv_input_reports_like_the_cpu_ep():
         sess.run(None, feeds)
 
 
-@pytest.mark.parametrize("sa,sb", [((7, 33), (33, 50)), ((2, 37, 384), (384, 100)), ((1, 1, 300), (300, 5)),
+@pytest.mark.parametrize("sa,sb", [((7, 33), (33, 50)), ((2, 37, 384), (384, 100)), ((1, 5, 300), (300, 5)),
                                    ((130, 600), (600, 70))])  # edges of the 14×32 tiles, K past one 256 block
 def test_matmul(sa, sb):
     _check("MatMul", [_x(*sa), _x(*sb)], opset=13, rtol=1e-4, atol=1e-4)
@@ -304,3 +314,20 @@ def test_conv_transpose_kernel_equals_stride(c, m, k, bias, threads):
     model, feeds = _model("ConvTranspose", ins, {"strides": [k, k]}, opset=11)
     want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.keep_thresholds
+def test_small_work_stays_in_numpy():
+    """Where the graph fixes shapes, work under cpu_ops.SMALL_* is planned on the CPU EP (no per-run checks); larger
+    work, and work of unknown size, on the native EP."""
+    def planned(op, inputs, opset, **attrs):
+        model, _ = _model(op, inputs, attrs, opset=opset)
+        sess = onnxide.InferenceSession(model, providers=[NATIVE, "CPUExecutionProvider"])
+        return sess._executor.main_plan.steps[0].ep.name
+    assert planned("Relu", [_x(3, 7)], 14) == "CPUExecutionProvider"
+    assert planned("Relu", [_x(64, 100)], 14) == NATIVE
+    assert planned("MatMul", [_x(2, 8), _x(8, 16)], 13) == "CPUExecutionProvider"
+    assert planned("MatMul", [_x(64, 128), _x(128, 64)], 13) == NATIVE
+    assert planned("Conv", [_x(1, 2, 5, 5), _x(2, 2, 3, 3)], 11) == "CPUExecutionProvider"
+    assert planned("Conv", [_x(1, 32, 40, 40), _x(32, 32, 3, 3)], 11) == NATIVE
+

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, NotImplemented as OrtNotImplemented, OnnxideError,
                       RuntimeException)
 from ..dtypes import is_exotic
-from ..ir.model import AttrRef, subgraphs
+from ..ir.model import AttrRef, subgraphs, type_dims
 from ..ops.math import unlifted
 from .providers import guarded, resolve_opdef
 
@@ -102,7 +102,10 @@ def build_plan(graph, opsets, providers, outer_known=frozenset()):
             raise InvalidArgument(f"{_node_label(n)}: {len(n.inputs)} inputs given, {n.op_type}({version}) takes "
                                   f"at most {opdef.n_inputs}")
         kernel, ep = None, None
+        shapes = [_static_shape(graph, x) if x else None for x in n.inputs]
         for p in providers:
+            if p.too_small(n, shapes):
+                continue
             kernel = p.claim(n, opdef)
             if kernel is not None:
                 ep = p
@@ -321,6 +324,15 @@ class Executor:
                 raise EPFail(f"{_node_label(step.node)} runs on {step.ep.name}, whose results must be awaited: use "
                              f"`await session.run_async(...)` (or the JS API) for this session")
             store(step, args, result, env)
+
+
+def _static_shape(graph, name):
+    """The value's shape when the graph fixes it (an initializer, or declared / inferred with every dim an int)."""
+    value = graph.initializers.get(name)
+    if value is not None:
+        return getattr(value, "shape", None)
+    dims = type_dims(graph.value_type(name))
+    return tuple(dims) if dims is not None and all(isinstance(d, int) for d in dims) else None
 
 
 def _unwrapped(step, plain):

@@ -39,6 +39,12 @@ class ExecutionProvider:
         """A kernel callable for `node` (same calling convention as `opdef.kernel`), or None to decline."""
         return None
 
+    def too_small(self, node, shapes):
+        """Whether to leave `node` to the next EP because its work, as far as the graph fixes its inputs' shapes
+        (`shapes`: a tuple per input, or None where unknown), is too small for this EP to gain (asked before
+        `claim`)."""
+        return False
+
     def from_host(self, array):
         return array
 
