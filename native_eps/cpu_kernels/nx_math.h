@@ -21,13 +21,8 @@ NX_INLINE float nx_pow2i(int n) {
     return u.f;
 }
 
-/* e^x: x = n ln2 + r, |r| <= ln2/2, Taylor to r^7 (rel. error < 1e-7); NaN propagates, overflow -> inf */
-NX_INLINE float nx_exp(float x) {
-    x = x < -104.f ? -104.f : x;
-    x = x > 89.f ? 89.f : x;
-    float n = rintf(x * 1.44269504088896341f);
-    float r = fmaf(n, -0.693145751953125f, x);
-    r = fmaf(n, -1.428606765330187045e-06f, r);
+/* e^r - 1 for |r| <= ~0.35 (Taylor to r^7; rel. error < 1e-7) */
+NX_INLINE float nx_expm1_small(float r) {
     float p = 1.f / 5040.f;
     p = fmaf(p, r, 1.f / 720.f);
     p = fmaf(p, r, 1.f / 120.f);
@@ -35,24 +30,25 @@ NX_INLINE float nx_exp(float x) {
     p = fmaf(p, r, 1.f / 6.f);
     p = fmaf(p, r, 0.5f);
     p = fmaf(p, r, 1.f);
-    p = fmaf(p, r, 1.f);
+    return p * r;
+}
+
+/* e^x: x = n ln2 + r, |r| <= ln2/2; NaN propagates, overflow -> inf */
+NX_INLINE float nx_exp(float x) {
+    x = x < -104.f ? -104.f : x;
+    x = x > 89.f ? 89.f : x;
+    float n = rintf(x * 1.44269504088896341f);
+    float r = fmaf(n, -0.693145751953125f, x);
+    r = fmaf(n, -1.428606765330187045e-06f, r);
+    float p = nx_expm1_small(r) + 1.f;
     int ni = (int)n;
     int n1 = ni >> 1;
     return p * nx_pow2i(n1) * nx_pow2i(ni - n1);  /* two factors: denormal results and 2^128 come out right */
 }
 
-/* e^x - 1, accurate near 0 (Taylor below |x| 0.34) */
+/* e^x - 1, accurate near 0 (the Taylor form below |x| 0.34) */
 NX_INLINE float nx_expm1(float x) {
-    float p = 1.f / 5040.f;
-    p = fmaf(p, x, 1.f / 720.f);
-    p = fmaf(p, x, 1.f / 120.f);
-    p = fmaf(p, x, 1.f / 24.f);
-    p = fmaf(p, x, 1.f / 6.f);
-    p = fmaf(p, x, 0.5f);
-    p = fmaf(p, x, 1.f);
-    float small = p * x;
-    float big = nx_exp(x) - 1.f;
-    return fabsf(x) < 0.34f ? small : big;
+    return fabsf(x) < 0.34f ? nx_expm1_small(x) : nx_exp(x) - 1.f;
 }
 
 /* min(max(v, 0), 1), NaN propagating */
