@@ -5,24 +5,13 @@ declines or falls back on runs in the numpy kernel."""
 import math
 
 from onnxide.ops import registry
+from onnxide.runtime import activations
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
 from . import cpu_ops as K
 from . import lib as native_lib
 
 ACT = K.ACT
-# ai.onnx unary ops: (first opset claimed, attribute defaults, attrs -> (code, a, b) or None)
-UNARY = {
-    "Relu": (6, {}, lambda at: (ACT["relu"], 0.0, 0.0)),
-    "LeakyRelu": (6, {"alpha": 0.01}, lambda at: (ACT["leaky"], at["alpha"], 0.0)),
-    "Sigmoid": (6, {}, lambda at: (ACT["sigmoid"], 0.0, 0.0)),
-    "Tanh": (6, {}, lambda at: (ACT["tanh"], 0.0, 0.0)),
-    "HardSigmoid": (6, {"alpha": 0.2, "beta": 0.5}, lambda at: (ACT["hardsigmoid"], at["alpha"], at["beta"])),
-    "HardSwish": (14, {}, lambda at: (ACT["hardswish"], 0.0, 0.0)),
-    "Erf": (9, {}, lambda at: (ACT["erf"], 0.0, 0.0)),
-    "Gelu": (20, {"approximate": "none"},
-             lambda at: {"none": (ACT["gelu"], 0.0, 0.0), "tanh": (ACT["gelu_tanh"], 0.0, 0.0)}.get(at["approximate"])),
-}
 # FusedConv's activation attribute -> (code, parameter defaults)
 FUSED_ACT = {"": (0, []), "Relu": (ACT["relu"], []), "LeakyRelu": (ACT["leaky"], [0.01]),
              "Sigmoid": (ACT["sigmoid"], []), "Tanh": (ACT["tanh"], []),
@@ -31,13 +20,10 @@ FUSED_ACT = {"": (0, []), "Relu": (ACT["relu"], []), "LeakyRelu": (ACT["leaky"],
 
 
 def _claim_unary(lib, node, opdef, attrs):
-    since, defaults, params = UNARY[node.op_type]
-    if opdef.since < since or set(attrs) - set(defaults):
-        return None
-    p = params({**defaults, **attrs})
+    p = activations.unary_activation(node.op_type, opdef, attrs, ACT)
     if p is None:
         return None
-    code, a, b = p
+    code, a, b = ACT[p[0]], p[1], p[2]
     return guarded(lambda x, **kw: K.act(lib, x, code, a, b), opdef.kernel)
 
 
@@ -125,7 +111,7 @@ CLAIMS = {
     "Resize": _claim_resize,
     "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
                                     "strides")),
-    **{name: _claim_unary for name in UNARY},
+    **{name: _claim_unary for name in activations.UNARY},  # (those whose activation nx_math.h has)
     **{name: _claim_binary for name in K.BINARY},
 }
 MS_CLAIMS = {
@@ -137,10 +123,6 @@ MS_CLAIMS = {
     "SkipLayerNormalization": _simple(K.skip_layer_norm, ("epsilon",)),
     "MultiHeadAttention": _claim_mha,
 }
-
-
-def _size(shape):
-    return None if shape is None else math.prod(shape)
 
 
 def _small_gemm(shapes):
@@ -158,8 +140,7 @@ def _small_conv(shapes):
 
 
 def _small_elementwise(shapes):
-    sizes = [_size(s) for s in shapes if s is not None]
-    return len(sizes) == len([s for s in shapes]) and bool(sizes) and max(sizes) < K.SMALL_ACT
+    return all(s is not None for s in shapes) and max(math.prod(s) for s in shapes) < K.SMALL_ACT
 
 
 # node -> whether the graph's static shapes show work below the kernels' thresholds (the runtime checks agree; with

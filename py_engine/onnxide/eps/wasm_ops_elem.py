@@ -2,6 +2,7 @@
 activations and broadcasting binary arithmetic (same claim/fallback contract as wasm_ops.py)."""
 import numpy as np
 
+from ..runtime import activations
 from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, guarded
 from .wasm_runtime import In, Out
 
@@ -125,27 +126,7 @@ def unary_fast(rt, x, act, a0=0.0, a1=0.0):
     return y
 
 
-# op -> (min since claimed, allowed attributes, function(attrs) -> (act, a0, a1) or None)
-UNARY = {
-    "Relu": (6, {}, lambda at: (ACT["relu"], 0.0, 0.0)),
-    "LeakyRelu": (6, {"alpha": 0.01}, lambda at: (ACT["leaky"], at["alpha"], 0.0)),
-    "Sigmoid": (6, {}, lambda at: (ACT["sigmoid"], 0.0, 0.0)),
-    "Tanh": (6, {}, lambda at: (ACT["tanh"], 0.0, 0.0)),
-    "HardSigmoid": (6, {"alpha": 0.2, "beta": 0.5}, lambda at: (ACT["hardsigmoid"], at["alpha"], at["beta"])),
-    "HardSwish": (14, {}, lambda at: (ACT["hardswish"], 0.0, 0.0)),
-    "Elu": (6, {"alpha": 1.0}, lambda at: (ACT["elu"], at["alpha"], 0.0)),
-    "Selu": (6, {"alpha": 1.67326319, "gamma": 1.05070102}, lambda at: (ACT["selu"], at["alpha"], at["gamma"])),
-    "Exp": (6, {}, lambda at: (ACT["exp"], 0.0, 0.0)),
-    "Sqrt": (6, {}, lambda at: (ACT["sqrt"], 0.0, 0.0)),
-    "Erf": (9, {}, lambda at: (ACT["erf"], 0.0, 0.0)),
-    "Abs": (6, {}, lambda at: (ACT["abs"], 0.0, 0.0)),
-    "Neg": (6, {}, lambda at: (ACT["neg"], 0.0, 0.0)),
-    "Gelu": (20, {"approximate": "none"},
-             lambda at: {"none": (ACT["gelu"], 0.0, 0.0), "tanh": (ACT["gelu_tanh"], 0.0, 0.0)}.get(at["approximate"])),
-    "Swish": (24, {"alpha": 1.0}, lambda at: (ACT["swish"], at["alpha"], 0.0)),
-    "Clip": (6, {"min": -3.4028234663852886e+38, "max": 3.4028234663852886e+38},
-             lambda at: (ACT["clip"], at["min"], at["max"])),
-}
+UNARY = activations.UNARY  # the ops claim_unary takes (Clip from opset 11 on: its own kernel)
 
 
 def clip11_fast(rt, x, lo=None, hi=None):
@@ -167,15 +148,10 @@ def claim_unary(rt, node, opdef, attrs):
         if attrs:
             return None
         return guarded(lambda *a, **kw: clip11_fast(rt, *a), opdef.kernel)
-    since, allowed, params = UNARY[node.op_type]
-    if opdef.since < since or set(attrs) - set(allowed):
-        return None
-    vals = {k: opdef.attrs.get(k, v) for k, v in allowed.items()}
-    vals.update(attrs)
-    p = params(vals)
+    p = activations.unary_activation(node.op_type, opdef, attrs, ACT)
     if p is None:
         return None
-    act, a0, a1 = p
+    act, a0, a1 = ACT[p[0]], p[1], p[2]
     return guarded(lambda x, **kw: unary_fast(rt, x, act, a0, a1), opdef.kernel)
 
 
