@@ -44,27 +44,14 @@ NX_EXPORT void nx_act(long n, const float* x, float* y, const float* residual, i
     }
 }
 
-/* y[r, c] = act(x[r, c] + col_bias[c] + row_bias[r % row_bias_n] + residual[r, c]); any addend may be NULL;
- * y may alias x */
-NX_EXPORT void nx_bias_act(long rows, long cols, const float* x, float* y, const float* col_bias,
-                           const float* row_bias, long row_bias_n, const float* residual, int act, float a, float b,
-                           int threads) {
+/* y[r, c] = act(x[r, c] + bias[c]) (BiasGelu, FastGelu); y may alias x */
+NX_EXPORT void nx_bias_act(long rows, long cols, const float* x, float* y, const float* bias, int act, float a,
+                           float b, int threads) {
 #pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
     for (long r = 0; r < rows; r++) {
         const float* xr = x + r * cols;
         float* yr = y + r * cols;
-        float rb = row_bias ? row_bias[r % row_bias_n] : 0.f;
-        if (col_bias && residual) {
-            const float* rr = residual + r * cols;
-            for (long c = 0; c < cols; c++) yr[c] = xr[c] + col_bias[c] + rr[c] + rb;
-        } else if (col_bias) {
-            for (long c = 0; c < cols; c++) yr[c] = xr[c] + col_bias[c] + rb;
-        } else if (residual) {
-            const float* rr = residual + r * cols;
-            for (long c = 0; c < cols; c++) yr[c] = xr[c] + rr[c] + rb;
-        } else {
-            for (long c = 0; c < cols; c++) yr[c] = xr[c] + rb;
-        }
+        for (long c = 0; c < cols; c++) yr[c] = xr[c] + bias[c];
         nx_act_row(yr, cols, act, a, b);
     }
 }

@@ -23,7 +23,8 @@ SMALL_GEMM = 1 << 17
 SMALL_N = 16        # GEMMs with fewer output columns than this use under half of the 32-wide tiles
 SMALL_ACT = 4096    # element-wise: below this many elements numpy's ufunc call is cheaper than a ctypes call
 # convs whose im2col matrix has more elements (16 MB) build it panel by panel: materialised, it and its packed copy
-# stream through memory (PP-OCR's 96→24 3×3 at 80²: 6.3 ms that way at two threads, 3.7 ms panel by panel)
+# stream through memory (PP-OCR's 96→24 3×3 at 80² ran ~1.7× slower that way; tests/bench/micro.py times the
+# panel-by-panel path; raising this past the layer's size times the other)
 IMPLICIT_IM2COL = 4 << 20
 
 
@@ -61,8 +62,8 @@ def act(lib, x, code, a=0.0, b=0.0, bias=None):
         lib.nx_act(x.size, x.ctypes.data, y.ctypes.data, None, code, a, b, threads())
     else:
         cols = x.shape[-1]
-        lib.nx_bias_act(x.size // cols, cols, x.ctypes.data, y.ctypes.data, bias.ctypes.data, None, 1, None, code,
-                        a, b, threads())
+        lib.nx_bias_act(x.size // cols, cols, x.ctypes.data, y.ctypes.data, bias.ctypes.data, code, a, b,
+                        threads())
     return y
 
 

@@ -7,7 +7,7 @@ import sys
 # argument letters: l = long, i = int, f = float, p = pointer (an address or None)
 SIGNATURES = {
     "nx_act": "lpppiffi",
-    "nx_bias_act": "llpppplpiffi",
+    "nx_bias_act": "llppp" + "iffi",
     "nx_layernorm": "llpppppfppppi",
     "nx_softmax": "llppfplliiii",
     "nx_binary": "iilllipppi",
