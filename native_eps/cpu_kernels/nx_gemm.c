@@ -1,7 +1,8 @@
 /* Packed SGEMM for the native CPU EP: C = A·B (+ bias, activation) with B packed once (constant weights, either
  * orientation) into 32-column panels, A packed per call into 14-row panels, a 14×32 register-blocked micro-kernel
  * (AVX-512 where the build has it, plain vectorisable C otherwise), K blocked to keep a B panel in L1; output
- * tiles split over OpenMP threads. Row-major throughout. */
+ * tiles split over OpenMP threads. Row-major throughout. Also the convolution whose B rows are read in place from
+ * stride-phase planes of the input (nx_conv_shifted). */
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
@@ -51,16 +52,19 @@ static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, 
         for (long k = 0; k < kc; k++) ap[k * MR + i] = 0.f;
 }
 
-/* acc (MR×NR, row stride ld) = sum over kc of ap[k][i] * bp[k][j] (+ the tile already in acc when `add`) */
+/* acc (MR×NR, row stride ld) = sum over kc of ap[k][i] * B[k][j] (+ the tile already in acc when `add`); B row k
+ * is bp + k*NR (a packed panel) or, with `off`, bp + off[k] (a conv's shifted input rows, see nx_conv_shifted) */
 #ifdef __AVX512F__
-static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add) {
+static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
+                                                             const int* off, float* acc, long ld, int add) {
     __m512 c[MR][2];
     for (int i = 0; i < MR; i++) {
         c[i][0] = add ? _mm512_loadu_ps(acc + i * ld) : _mm512_setzero_ps();
         c[i][1] = add ? _mm512_loadu_ps(acc + i * ld + 16) : _mm512_setzero_ps();
     }
     for (long k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_loadu_ps(bp + k * NR), b1 = _mm512_loadu_ps(bp + k * NR + 16);
+        const float* brow = off ? bp + off[k] : bp + k * NR;
+        __m512 b0 = _mm512_loadu_ps(brow), b1 = _mm512_loadu_ps(brow + 16);
         const float* a = ap + k * MR;
         _mm_prefetch((const char*)(a + 8 * MR), _MM_HINT_T0);  /* A streams (weights from L3): ~8 steps ahead */
 #pragma GCC unroll 14
@@ -76,18 +80,29 @@ static void micro(long kc, const float* ap, const float* bp, float* acc, long ld
     }
 }
 #else
-static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add) {
+static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, float* acc, long ld,
+                              int add) {
     float c[MR * NR];
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) c[i * NR + j] = add ? acc[i * ld + j] : 0.f;
-    for (long k = 0; k < kc; k++)
+    for (long k = 0; k < kc; k++) {
+        const float* brow = off ? bp + off[k] : bp + k * NR;
         for (int i = 0; i < MR; i++) {
             float ai = ap[k * MR + i];
-            for (int j = 0; j < NR; j++) c[i * NR + j] += ai * bp[k * NR + j];
+            for (int j = 0; j < NR; j++) c[i * NR + j] += ai * brow[j];
         }
+    }
     for (int i = 0; i < MR; i++) memcpy(acc + i * ld, c + i * NR, NR * sizeof(float));
 }
 #endif
+
+static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add) {
+    micro_rows(kc, ap, bp, NULL, acc, ld, add);
+}
+
+static void micro_shifted(long kc, const float* ap, const float* base, const int* off, float* acc, int add) {
+    micro_rows(kc, ap, base, off, acc, NR, add);
+}
 
 /* one MR×NR tile of C = act(A·B + bias[n] + row_bias[m] + res[m, n]): row panel ip of the packed A times one packed B panel, into rows [ip*MR, min(M, ip*MR + MR)) and columns
  * [n0, n0 + w) of C. A whole tile accumulates straight in C, an edge tile in a scratch tile copied out after. */
@@ -191,68 +206,102 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
     return 0;
 }
 
-/* one 32-column B panel of an image's im2col matrix: panel[k][j] for k = (c*KH + kh)*KW + kw and output position
- * p = jp*NR + j (zeros for padding and for positions past OH*OW) */
-static void im2col_panel(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
-                         long PL, long OH, long OW, const float* x, long jp, float* panel) {
-    long P = OH * OW, K = C * KH * KW;
-    long q_oh[NR], q_ow[NR], q_j[NR], q_len[NR], nq = 0;  /* the panel's positions as runs along output rows */
-    for (long p = jp * NR; p < P && p < (jp + 1) * NR;) {
-        long oh = p / OW, ow = p % OW, len = OW - ow;
-        if (len > (jp + 1) * NR - p) len = (jp + 1) * NR - p;
-        if (len > P - p) len = P - p;
-        q_oh[nq] = oh; q_ow[nq] = ow; q_j[nq] = p - jp * NR; q_len[nq] = len; nq++;
-        p += len;
-    }
-    long used = nq ? q_j[nq - 1] + q_len[nq - 1] : 0;
-    for (long r = 0; r < K; r++) {
-        long c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
-        long off_w = kw * DW - PL;
-        long lo = off_w >= 0 ? 0 : (-off_w + SW - 1) / SW;   /* outputs whose input column is inside the image */
-        long hi = W - off_w <= 0 ? 0 : (W - off_w + SW - 1) / SW;
-        if (hi > OW) hi = OW;
-        if (lo > hi) lo = hi;
-        float* d0 = panel + r * NR;
-        for (long q = 0; q < nq; q++) {
-            float* d = d0 + q_j[q];
-            long ih = q_oh[q] * SH - PT + kh * DH, ow = q_ow[q], seg = q_len[q];
-            long a = lo - ow, b = hi - ow;
-            if (ih < 0 || ih >= H || a >= seg || b <= 0) {
-                for (long s = 0; s < seg; s++) d[s] = 0.f;
-                continue;
-            }
-            if (a < 0) a = 0;
-            if (b > seg) b = seg;
-            const float* src = x + (c * H + ih) * W + off_w + ow * SW;
-            for (long s = 0; s < a; s++) d[s] = 0.f;
-            if (SW == 1) for (long s = a; s < b; s++) d[s] = src[s];
-            else for (long s = a; s < b; s++) d[s] = src[s * SW];
-            for (long s = b; s < seg; s++) d[s] = 0.f;
-        }
-        for (long j = used; j < NR; j++) d0[j] = 0.f;
-    }
+/* Convolution as a GEMM whose B rows are read in place: the zero-padded input is split by stride phase into planes
+ * xs[c][ph][pw][i][j] = padded x[c][i*SH + ph][j*SW + pw] (Hs × Ws each), so that tap (c, kh, kw) of output
+ * (oh, ow) reads plane (c, kh*DH % SH, kw*DW % SW) at (oh + kh*DH / SH, ow + kw*DW / SW): over the positions
+ * q = oh*Ws + ow every tap is one contiguous row at a fixed offset. No im2col matrix or panel is built; positions
+ * with ow >= OW (the Ws - OW columns past each output row) are computed and dropped.
+ * y (M × OH*OW) = act(W·x + bias[m] + res[m, p]); weights packed by nx_gemm_pack_a. */
+static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long DW, long OH, long OW, long* hs,
+                             long* ws) {
+    *hs = OH + (KH - 1) * DH / SH;
+    *ws = OW + (KW - 1) * DW / SW;
 }
 
-/* one image's convolution as an implicit GEMM: y (M×OH*OW) = act(W·im2col(x) + row_bias + res), each 32-position
- * im2col panel built in a per-thread buffer (cache-resident) right before its tiles run, so the K×P column matrix
- * never exists; the weights come packed (nx_gemm_pack_a). `scratch`: K*32*threads floats (or NULL: allocated
- * here). Returns 0, or -1 when that allocation failed. */
-NX_EXPORT int nx_conv_gemm(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
-                           long PL, long OH, long OW, const float* x, long M, const float* ap, float* y,
-                           const float* row_bias, const float* res, int act, float alpha, float beta, float* scratch,
-                           int threads) {
-    long P = OH * OW, K = C * KH * KW, panels = (P + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
+NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long SW, long DH, long DW, long OH,
+                                       long OW) {
+    long hs, ws;
+    shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);
+    return C * SH * SW * hs * ws + 2 * NR + C * KH * KW + 16;  /* planes, slack for the last panel, offsets */
+}
+
+NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
+                              long PL, long OH, long OW, const float* x, long M, const float* ap, float* y,
+                              const float* bias, const float* res, int act, float alpha, float beta, float* scratch,
+                              int threads) {
+    long hs, ws;
+    shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);
+    long K = C * KH * KW, plane = hs * ws, Q = OH * ws, P = OH * OW;
+    long panels = (Q + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
+    if ((double)C * SH * SW * plane + 2 * NR >= 2147483647.0) return -1;  /* offsets are int */
+    float* mine = scratch ? NULL : malloc(sizeof(float) * nx_conv_shifted_scratch(C, KH, KW, SH, SW, DH, DW, OH, OW));
+    float* xs = scratch ? scratch : mine;
+    if (!xs) return -1;
+    int* off = (int*)(xs + C * SH * SW * plane + 2 * NR);
     int nt = threads > 1 && M * P * K >= (1L << 20) ? threads : 1;
-    float* mine = scratch ? NULL : malloc(sizeof(float) * K * NR * nt + 64);
-    float* bufs = scratch ? scratch : mine;
-    if (!bufs) return -1;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (long jp = 0; jp < panels; jp++) {
-        float* panel = bufs + K * NR * omp_get_thread_num();
-        im2col_panel(C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, x, jp, panel);
-        long n0 = jp * NR, w = P - n0 < NR ? P - n0 : NR;
-        for (long ip = 0; ip < mpanels; ip++)
-            tile_product(K, ip, ap, panel, y, P, M, n0, w, NULL, row_bias, res, P, act, alpha, beta);
+    /* weights larger than ~1 MB stream once (row panels outer, the input planes stay in cache); else the
+     * position panels go outer and the weights are re-read from cache */
+    int a_outer = M * K * (long)sizeof(float) > (1L << 20);
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (long cp = 0; cp < C * SH * SW; cp++) {
+            long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
+            float* dst = xs + cp * plane;
+            for (long i = 0; i < hs; i++) {
+                long r = i * SH + ph - PT;
+                float* d = dst + i * ws;
+                if (r < 0 || r >= H) {
+                    memset(d, 0, ws * sizeof(float));
+                    continue;
+                }
+                const float* src = x + (c * H + r) * W;
+                for (long j = 0; j < ws; j++) {
+                    long col = j * SW + pw - PL;
+                    d[j] = col >= 0 && col < W ? src[col] : 0.f;
+                }
+            }
+        }
+#pragma omp single
+        {
+            memset(xs + C * SH * SW * plane, 0, 2 * NR * sizeof(float));
+            for (long k = 0; k < K; k++) {
+                long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+                off[k] = (int)((((c * SH + kh * DH % SH) * SW + kw * DW % SW) * hs + kh * DH / SH) * ws +
+                               kw * DW / SW);
+            }
+        }
+#pragma omp for schedule(static)
+        for (long t = 0; t < mpanels * panels; t++) {
+            long ip = a_outer ? t / panels : t % mpanels, jp = a_outer ? t % panels : t / mpanels;
+            long q0 = jp * NR, i0 = ip * MR, h = M - i0 < MR ? M - i0 : MR;
+            float tile[MR * NR];
+            for (long k0 = 0; k0 < K; k0 += KC) {
+                long kc = K - k0 < KC ? K - k0 : KC;
+                micro_shifted(kc, ap + ip * MR * K + k0 * MR, xs + q0, off + k0, tile, k0 > 0);
+            }
+            /* the tile's positions as runs along output rows, the dropped columns skipped */
+            for (long q = q0; q < q0 + NR && q < Q;) {
+                long oh = q / ws, ow = q % ws, len = ws - ow;
+                if (len > q0 + NR - q) len = q0 + NR - q;
+                if (ow < OW) {
+                    long run = len < OW - ow ? len : OW - ow;
+                    for (long i = 0; i < h; i++) {
+                        float* dst = y + (i0 + i) * P + oh * OW + ow;
+                        const float* src = tile + i * NR + (q - q0);
+                        float bb = bias ? bias[i0 + i] : 0.f;
+                        if (res) {
+                            const float* r = res + (i0 + i) * P + oh * OW + ow;
+                            for (long j = 0; j < run; j++) dst[j] = src[j] + bb + r[j];
+                        } else {
+                            for (long j = 0; j < run; j++) dst[j] = src[j] + bb;
+                        }
+                        if (act) nx_act_row(dst, run, act, alpha, beta);
+                    }
+                }
+                q += len;
+            }
+        }
     }
     free(mine);
     return 0;

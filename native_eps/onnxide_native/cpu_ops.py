@@ -1,15 +1,14 @@
 """NativeCPUExecutionProvider's kernels over libonnxide_cpu: GEMMs on weights packed once, convolutions (depthwise,
-Winograd, im2col / implicit GEMM), ConvTranspose (kernel == stride), pooling, nearest upsampling, attention, and the passes numpy splits into several (activations with
+Winograd, GEMM on shifted input rows), ConvTranspose (kernel == stride), pooling, nearest upsampling, attention, and the passes numpy splits into several (activations with
 bias / residual, binary ops, LayerNorm, softmax). Each kernel has the numpy kernel's calling convention and returns
 FALLBACK for what it does not do exactly (dtype, rank, broadcast, extra outputs) or would do slower (small work),
-so the numpy kernel runs; batched GEMMs inside attention and the few-output / F(2×2) conv paths on one thread use
-numpy too."""
+so the numpy kernel runs; batched GEMMs inside attention use numpy too."""
 import math
 
 import numpy as np
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import conv_direct, conv_winograd, resize, weight_cache
+from onnxide.ops import conv_winograd, resize, weight_cache
 from onnxide.ops.conv import spatial_geometry
 from onnxide.runtime import threads as session_threads
 from onnxide.runtime.providers import FALLBACK
@@ -22,10 +21,7 @@ ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid":
 SMALL_GEMM = 1 << 17
 SMALL_N = 16        # GEMMs with fewer output columns than this use under half of the 32-wide tiles
 SMALL_ACT = 4096    # element-wise: below this many elements numpy's ufunc call is cheaper than a ctypes call
-# convs whose im2col matrix has more elements (16 MB) build it panel by panel: materialised, it and its packed copy
-# stream through memory (PP-OCR's 96→24 3×3 at 80² ran ~1.7× slower that way; tests/bench/micro.py times the
-# panel-by-panel path; raising this past the layer's size times the other)
-IMPLICIT_IM2COL = 4 << 20
+WINOGRAD_F4 = True
 
 
 def threads():
@@ -349,33 +345,26 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
             lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, np.ascontiguousarray(z).ctypes.data, act_code, act_a,
                        act_b, nt)
         return y.reshape(y_shape)
-    # Winograd F(4×4,3×3) natively where conv_winograd would use it; one thread: numpy's F(2×2,3×3) / per-tap
-    # paths where they apply; the rest as native im2col + native GEMM on the packed weights, epilogue fused
+    # Winograd F(4×4,3×3) natively where conv_winograd would use it (WINOGRAD_F4: tests switch it off); other
+    # kernels as a GEMM on shifted input rows; 1×1 as one GEMM (on an im2col subsample when strided or padded);
+    # packed weights, epilogue fused
     wino = conv_winograd.winograd_tile(x4, w4, 1, ks, st, dil, pb, pe, out) if x.ndim == 4 else 0
     zc = None if z is None else np.ascontiguousarray(z).reshape(n, m, p)
-    if wino == 4:
+    if wino == 4 and WINOGRAD_F4:
         return winograd_f4(lib, x4, w4, b, zc, pb, out, (act_code, act_a, act_b)).reshape(y_shape)
-    y = None
-    if wino and nt == 1:
-        y = conv_winograd.winograd_conv3x3(x4, w4, pb, pe, out, wino, b)
-    elif nt == 1 and m < 32 and c >= 16 and ks != [1, 1]:  # few outputs: numpy's per-tap GEMMs
-        y = conv_direct.few_outputs(x4, w4, pb, pe, st, dil, out, b)
-    if y is not None:
-        if z is not None or act_code:  # bias is in: Z and the activation in one pass
-            lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, _addr(zc), act_code, act_a, act_b, nt)
-        return y.reshape(y_shape)
     k = c * ks[0] * ks[1]
     if p < SMALL_N:
         return FALLBACK
     ap = packed_a(lib, w, m, k)
     y = np.empty((n, m, oh, ow), F32)
-    if k * p > IMPLICIT_IM2COL:  # build each 32-position im2col panel in cache instead of the whole matrix
-        scratch = conv_winograd.scratch("nx_conv_gemm", (k * 32 * nt,), F32)
+    if ks != [1, 1]:  # each tap's row read in place from the input's stride-phase planes: no im2col matrix
+        size = lib.nx_conv_shifted_scratch(c, ks[0], ks[1], st[0], st[1], dil[0], dil[1], oh, ow)
+        scratch = conv_winograd.scratch("nx_conv_shifted", (size,), F32)
         for i in range(n):
-            if lib.nx_conv_gemm(c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
-                                x4[i].ctypes.data, m, ap.ctypes.data, y[i].ctypes.data, _addr(b),
-                                None if zc is None else zc[i].ctypes.data, act_code, act_a, act_b,
-                                scratch.ctypes.data, nt):
+            if lib.nx_conv_shifted(c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
+                                   x4[i].ctypes.data, m, ap.ctypes.data, y[i].ctypes.data, _addr(b),
+                                   None if zc is None else zc[i].ctypes.data, act_code, act_a, act_b,
+                                   scratch.ctypes.data, nt):
                 raise MemoryError(f"Conv {c}->{m} channels: no scratch memory")
         return y.reshape(y_shape)
     plain = ks == [1, 1] and st == [1, 1] and pb == [0, 0] and out == [hgt, wid]

@@ -22,12 +22,14 @@ SIGNATURES = {
     "nx_gemm_pack_a": "llplp",
     "nx_gemm_scratch_size": "lllii",
     "nx_gemm": "lll" + "plp" + "plp" + "pl" + "ppp" + "l" + "iff" + "pi",
-    "nx_conv_gemm": "l" * 13 + "plpp" + "pp" + "iff" + "pi",
+    "nx_conv_shifted_scratch": "l" * 9,
+    "nx_conv_shifted": "l" * 13 + "plpp" + "pp" + "iff" + "pi",
     "nx_winograd_f4_scratch": "llll",
     "nx_winograd_f4": "l" * 9 + "pppppp" + "iffi",
 }
-RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_gemm"}  # 0, or -1 when the kernel could not allocate its scratch
-RETURNS_LONG = {"nx_gemm_packed_size", "nx_gemm_packed_a_size", "nx_gemm_scratch_size", "nx_winograd_f4_scratch"}
+RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted"}  # 0, or -1 when the kernel could not allocate its scratch
+RETURNS_LONG = {"nx_gemm_packed_size", "nx_gemm_packed_a_size", "nx_gemm_scratch_size", "nx_winograd_f4_scratch",
+                "nx_conv_shifted_scratch"}
 _CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
 FILE = "libonnxide_cpu.so"
 

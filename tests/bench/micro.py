@@ -125,7 +125,7 @@ def native_vs_numpy(rng):
     convs = []  # ResNet-18 / PP-OCR layers: (what, x, w, pads, strides), weights read-only like initializers
     for what, c, h, m, k, st in [("conv 64→64 3×3 at 56² (Winograd)", 64, 56, 64, 3, 1),
                                  ("conv 3→64 7×7/2 at 224² (stem)", 3, 224, 64, 7, 2),
-                                 ("conv 96→24 3×3 at 80² (implicit im2col)", 96, 80, 24, 3, 1),
+                                 ("conv 96→24 3×3 at 80² (shifted rows)", 96, 80, 24, 3, 1),
                                  ("conv 512→512 3×3 at 7²", 512, 7, 512, 3, 1)]:
         wc = rng.standard_normal((m, c, k, k)).astype(np.float32)
         wc.flags.writeable = False

@@ -110,7 +110,7 @@ def test_multi_head_attention(bias_shape):
 
 
 CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads
-    (3, 8, 1, (23, 19), (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),      # stem: im2col, stride 2
+    (3, 8, 1, (23, 19), (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),      # stem: stride 2, four phase planes
     (16, 16, 16, (20, 20), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),   # depthwise, flat taps
     (8, 8, 8, (13, 9), (3, 3), (2, 2), (1, 1), (1, 0, 2, 1)),       # depthwise strided, asymmetric pads
     (12, 12, 12, (11, 14), (5, 5), (1, 1), (2, 2), (4, 4, 4, 4)),   # depthwise dilated
@@ -119,7 +119,7 @@ CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads
     (32, 24, 1, (19, 23), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),    # few outputs
     (16, 40, 1, (9, 9), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),      # 1x1: plain GEMM
     (3, 8, 1, (40, 36), (7, 7), (2, 2), (1, 1), (3, 2, 3, 1)),      # stem-like, asymmetric pads
-    (5, 7, 1, (10, 12), (3, 2), (2, 1), (2, 1), (2, 0, 1, 1)),      # im2col, mixed geometry
+    (5, 7, 1, (10, 12), (3, 2), (2, 1), (2, 1), (2, 0, 1, 1)),      # mixed stride / dilation per axis
     (6, 4, 1, (30,), (5,), (2,), (1,), (2, 1)),                     # 1-D
     (6, 6, 6, (31,), (4,), (1,), (3,), (0, 5)),                     # 1-D depthwise dilated
 ]
@@ -138,12 +138,16 @@ def test_conv(c, m, group, spatial, kernel, strides, dilations, pads, threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_conv_with_implicit_im2col(monkeypatch, threads):
-    """Large convs build their im2col panels one by one (cpu_ops.IMPLICIT_IM2COL); here every conv does."""
+def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
+    """Every non-1×1 group-1 conv reads its taps in place from stride-phase planes (nx_conv_shifted); with native
+    Winograd off the 3×3 stride-1 ones do too. Larger shapes: several K blocks, row panels and position panels."""
     from onnxide_native import cpu_ops
-    monkeypatch.setattr(cpu_ops, "IMPLICIT_IM2COL", 0)
+    monkeypatch.setattr(cpu_ops, "WINOGRAD_F4", False)
+    results, real = [], cpu_ops.conv
+    monkeypatch.setattr(cpu_ops, "conv", lambda *a, **kw: results.append(real(*a, **kw)) or results[-1])
     for c, m, group, spatial, kernel, strides, dilations, pads in CONVS + [
             (40, 20, 1, (50, 47), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+            (64, 33, 1, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
             (24, 36, 1, (61, 58), (5, 3), (2, 1), (1, 2), (2, 1, 2, 1))]:
         x, w, b = _x(2, c, *spatial), _x(m, c // group, *kernel), _x(m)
         attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads),
@@ -152,6 +156,7 @@ def test_conv_with_implicit_im2col(monkeypatch, threads):
                    threads=threads)[0]
         _check("FusedConv", [x, w, b, _x(*y.shape)], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4,
                threads=threads)
+    assert len(results) == 2 * len(CONVS) + 6 and not any(r is cpu_ops.FALLBACK for r in results)
 
 
 @pytest.mark.parametrize("activation,params", [("Relu", None), ("LeakyRelu", [0.2]), ("Sigmoid", None),

@@ -84,6 +84,21 @@ def test_conv_batchnorm_relu_fold_and_fuse(tmp_path):
     _check(m, {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}, tmp_path, ["FusedConv"])
 
 
+def test_residual_add_and_relu_fuse_into_conv(tmp_path):
+    # the residual (computed after the Conv in node order) becomes FusedConv's Z; the Relu its activation; a
+    # broadcasting Add (per-channel tensor) is not a residual and stays
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["x"], ["skip"]),
+             helper.make_node("Add", ["skip", "c"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("Conv", ["r", "w"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "per_channel"], ["y"])]
+    inits = [_const("w", rng.standard_normal((3, 3, 3, 3)).astype(np.float32)),
+             _const("b", rng.standard_normal(3).astype(np.float32)),
+             _const("per_channel", rng.standard_normal((1, 3, 1, 1)).astype(np.float32))]
+    m = _model(nodes, [_vi("x", ["n", 3, 6, 6])], [_vi("y", ["n", 3, 6, 6])], inits)
+    _check(m, {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}, tmp_path, ["Sigmoid", "FusedConv", "Conv"])
+
+
 @pytest.mark.parametrize("group", [1, 2])
 def test_conv_transpose_batchnorm_fold(tmp_path, group):
     cin, mg = 4, 3  # ConvTranspose weight (C_in, M/group, kh, kw): M = 3 * group output channels

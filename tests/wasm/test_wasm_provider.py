@@ -43,7 +43,8 @@ def test_cnn_mlp_matches_cpu():
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
              helper.make_node("BatchNormalization", ["c1", "s", "bb", "m", "v"], ["bn"]),
              helper.make_node("Relu", ["bn"], ["r1"]),
-             helper.make_node("Conv", ["r1", "wd"], ["dw"], group=8, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["r1", "wd"], ["dw0"], group=8, pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["dw0", "r1"], ["dw"]),  # a residual: FusedConv's Z input
              helper.make_node("HardSwish", ["dw"], ["hs"]),
              helper.make_node("MaxPool", ["hs"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
              helper.make_node("GlobalAveragePool", ["mp"], ["gp"]),

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..ops.conv import spatial_geometry, window_end_pads
+from ..ops.fused import apply_activation
 from ..runtime.providers import FALLBACK, guarded  # noqa: F401  (wasm_ops_* import them from here)
 from .wasm_runtime import In, Out, Scratch
 
@@ -282,8 +283,6 @@ def claim_conv(rt, node, opdef, attrs):
 
 
 def claim_fused_conv(rt, node, opdef, attrs):
-    if len(node.inputs) > 3 and node.inputs[3]:
-        return None  # the Z (sum) input: numpy
     if set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activation",
                      "activation_params"}:
         return None
@@ -292,7 +291,18 @@ def claim_fused_conv(rt, node, opdef, attrs):
     act = fused_act(attrs.get("activation", ""), attrs.get("activation_params"))
     if act is None:
         return None
+    if len(node.inputs) > 3 and node.inputs[3]:  # the Z (residual) input: added, then activated, in numpy
+        return guarded(lambda x, w, b=None, z=None, **kw: conv_sum_fast(rt, x, w, b, z, **kw), opdef.kernel)
     return guarded(lambda *a, **kw: conv_fast(rt, *a, **{**kw, "act": act}), opdef.kernel)
+
+
+def conv_sum_fast(rt, x, w, b, z, *, activation="", activation_params=None, **kw):
+    """FusedConv with Z: the convolution in WASM, the sum and the activation by numpy (ops.fused)."""
+    y = conv_fast(rt, x, w, b, **kw)
+    if y is FALLBACK or z is None or not _is_f32(z) or z.shape != y.shape:
+        return FALLBACK
+    y += z
+    return apply_activation(y, activation, activation_params)
 
 
 def pool_fast(rt, is_max, x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None,

@@ -17,7 +17,7 @@ BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, elimin
 EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_conv.fold_scale_shift_into_conv,
             fuse_conv.fold_affine_into_next_conv, fuse_patterns.fuse_layernorm,
             fuse_patterns.fuse_gelu, fuse_patterns.fuse_hardswish, fuse_patterns.fuse_matmul_add,
-            fuse_conv.fuse_activation, fuse_attention.fuse_attention, fuse_transformer.fuse_bias_gelu,
+            fuse_conv.fuse_conv_add, fuse_conv.fuse_activation, fuse_attention.fuse_attention, fuse_transformer.fuse_bias_gelu,
             fuse_transformer.fuse_skip_layernorm]
 
 

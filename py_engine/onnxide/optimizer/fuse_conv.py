@@ -1,9 +1,10 @@
 """Extended passes on convolutions and GEMMs: BatchNormalization and constant Mul/Add folded into Conv weights and
-bias (after a Conv, or before one that pads nothing); Conv / Gemm followed by an activation fused into com.microsoft FusedConv / FusedGemm (which onnxruntime
-also runs)."""
+bias (after a Conv, or before one that pads nothing); a Conv's residual Add and Conv / Gemm followed by an activation
+fused into com.microsoft FusedConv (its Z input) / FusedGemm, which onnxruntime also runs."""
 import numpy as np
 
 from ..ir.model import Node
+from ..ir.infer import dims_of
 from .graph import constant_value, consumers, fresh_name, graph_output_names, single_consumer
 
 _FUSABLE = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip"}
@@ -81,7 +82,7 @@ def fuse_activation(model):
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)
     for base in list(g.nodes):
-        if not _onnx(base, "Conv", "Gemm") or len(base.outputs) != 1:
+        if not (_onnx(base, "Conv", "Gemm") or _sum_only(base)) or len(base.outputs) != 1:
             continue
         act = single_consumer(uses, base.outputs[0], outputs)
         if act is None or not _onnx(act, *_FUSABLE) or act.inputs[0] != base.outputs[0]:
@@ -102,6 +103,13 @@ def fuse_activation(model):
                     continue
                 params = [float(lo), float(hi)]
         attrs = dict(base.attrs)
+        if base.op_type == "FusedConv":
+            base.attrs.update(activation=act.op_type, **({"activation_params": [float(p) for p in params]} if params else {}))
+            base.outputs = act.outputs
+            g.nodes.remove(act)
+            uses = consumers(g)
+            changed = True
+            continue
         if base.op_type == "Conv":
             attrs["activation"] = act.op_type
             if params:  # an empty list would encode as INTS
@@ -115,6 +123,38 @@ def fuse_activation(model):
             fused = Node("FusedGemm", base.inputs, act.outputs, attrs, "com.microsoft", (base.name or base.outputs[0]) + "_fused")
         g.nodes[g.nodes.index(base)] = fused
         g.nodes.remove(act)
+        model.opsets.setdefault("com.microsoft", 1)
+        uses = consumers(g)
+        changed = True
+    return changed
+
+
+def _sum_only(n):
+    """A FusedConv that adds its Z input and applies no activation yet (fuse_conv_add's result)."""
+    return n.domain == "com.microsoft" and n.op_type == "FusedConv" and not n.attrs.get("activation")
+
+
+def fuse_conv_add(model):
+    """Conv + Add of a tensor of the Conv's output shape (a residual) ⇒ FusedConv with that tensor as Z; placed
+    where the Add was (Z may be computed after the Conv). fuse_activation then takes a following activation."""
+    g, changed = model.graph, False
+    uses, outputs = consumers(g), graph_output_names(g)
+    for conv in list(g.nodes):
+        if not _onnx(conv, "Conv") or len(conv.outputs) != 1:
+            continue
+        add = single_consumer(uses, conv.outputs[0], outputs)
+        if not _onnx(add, "Add") or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
+            continue
+        z = add.inputs[1] if add.inputs[0] == conv.outputs[0] else add.inputs[0]
+        w = constant_value(g, conv.inputs[1])
+        y_dims, z_dims = dims_of(g, conv.outputs[0]), dims_of(g, z)
+        if w is None or w.dtype != np.float32 or y_dims is None or y_dims != z_dims or None in y_dims:
+            continue  # the same (possibly symbolic) dims: Z never broadcasts
+        b = conv.inputs[2] if len(conv.inputs) > 2 else ""
+        fused = Node("FusedConv", [conv.inputs[0], conv.inputs[1], b, z], add.outputs, dict(conv.attrs),
+                     "com.microsoft", (conv.name or conv.outputs[0]) + "_add")
+        g.nodes[g.nodes.index(add)] = fused
+        g.nodes.remove(conv)
         model.opsets.setdefault("com.microsoft", 1)
         uses = consumers(g)
         changed = True
