@@ -14,7 +14,7 @@
 #define MR 14
 #define NR 32
 #define KC 256
-#define B_BLOCK_BYTES (1536L << 10)  /* packed B kept in L2 while row panels pass over it */
+#define CACHE_BUDGET (1536L << 10)  /* bytes of packed operand kept in L2 while the other one streams */
 
 void nx_act_row(float* y, long n, int act, float a, float b);
 
@@ -163,11 +163,14 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
     if (!scratch && !mine) return -1;
     float* a_own = ap ? NULL : (scratch ? scratch : mine);
     float* b_own = bp ? NULL : (scratch ? scratch : mine) + (ap ? 0 : nx_gemm_packed_a_size(M, K));
-    /* tiles go B block by B block (as many packed B panels as fit in half of L2), row panel by row panel within a
-     * block: a block is read from memory once and re-read from L2, each A panel once per block; a B that fits
-     * whole is one block (A streams once: weights), a B panel larger than the budget is a block of its own */
-    long nb = B_BLOCK_BYTES / (K * NR * (long)sizeof(float));
-    nb = nb < 1 ? 1 : nb > panels ? panels : nb;
+    /* tiles go B block by B block, row panel by row panel within a block. An A that fits in cache: blocks of one
+     * B panel (each B panel streams once and meets every row panel while hot: MiniLM's weights); else a B that
+     * fits: one block (A streams once: a conv's weights); else blocks of as many B panels as fit (each block read
+     * from memory once, each A panel once per block) */
+    long panel_bytes = K * NR * (long)sizeof(float);
+    long nb = mpanels * MR * K * (long)sizeof(float) <= CACHE_BUDGET ? 1
+              : panels * panel_bytes <= CACHE_BUDGET ? panels : CACHE_BUDGET / panel_bytes;
+    nb = nb < 1 ? 1 : nb;
 #pragma omp parallel num_threads(nt)
     {
         if (a_own) {
