@@ -138,29 +138,40 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     return failed ? -1 : 0;
 }
 
-/* max pooling over planes (pads are ignored positions; NaN propagates); dilation DH, DW */
+static inline float max_nan(float o, float v) { return (v > o || v != v) ? v : o; }  /* NaN propagates */
+
+/* max pooling over planes (pads are ignored positions; NaN propagates); dilation DH, DW. Per output row: the
+ * column-wise max over the window's input rows (contiguous, vectorised), then the window along that one row */
 NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                           long PT, long PL, long OH, long OW, const float* x, float* y, int threads) {
-#pragma omp parallel for schedule(static) num_threads(planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1)
-    for (long p = 0; p < planes; p++) {
-        const float* xp = x + p * H * W;
-        float* yp = y + p * OH * OW;
-        for (long oh = 0; oh < OH; oh++) {
-            float* o = yp + oh * OW;
-            for (long ow = 0; ow < OW; ow++) o[ow] = -FLT_MAX;  /* the numpy kernel pads with the lowest float */
-            for (long kh = 0; kh < KH; kh++) {
-                long ih = oh * SH - PT + kh * DH;
-                if (ih < 0 || ih >= H) continue;
+#pragma omp parallel num_threads(planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1)
+    {
+        float* rows = malloc(sizeof(float) * (W > 0 ? W : 1));
+#pragma omp for schedule(static)
+        for (long p = 0; p < planes; p++) {
+            const float* xp = x + p * H * W;
+            float* yp = y + p * OH * OW;
+            for (long oh = 0; oh < OH; oh++) {
+                float* o = yp + oh * OW;
+                for (long w = 0; w < W; w++) rows[w] = -FLT_MAX;  /* the numpy kernel pads with the lowest float */
+                for (long kh = 0; kh < KH; kh++) {
+                    long ih = oh * SH - PT + kh * DH;
+                    if (ih < 0 || ih >= H) continue;
+                    const float* xr = xp + ih * W;
+                    for (long w = 0; w < W; w++) rows[w] = max_nan(rows[w], xr[w]);
+                }
+                for (long ow = 0; ow < OW; ow++) o[ow] = -FLT_MAX;
                 for (long kw = 0; kw < KW; kw++) {
                     long off = kw * DW - PL, lo, hi;
                     valid_range(OW, SW, off, W, &lo, &hi);
-                    const float* xr = xp + ih * W + off;
-                    if (SW == 1) for (long ow = lo; ow < hi; ow++) { float v = xr[ow]; o[ow] = (v > o[ow] || v != v) ? v : o[ow]; }
-                    else if (SW == 2) for (long ow = lo; ow < hi; ow++) { float v = xr[2 * ow]; o[ow] = (v > o[ow] || v != v) ? v : o[ow]; }
-                    else for (long ow = lo; ow < hi; ow++) { float v = xr[ow * SW]; o[ow] = (v > o[ow] || v != v) ? v : o[ow]; }
+                    const float* r = rows + off;
+                    if (SW == 1) for (long ow = lo; ow < hi; ow++) o[ow] = max_nan(o[ow], r[ow]);
+                    else if (SW == 2) for (long ow = lo; ow < hi; ow++) o[ow] = max_nan(o[ow], r[2 * ow]);
+                    else for (long ow = lo; ow < hi; ow++) o[ow] = max_nan(o[ow], r[ow * SW]);
                 }
             }
         }
+        free(rows);
     }
 }
 
