@@ -24,7 +24,8 @@ _ACTS = {
 def _sigmoid(x):
     # numerically stable for large |x|
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    r = 1 / (1 + e)
+    return np.where(x >= 0, r, e * r)
 
 
 def _activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
@@ -114,7 +115,9 @@ def _time_index(T, lens, reverse):
 
 
 def _run(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, direction, gates, default_acts,
-         activations, activation_alpha, activation_beta, step_factory, num_outputs, out_dtype):
+         activations, activation_alpha, activation_beta, step_factory, num_outputs, out_dtype, bias_in_input=True):
+    """The recurrence over time, per direction; `bias_in_input`: the recurrent bias Rb is added to the input
+    projection up front (RNN / LSTM; not GRU with linear_before_reset, whose reset gate multiplies it)."""
     cdt, X, lens, states, num_dirs, H = _prepare(op_name, X, W, R, B, sequence_lens, initials, layout,
                                                   hidden_size, direction, gates)
     acts = _activations(op_name, activations, activation_alpha, activation_beta, default_acts, num_dirs, cdt)
@@ -126,13 +129,18 @@ def _run(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, d
     cols = np.arange(Bn)[None, :]
     for d in range(num_dirs):
         reverse = direction == "reverse" or d == 1
-        src, valid = _time_index(T, lens, reverse)
-        xs = X[src, cols]  # [T, B, I] in processing order
-        xw = xs @ W[d].T + Bv[d, :gates * H]  # input projection for all steps at once
-        step = step_factory(R[d], Bv[d, gates * H:], None if P is None else P[d], acts[d], H)
+        full = sequence_lens is None  # every sequence full length: plain (reversed) time order, no masks
+        if full:
+            xs = X[::-1] if reverse else X  # [T, B, I] in processing order
+        else:
+            src, valid = _time_index(T, lens, reverse)
+            xs = X[src, cols]
+        # input projection for all steps at once, with both biases (the recurrent one then costs nothing per step)
+        xw = xs @ W[d].T + (Bv[d, :gates * H] + Bv[d, gates * H:] if bias_in_input else Bv[d, :gates * H])
+        step = step_factory(R[d], None if bias_in_input else Bv[d, gates * H:], None if P is None else P[d],
+                            acts[d], H)
         st = [s[d] for s in states]
-        ys = np.zeros((T, Bn, H), dtype=cdt)
-        full = bool(valid.all())  # no padding: skip the masking
+        ys = (Y[::-1, d] if reverse else Y[:, d]) if full else np.zeros((T, Bn, H), dtype=cdt)
         for t in range(T):
             new = step(xw[t], *st)
             if full:
@@ -142,10 +150,11 @@ def _run(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, d
                 m = valid[t][:, None]
                 st = [np.where(m, n, o) for n, o in zip(new, st)]
                 ys[t] = np.where(m, new[0], 0)
-        Y[src, d, cols] = ys
+        if not full:
+            Y[src, d, cols] = ys
         empty = (lens == 0)[:, None]  # like onnxruntime: a zero-length sequence gives zero final states
         for f, s in zip(finals, st):
-            f[d] = np.where(empty, 0, s)
+            f[d] = np.where(empty, 0, s) if not full else s
     if layout:
         Y = Y.transpose(2, 0, 1, 3)
         finals = [f.transpose(1, 0, 2) for f in finals]
@@ -163,7 +172,7 @@ def _rnn_step(clip):
         f = acts[0]
 
         def step(xw, h):
-            return (f(_clip(xw + h @ R.T + Rb, clip)),)
+            return (f(_clip(xw + h @ R.T if Rb is None else xw + h @ R.T + Rb, clip)),)
         return step
     return factory
 
@@ -179,14 +188,22 @@ def _lstm_step(clip, input_forget):
             pi, po, pf = P[:H], P[H:2 * H], P[2 * H:]
 
         def step(xw, h, c):
-            z = xw + h @ R.T + Rb
+            z = xw + h @ R.T if Rb is None else xw + h @ R.T + Rb
             zi, zo, zf, zc = z[:, :H], z[:, H:2 * H], z[:, 2 * H:3 * H], z[:, 3 * H:]
             i = f(_clip(zi + pi * c, clip))
             fg = 1 - i if input_forget else f(_clip(zf + pf * c, clip))
             c_new = fg * c + i * g(_clip(zc, clip))
             o = f(_clip(zo + po * c_new, clip))
             return o * hact(c_new), c_new
-        return step
+
+        def step_no_peepholes(xw, h, c):  # the i, o, f gates in one activation call
+            z = xw + h @ R.T if Rb is None else xw + h @ R.T + Rb
+            gates = f(_clip(z[:, :3 * H], clip))
+            i, o = gates[:, :H], gates[:, H:2 * H]
+            fg = 1 - i if input_forget else gates[:, 2 * H:]
+            c_new = fg * c + i * g(_clip(z[:, 3 * H:], clip))
+            return o * hact(c_new), c_new
+        return step if P is not None else step_no_peepholes
     return factory
 
 
@@ -301,7 +318,7 @@ def _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta
     dt = _check_float("GRU", X)
     return _run("GRU", X, W, R, B, sequence_lens, [initial_h], None, layout, hidden_size, direction, 3,
                 ["Sigmoid", "Tanh"], activations, activation_alpha, activation_beta,
-                _gru_step(clip, linear_before_reset), ctx.num_outputs, dt)
+                _gru_step(clip, linear_before_reset), ctx.num_outputs, dt, bias_in_input=False)
 
 
 @op("GRU", since=1)

@@ -269,9 +269,26 @@ def _pad(data, pads, mode, value, axes=None):
     if mode not in ("reflect", "edge", "wrap"):
         raise InvalidArgument(f"Pad: unsupported mode '{mode}'")
     for a, (b, e) in enumerate(width):
-        if (b or e) and data.shape[a] == 0:
-            raise InvalidArgument(f"Pad: cannot {mode}-pad the empty axis {a}")
-    return np.pad(data, width, mode=mode)
+        if b or e:
+            d = data.shape[a]
+            if d == 0:
+                raise InvalidArgument(f"Pad: cannot {mode}-pad the empty axis {a}")
+            data = np.take(data, _pad_indices(mode, d, b, e), axis=a)
+    return data
+
+
+def _pad_indices(mode, d, b, e):
+    """Source index of each position of an axis of length d padded by b before and e after (numpy.pad's rules,
+    which ONNX follows, pads longer than the axis included); one gather per padded axis."""
+    i = np.arange(-b, d + e)
+    if mode == "edge":
+        return np.clip(i, 0, d - 1)
+    if mode == "wrap":
+        return i % d
+    if d == 1:  # reflect of a single element repeats it
+        return np.zeros_like(i)
+    i = np.abs(i) % (2 * (d - 1))
+    return np.where(i >= d, 2 * (d - 1) - i, i)
 
 
 @op("Pad", since=1)
