@@ -105,6 +105,16 @@ static void micro_shifted(long kc, const float* ap, const float* base, const int
     micro_rows(kc, ap, base, off, acc, NR, add);
 }
 
+/* row[j] = act(row[j] + bias) over n values; ReLU inline (a call per tile row costs as much as a short K) */
+static inline void row_epilogue(float* row, long n, float bias, int act, float alpha, float beta) {
+    if (act == NX_ACT_RELU) {
+        for (long j = 0; j < n; j++) { float v = row[j] + bias; row[j] = v < 0.f ? 0.f : v; }
+        return;
+    }
+    if (bias != 0.f) for (long j = 0; j < n; j++) row[j] += bias;
+    if (act) nx_act_row(row, n, act, alpha, beta);
+}
+
 /* one MR×NR tile of C = act(A·B + bias[n] + row_bias[m] + res[m, n]): row panel ip of the packed A times one packed B panel, into rows [ip*MR, min(M, ip*MR + MR)) and columns
  * [n0, n0 + w) of C. A whole tile accumulates straight in C, an edge tile in a scratch tile copied out after. */
 static void tile_product(long K, long ip, const float* ap, const float* bpanel, float* c, long ldc,
@@ -129,7 +139,7 @@ static void tile_product(long K, long ip, const float* ap, const float* bpanel, 
             const float* r = res + i * ldr + n0;
             for (long j = 0; j < w; j++) dst[j] += r[j];
         }
-        if (act) nx_act_row(dst, w, act, alpha, beta);
+        row_epilogue(dst, w, 0.f, act, alpha, beta);
     }
 }
 
@@ -222,6 +232,25 @@ static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long D
     *ws = OW + (KW - 1) * DW / SW;
 }
 
+/* between a tile (h rows of NR positions from q0 on the Ws-wide grid) and the OH×OW rows of m: copy the tile's
+ * valid positions out (`out`), or add the matrix's values into the tile (residual) */
+static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q, long ws, long OW, int out) {
+    for (long q = q0; q < q0 + NR && q < Q;) {
+        long oh = q / ws, ow = q % ws, len = ws - ow;
+        if (len > q0 + NR - q) len = q0 + NR - q;
+        if (ow < OW) {
+            long run = len < OW - ow ? len : OW - ow;
+            for (long i = 0; i < h; i++) {
+                float* t = tile + i * NR + (q - q0);
+                float* r = m + i * P + oh * OW + ow;
+                if (out) memcpy(r, t, run * sizeof(float));
+                else for (long j = 0; j < run; j++) t[j] += r[j];
+            }
+        }
+        q += len;
+    }
+}
+
 NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long SW, long DH, long DW, long OH,
                                        long OW) {
     long hs, ws;
@@ -284,27 +313,11 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
                 long kc = K - k0 < KC ? K - k0 : KC;
                 micro_shifted(kc, ap + ip * MR * K + k0 * MR, xs + q0, off + k0, tile, k0 > 0);
             }
-            /* the tile's positions as runs along output rows, the dropped columns skipped */
-            for (long q = q0; q < q0 + NR && q < Q;) {
-                long oh = q / ws, ow = q % ws, len = ws - ow;
-                if (len > q0 + NR - q) len = q0 + NR - q;
-                if (ow < OW) {
-                    long run = len < OW - ow ? len : OW - ow;
-                    for (long i = 0; i < h; i++) {
-                        float* dst = y + (i0 + i) * P + oh * OW + ow;
-                        const float* src = tile + i * NR + (q - q0);
-                        float bb = bias ? bias[i0 + i] : 0.f;
-                        if (res) {
-                            const float* r = res + (i0 + i) * P + oh * OW + ow;
-                            for (long j = 0; j < run; j++) dst[j] = src[j] + bb + r[j];
-                        } else {
-                            for (long j = 0; j < run; j++) dst[j] = src[j] + bb;
-                        }
-                        if (act) nx_act_row(dst, run, act, alpha, beta);
-                    }
-                }
-                q += len;
-            }
+            /* epilogue: the residual into the tile, bias and activation over whole tile rows, then the tile's
+             * positions out as runs along output rows (the dropped columns skipped) */
+            if (res) shifted_runs(tile, (float*)(res + i0 * P), P, h, q0, Q, ws, OW, 0);  /* read only */
+            for (long i = 0; i < h; i++) row_epilogue(tile + i * NR, NR, bias ? bias[i0 + i] : 0.f, act, alpha, beta);
+            shifted_runs(tile, y + i0 * P, P, h, q0, Q, ws, OW, 1);
         }
     }
     free(mine);
