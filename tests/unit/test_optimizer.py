@@ -297,6 +297,37 @@ def test_if_body_folds_outer_constants(tmp_path):
     assert [n.op_type for n in then_g.nodes] == ["MatMul"]
 
 
+def test_if_on_static_shape_inlines_its_branch(tmp_path):
+    # silero VAD's pattern, inside a body that runs on a run-time condition: If(Shape(x)[0] == 1) squeezes or
+    # passes x through; with x's shape known in the enclosing graph the condition folds and the taken branch
+    # replaces the inner If
+    inner_then = helper.make_graph([helper.make_node("Squeeze", ["x", "zero"], ["sq"])], "t", [], [_vi("sq", [3])])
+    inner_else = helper.make_graph([helper.make_node("Reshape", ["x", "flat"], ["id"])], "e", [], [_vi("id", [3])])
+    body = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["shp"]), helper.make_node("Gather", ["shp", "zero"], ["d0"]),
+         helper.make_node("Equal", ["d0", "one"], ["is1"]),
+         helper.make_node("If", ["is1"], ["picked"], then_branch=inner_then, else_branch=inner_else),
+         helper.make_node("Neg", ["picked"], ["body_y"])], "body", [], [_vi("body_y", [3])])
+    other = helper.make_graph([helper.make_node("Reshape", ["x", "flat"], ["other_y"])], "other", [],
+                              [_vi("other_y", [3])])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=body, else_branch=other)]
+    m = _model(nodes, [_vi("x", [1, 3]), _vi("cond", [], TensorProto.BOOL)], [_vi("y", [3])],
+               [_const("zero", np.array([0], np.int64)), _const("one", np.array([1], np.int64)),
+                _const("flat", np.array([-1], np.int64))])
+    x = rng.standard_normal((1, 3)).astype(np.float32)
+    for cond in (True, False):
+        _check(m, {"x": x, "cond": np.array(cond)}, tmp_path, ["If"])
+    body_g = ort.InferenceSession(m.SerializeToString())._model.graph.nodes[0].attrs["then_branch"]
+    assert [n.op_type for n in body_g.nodes] == ["Squeeze", "Neg"]
+
+
+def test_constant_condition_if_is_replaced_by_its_branch(tmp_path):
+    m = _if_model(rng.standard_normal((8, 4)).astype(np.float32), [helper.make_node("Add", ["x", "x"], ["else_y"])])
+    m.graph.input.pop()  # cond becomes a constant: the then branch (a MatMul on the folded slice) is all that runs
+    m.graph.initializer.append(_const("cond", np.array(True)))
+    _check(m, {"x": rng.random((2, 4), dtype=np.float32)}, tmp_path, ["MatMul"])
+
+
 def test_body_local_value_hides_outer_constant():
     # (not SSA, so onnxruntime refuses it) the else branch slices its own, input-dependent 'w' with the outer
     # Constant bounds: folding it with the outer initializer 'w' would silently compute with the wrong matrix

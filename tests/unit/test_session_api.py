@@ -119,6 +119,23 @@ def test_session_options_names():
         None, {"x": np.ones((1, 4), np.float32)}, ort.RunOptions())
 
 
+def test_free_dimension_overrides_fix_input_dims():
+    m = _model()
+    x = np.random.default_rng(1).random((2, 4), dtype=np.float32)
+    ref = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    for how in ("name", "denotation"):
+        model = _model()
+        if how == "denotation":
+            model.graph.input[0].type.tensor_type.shape.dim[0].denotation = "DATA_BATCH"
+        so = ort.SessionOptions()
+        getattr(so, f"add_free_dimension_override_by_{how}")("batch" if how == "name" else "DATA_BATCH", 2)
+        sess = ort.InferenceSession(model.SerializeToString(), so)
+        assert sess.get_inputs()[0].shape == [2, 4]
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref, rtol=1e-6)
+        with pytest.raises(ort.InvalidArgument, match="index: 0 Got: 3 Expected: 2"):
+            sess.run(None, {"x": np.zeros((3, 4), np.float32)})
+
+
 def test_io_binding_and_ort_values():
     sess = ort.InferenceSession(_model().SerializeToString())
     x = np.random.default_rng(2).random((2, 4), dtype=np.float32)

@@ -283,6 +283,14 @@ def infer_shapes(model):
                 consts[name] = arr
                 if arr.dtype.kind in "iu" and arr.ndim <= 1:
                     sv[name] = ([int(v) for v in arr.reshape(-1)], arr.ndim == 0)
+    outer_type = getattr(model, "outer_type", None)  # a body: the enclosing graphs' values it reads
+    if outer_type is not None:
+        for n in g.nodes:
+            for x in n.inputs:
+                if x and x not in types:
+                    t = outer_type(x)
+                    if t is not None:
+                        types[x] = t
     for vi in list(g.inputs) + list(g.value_info.values()):
         k = _known(vi)
         if k is not None:

@@ -8,11 +8,12 @@ the main graph. Fused ops are ordinary registered ops, so every EP runs an optim
 import numpy as np
 
 from ..ir.infer import infer_shapes
-from ..ir.model import subgraphs
+from ..ir.model import subgraphs, type_dims
 from . import (constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patterns, fuse_transformer, shape_values,
                transpose)
 
-BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, eliminate.remove_dead_nodes,
+BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, constant_folding.inline_constant_if,
+         eliminate.remove_dead_nodes,
          eliminate.common_subexpressions, transpose.cancel_transposes, shape_values.simplify_reshape_targets]
 EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_conv.fold_scale_shift_into_conv,
             fuse_conv.fold_affine_into_next_conv, fuse_patterns.fuse_layernorm,
@@ -22,12 +23,33 @@ EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_conv.fold_scale_shift_into_
 
 
 class GraphScope:
-    """A subgraph seen by the passes: its own graph, the model's opsets, and the constant initializers of the
-    enclosing graphs that it can see (constant folding reads those: weights sliced inside If bodies fold once)."""
+    """A subgraph seen by the passes: its own graph, the model's opsets, the constant initializers of the
+    enclosing graphs that it can see (constant folding reads those: weights sliced inside If bodies fold once),
+    and those graphs' value types (`outer_type`: shapes of enclosing values fold inside the body)."""
 
-    def __init__(self, model, graph, outer_constants=None):
+    def __init__(self, model, graph, outer_constants=None, enclosing=()):
         self.graph, self.opsets = graph, model.opsets
         self.outer_constants = outer_constants or {}
+        self.enclosing = list(enclosing)  # enclosing graphs, outermost first
+        self._defined = None
+
+    def outer_type(self, name):
+        """(elem type, dims) of an enclosing graph's value `name` (the innermost definition), or None."""
+        if self._defined is None:  # the enclosing graphs do not change while this body is optimized
+            self._defined = [({v.name for v in g.inputs} | set(g.value_info) | {o for n in g.nodes for o in n.outputs},
+                              g) for g in self.enclosing]
+        for names, g in reversed(self._defined):
+            if name in g.initializers:
+                return None  # a constant: folding reads its value
+            if name in names:
+                return _known_type(g.value_type(name))
+        return None
+
+
+def _known_type(t):
+    dims = type_dims(t)
+    elem = getattr(getattr(t, "tensor_type", None), "elem_type", None)
+    return (elem, list(dims)) if dims is not None and elem else None
 
 
 def passes_for(level):
@@ -45,10 +67,10 @@ def _bodies(graph):
             yield g
 
 
-def _bodies_with_constants(graph, outer=None):
-    """(body, outer constants visible in it) for the nested subgraphs of `graph`, innermost first. A name that a
-    graph defines itself (input, node output, initializer) hides the enclosing graphs' value of that name;
-    initializers that are also graph inputs are overridable, so not constants."""
+def _bodies_with_constants(graph, outer=None, enclosing=()):
+    """(body, outer constants visible in it, enclosing graphs) for the nested subgraphs of `graph`, innermost
+    first. A name that a graph defines itself (input, node output, initializer) hides the enclosing graphs' value of
+    that name; initializers that are also graph inputs are overridable, so not constants."""
     outer = dict(outer or {})
     inputs = {v.name for v in graph.inputs}
     for n in graph.nodes:
@@ -57,10 +79,11 @@ def _bodies_with_constants(graph, outer=None):
     for name in inputs:
         outer.pop(name, None)
     outer.update({k: v for k, v in graph.initializers.items() if k not in inputs and isinstance(v, np.ndarray)})
+    enclosing = list(enclosing) + [graph]
     for n in graph.nodes:
         for g in subgraphs(n):
-            yield from _bodies_with_constants(g, outer)
-            yield g, outer
+            yield from _bodies_with_constants(g, outer, enclosing)
+            yield g, outer, enclosing
 
 
 def _clear_plans(graph):
@@ -95,8 +118,8 @@ def optimize(model, level, max_rounds=8, max_sweeps=3):
         for _ in range(max_sweeps if passes else 1):
             bodies = list(_bodies_with_constants(model.graph)) if passes else []
             changed = False
-            for body, outer in bodies:
-                changed |= _run(GraphScope(model, body, outer), passes, max_rounds)
+            for body, outer, enclosing in bodies:
+                changed |= _run(GraphScope(model, body, outer, enclosing), passes, max_rounds)
             changed |= _run(model, passes, max_rounds)
             if not bodies or not changed:
                 break

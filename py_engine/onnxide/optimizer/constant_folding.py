@@ -1,8 +1,9 @@
-"""Constant folding: nodes whose inputs are all constants are run once (numpy kernels) and become initializers."""
+"""Constant folding: nodes whose inputs are all constants are run once (numpy kernels) and become initializers; an
+If whose condition is constant is replaced by the branch it takes."""
 import numpy as np
 
 from ..ir.infer import dims_of
-from ..ir.model import subgraphs
+from ..ir.model import Node, subgraphs
 from ..runtime.providers import resolve_opdef
 from .eliminate import _NONDETERMINISTIC
 from .graph import constant_value
@@ -41,16 +42,24 @@ def fold_constants(model):
     return changed
 
 
-def _static_shape(g, name):
-    dims = dims_of(g, name)
+def _static_shape(model, name):
+    """The value's dims when all are known: declared / inferred here, or (in a body) an enclosing graph's value."""
+    dims = dims_of(model.graph, name)
+    if dims is None and hasattr(model, "outer_type") and not _defined_in(model.graph, name):
+        t = model.outer_type(name)
+        dims = t[1] if t is not None else None
     return dims if dims is not None and all(isinstance(d, int) for d in dims) else None
 
 
-def _fold_shape(g, n):
+def _defined_in(g, name):
+    return name in g.initializers or any(v.name == name for v in g.inputs) or any(name in n.outputs for n in g.nodes)
+
+
+def _fold_shape(model, n):
     """Shape / Size of a value whose dims are all known statically (the shape sub-graphs of exported models)."""
     if n.domain not in ("", "ai.onnx") or n.op_type not in ("Shape", "Size") or not n.inputs:
         return None
-    dims = _static_shape(g, n.inputs[0])
+    dims = _static_shape(model, n.inputs[0])
     if dims is None:
         return None
     if n.op_type == "Size":
@@ -65,7 +74,7 @@ def _fold_shape(g, n):
 def _try_fold(model, n, outer, local):
     """The folded outputs of `n`, or None; `outer` holds enclosing graphs' constants, which names in `local` (the
     graph's own inputs and node outputs) hide."""
-    shape = _fold_shape(model.graph, n)
+    shape = _fold_shape(model, n)
     if shape is not None and n.outputs[0] not in {v.name for v in model.graph.outputs}:
         return shape
     if n.op_type in _NONDETERMINISTIC or next(subgraphs(n), None) is not None:
@@ -107,3 +116,44 @@ def _try_fold(model, n, outer, local):
             return None
         result.append(v)
     return result
+
+
+def inline_constant_if(model):
+    """An If with a constant condition ⇒ the nodes of the branch it takes, in its place (its initializers move to
+    this graph; Identity nodes give the branch's outputs the If's output names and are then rewired away). Skipped
+    when a name the branch defines is already taken anywhere in this graph or its other subgraphs."""
+    g, changed = model.graph, False
+    outer = getattr(model, "outer_constants", {})
+    for n in list(g.nodes):
+        if n.op_type != "If" or n.domain not in ("", "ai.onnx") or not n.inputs:
+            continue
+        cond = constant_value(g, n.inputs[0])
+        if cond is None and not _defined_in(g, n.inputs[0]):
+            cond = outer.get(n.inputs[0])
+        if cond is None or cond.size != 1:
+            continue
+        branch = n.attrs.get("then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
+        if branch is None or branch.inputs or len(branch.outputs) != len(n.outputs):
+            continue
+        defined = set(branch.initializers) | {o for bn in branch.nodes for o in bn.outputs if o}
+        if defined & _all_names(g, skip=n):
+            continue
+        at = g.nodes.index(n)
+        g.initializers.update(branch.initializers)
+        renames = [Node("Identity", [bo.name], [io], {}, "", (n.name or io) + "_inlined_" + str(i))
+                   for i, (bo, io) in enumerate(zip(branch.outputs, n.outputs)) if io]
+        g.nodes[at:at + 1] = list(branch.nodes) + renames
+        changed = True
+    return changed
+
+
+def _all_names(g, skip=None):
+    """Every name defined in `g` and in the subgraphs of its nodes (except node `skip`'s)."""
+    names = set(g.initializers) | {v.name for v in g.inputs}
+    for n in g.nodes:
+        if n is skip:
+            continue
+        names.update(o for o in n.outputs if o)
+        for sg in subgraphs(n):
+            names |= _all_names(sg)
+    return names

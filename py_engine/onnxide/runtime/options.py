@@ -53,10 +53,12 @@ class SessionOptions:
         return self._config[key]
 
     def add_free_dimension_override_by_name(self, name, value):
-        self._free_dims[name] = int(value)
+        """Graph inputs' symbolic dim `name` is `value` (fed shapes are checked; the optimizer sees it static)."""
+        self._free_dims[("name", name)] = int(value)
 
     def add_free_dimension_override_by_denotation(self, name, value):
-        self._free_dims[name] = int(value)
+        """Graph inputs' dims with denotation `name` (e.g. DATA_BATCH) are `value`."""
+        self._free_dims[("denotation", name)] = int(value)
 
     def register_custom_ops_library(self, path):
         from ..errors import NotImplemented as OrtNotImplemented

@@ -112,6 +112,7 @@ class InferenceSession:
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
         try:
             self._model = load_model(mp, base_dir)
+            _override_free_dims(self._model.graph, self._sess_options._free_dims)
             infer_shapes(self._model)
             optimize(self._model, self._sess_options.graph_optimization_level)
         except OnnxideError:
@@ -231,6 +232,21 @@ class InferenceSession:
 
     def run_with_iobinding(self, binding, run_options=None):
         binding._run(run_options)
+
+
+def _override_free_dims(graph, overrides):
+    """SessionOptions.add_free_dimension_override_by_name / _by_denotation: the matching symbolic dims of the graph
+    inputs become static."""
+    if not overrides:
+        return
+    for vi in graph.inputs:
+        shape = vi.type.tensor_type.shape if vi.type is not None and vi.type.tensor_type is not None else None
+        for d in (shape.dim if shape is not None else []):
+            value = overrides.get(("name", d.dim_param)) if d.dim_param else None
+            if value is None and d.denotation:
+                value = overrides.get(("denotation", d.denotation))
+            if value is not None:
+                d.dim_value, d.dim_param = value, None
 
 
 def _owned(value):
