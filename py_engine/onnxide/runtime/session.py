@@ -14,6 +14,7 @@ from ..optimizer import optimize
 from . import providers as eps
 from .executor import Executor
 from .iobinding import IOBinding, OrtValue
+from .memory import keep_freed_memory
 from .profiling import Profiler
 from .threads import blas_threads
 from .options import SessionOptions
@@ -124,6 +125,8 @@ class InferenceSession:
             raise InvalidGraph(f"Failed to load model: {type(e).__name__}: {e}") from e
         self._providers = _normalize_providers(providers, provider_options)
         so = self._sess_options
+        if so.enable_cpu_mem_arena:
+            keep_freed_memory()
         self._profiler = Profiler(so.profile_file_prefix) if so.enable_profiling else None
         self._executor = Executor(self._model, self._providers, self._profiler)
         self._threads = blas_threads(so.intra_op_num_threads, any(p.own_threads for p in self._providers))
