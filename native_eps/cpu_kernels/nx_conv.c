@@ -196,3 +196,35 @@ NX_EXPORT void nx_global_avg(long planes, long hw, const float* x, float* y, int
 #pragma omp parallel for schedule(static) num_threads(planes * hw >= 65536 && threads > 1 ? threads : 1)
     for (long p = 0; p < planes; p++) y[p] = nx_sum(x + p * hw, hw) / (float)hw;
 }
+
+/* ConvTranspose with kernel == stride, from per-tap planes: y[m][i*KH + a][j*KW + b] = taps[(m*KH + a)*KW + b][i*W + j]
+ * (the taps come from one GEMM; numpy's copy through a 5-D transposed view took ~15x longer) */
+NX_EXPORT void nx_place_taps(long M, long KH, long KW, long H, long W, const float* taps, float* y, int threads) {
+#pragma omp parallel for schedule(static) num_threads(M * KH * KW * H * W >= 65536 && threads > 1 ? threads : 1)
+    for (long m = 0; m < M; m++)
+        for (long i = 0; i < H; i++)
+            for (long a = 0; a < KH; a++) {
+                float* dst = y + ((m * H + i) * KH + a) * W * KW;
+                for (long b = 0; b < KW; b++) {
+                    const float* src = taps + ((m * KH + a) * KW + b) * H * W + i * W;
+                    for (long j = 0; j < W; j++) dst[j * KW + b] = src[j];
+                }
+            }
+}
+
+/* depthwise ConvTranspose with kernel == stride: y[c][i*KH + a][j*KW + b] = x[c][i][j] * w[c][a][b] + bias[c] */
+NX_EXPORT void nx_dw_transpose(long C, long KH, long KW, long H, long W, const float* x, const float* w,
+                               const float* bias, float* y, int threads) {
+#pragma omp parallel for schedule(static) num_threads(C * KH * KW * H * W >= 65536 && threads > 1 ? threads : 1)
+    for (long c = 0; c < C; c++)
+        for (long i = 0; i < H; i++)
+            for (long a = 0; a < KH; a++) {
+                float* dst = y + ((c * H + i) * KH + a) * W * KW;
+                const float* src = x + (c * H + i) * W;
+                float bb = bias ? bias[c] : 0.f;
+                for (long b = 0; b < KW; b++) {
+                    float k = w[(c * KH + a) * KW + b];
+                    for (long j = 0; j < W; j++) dst[j * KW + b] = src[j] * k + bb;
+                }
+            }
+}

@@ -443,11 +443,17 @@ def global_average_pool(lib, x, **_):
 
 def conv_transpose(lib, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                    output_padding=None, output_shape=None, pads=None, strides=None, ctx=None):
-    """2-D ConvTranspose with kernel == stride (upsampling heads), group 1, no padding: one GEMM of the weights
-    (as M·kh·kw × C, packed once) with the image, the bias in its epilogue, then each tap placed by one copy."""
-    if not _f32(x, w) or (b is not None and not _f32(b)) or x.ndim != 4 or w.ndim != 4 or group != 1:
+    """2-D ConvTranspose with kernel == stride (upsampling heads), no padding. Group 1: one GEMM of the weights
+    (as M·kh·kw × C, packed once) with the image, the bias in its epilogue, then the taps placed (nx_place_taps);
+    depthwise: one multiply-add per output (nx_dw_transpose)."""
+    if not _f32(x, w) or (b is not None and not _f32(b)) or x.ndim != 4 or w.ndim != 4:
         return FALLBACK
     c, m, kh, kw = w.shape
+    depthwise = group == c and m == 1 and x.shape[1] == c
+    if group != 1 and not depthwise:
+        return FALLBACK
+    if depthwise:
+        m = c
     if ((auto_pad or "NOTSET") != "NOTSET" or output_shape or any(output_padding or []) or any(pads or [])
             or any(d != 1 for d in dilations or []) or list(strides or [1, 1]) != [kh, kw]
             or (kernel_shape and list(kernel_shape) != [kh, kw]) or x.shape[1] != c
@@ -455,6 +461,16 @@ def conv_transpose(lib, x, w, b=None, *, auto_pad="NOTSET", dilations=None, grou
         return FALLBACK
     n, _, h, wd = x.shape
     rows, p = m * kh * kw, h * wd
+    x = np.ascontiguousarray(x)
+    y = np.empty((n, m, h * kh, wd * kw), F32)
+    if depthwise:
+        if rows * p < SMALL_ACT:
+            return FALLBACK
+        wc = np.ascontiguousarray(w)
+        for i in range(n):
+            lib.nx_dw_transpose(c, kh, kw, h, wd, x[i].ctypes.data, wc.ctypes.data, _addr(b), y[i].ctypes.data,
+                                threads())
+        return y
     if rows * p * c < SMALL_GEMM or p < SMALL_N:
         return FALLBACK
 
@@ -467,10 +483,8 @@ def conv_transpose(lib, x, w, b=None, *, auto_pad="NOTSET", dilations=None, grou
     ap = _once_or_cached(w, "nx_conv_transpose_a", pack)
     row_bias = None if b is None else np.repeat(b, kh * kw)
     taps = conv_winograd.scratch("nx_conv_transpose", (rows, p), F32)
-    x = np.ascontiguousarray(x)
-    y = np.empty((n, m, h * kh, wd * kw), F32)
     for i in range(n):
         gemm_call(lib, rows, p, c, None, None, taps, p, row_bias=row_bias, ap=ap, b=x[i], ldb=p)
-        np.copyto(y[i].reshape(m, h, kh, wd, kw), taps.reshape(m, kh, kw, h, wd).transpose(0, 3, 1, 4, 2))
+        lib.nx_place_taps(m, kh, kw, h, wd, taps.ctypes.data, y[i].ctypes.data, threads())
     return y
 

@@ -312,11 +312,13 @@ def test_global_average_pool(shape):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("c,m,k,bias", [(24, 24, 2, True), (16, 8, 3, False), (32, 5, 2, True)])
-def test_conv_transpose_kernel_equals_stride(c, m, k, bias, threads):
-    ins = [_x(2, c, 20, 23), _x(c, m, k, k)] + ([_x(m)] if bias else [])
-    got = _check("ConvTranspose", ins, {"strides": [k, k]}, opset=11, rtol=1e-4, atol=1e-4, threads=threads)
-    model, feeds = _model("ConvTranspose", ins, {"strides": [k, k]}, opset=11)
+@pytest.mark.parametrize("c,m,k,bias,group", [(24, 24, 2, True, 1), (16, 8, 3, False, 1), (32, 5, 2, True, 1),
+                                              (24, 1, 2, True, 24), (12, 1, 3, False, 12)])  # last two: depthwise
+def test_conv_transpose_kernel_equals_stride(c, m, k, bias, group, threads):
+    ins = [_x(2, c, 20, 23), _x(c, m, k, k)] + ([_x(m * group)] if bias else [])
+    attrs = {"strides": [k, k], "group": group}
+    got = _check("ConvTranspose", ins, attrs, opset=11, rtol=1e-4, atol=1e-4, threads=threads)
+    model, feeds = _model("ConvTranspose", ins, attrs, opset=11)
     want = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
 
