@@ -162,3 +162,15 @@ NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, 
         }
     }
 }
+
+/* y = x * scale[c] + shift[c] over N×C planes of hw values (inference BatchNormalization: one pass) */
+NX_EXPORT void nx_channel_affine(long n, long c, long hw, const float* x, const float* scale, const float* shift,
+                                 float* y, int threads) {
+#pragma omp parallel for schedule(static) num_threads(use_threads(threads, n * c * hw))
+    for (long p = 0; p < n * c; p++) {
+        const float* xs = x + p * hw;
+        float* ys = y + p * hw;
+        float a = scale[p % c], b = shift[p % c];
+        for (long i = 0; i < hw; i++) ys[i] = xs[i] * a + b;
+    }
+}

@@ -44,6 +44,14 @@ def _claim_softmax(log):
     return claim
 
 
+def _claim_batch_norm(lib, node, opdef, attrs):
+    """Inference form only: opset 9+ (no is_test / spatial), one output, training_mode off."""
+    if opdef.since < 9 or len([o for o in node.outputs if o]) != 1 or attrs.get("training_mode", 0) or \
+            set(attrs) - {"epsilon", "momentum", "training_mode"}:
+        return None
+    return guarded(lambda *xs, **kw: K.batch_norm(lib, *xs, **kw), opdef.kernel)
+
+
 def _claim_conv(lib, node, opdef, attrs):
     fused = node.op_type == "FusedConv"
     act_name = attrs.pop("activation", "") if fused else ""
@@ -102,6 +110,7 @@ CLAIMS = {
     "Softmax": _claim_softmax(False),
     "LogSoftmax": _claim_softmax(True),
     "LayerNormalization": _simple(K.layer_norm, ("axis", "epsilon", "stash_type")),
+    "BatchNormalization": _claim_batch_norm,
     "Conv": _claim_conv,
     "MatMul": _simple(lambda lib, a, b, **kw: K.matmul(lib, a, b)),
     "Gemm": _claim_gemm,

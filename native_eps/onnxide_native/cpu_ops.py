@@ -114,6 +114,23 @@ def binary(lib, code, a, b):
     return y
 
 
+def batch_norm(lib, x, scale, b, mean, var, *, epsilon=1e-5, **_):
+    """Inference BatchNormalization of float32 (N, C, ...) as one pass y = x·a + (b − mean·a), a = scale/√(var+ε)
+    per channel (a and the shift computed as the numpy kernel computes them)."""
+    if not _f32(x, scale, b, mean, var) or x.ndim < 3 or x.size < SMALL_ACT:
+        return FALLBACK
+    c = x.shape[1]
+    if any(p.shape != (c,) for p in (scale, b, mean, var)):
+        return FALLBACK
+    a = scale / np.sqrt(var + np.float32(epsilon))
+    shift = b - mean * a
+    x = np.ascontiguousarray(x)
+    y = np.empty_like(x)
+    lib.nx_channel_affine(x.shape[0], c, x.size // (x.shape[0] * c), x.ctypes.data, a.ctypes.data,
+                          shift.ctypes.data, y.ctypes.data, threads())
+    return y
+
+
 def layer_norm(lib, x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None):
     if not _f32(x, scale) or (b is not None and not _f32(b)) or stash_type != 1 or x.ndim == 0:
         return FALLBACK

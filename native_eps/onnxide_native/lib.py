@@ -24,6 +24,7 @@ SIGNATURES = {
     "nx_gemm": "lll" + "plp" + "plp" + "pl" + "ppp" + "l" + "iff" + "pi",
     "nx_conv_shifted_scratch": "l" * 9,
     "nx_place_taps": "l" * 5 + "ppi",
+    "nx_channel_affine": "lll" + "pppp" + "i",
     "nx_dw_transpose": "l" * 5 + "ppppi",
     "nx_conv_shifted": "l" * 13 + "plpp" + "pp" + "iff" + "pi",
     "nx_winograd_f4_scratch": "llll",

@@ -306,6 +306,18 @@ def test_resize_nearest(scales, ctm, nearest, threads):
            threads=threads)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(2, 6, 30, 31), (1, 24, 700)])
+def test_batch_normalization_inference(shape, threads):
+    c = shape[1]
+    stats = [_x(c), _x(c), _x(c), np.abs(_x(c)) + 0.1]  # scale, bias, mean, variance
+    _check("BatchNormalization", [_x(*shape)] + stats, {"epsilon": 1e-3}, opset=15, rtol=1e-5, atol=1e-5,
+           threads=threads)
+    model, feeds = _model("BatchNormalization", [_x(*shape)] + stats, {"training_mode": 1}, n_out=3, opset=15)
+    sess = onnxide.InferenceSession(model, providers=[NATIVE, "CPUExecutionProvider"])
+    assert sess._executor.main_plan.steps[0].ep.name == "CPUExecutionProvider"  # training statistics: numpy
+
+
 @pytest.mark.parametrize("shape", [(2, 16, 20, 30), (1, 64, 9, 9), (3, 40, 300)])
 def test_global_average_pool(shape):
     _check("GlobalAveragePool", [_x(*shape)], opset=13, rtol=1e-5, atol=1e-6)
