@@ -14,6 +14,11 @@ from .util import ints, norm_axis
 def _norm_indices(idx, dim, name):
     """Indices (np.intp) with negatives wrapped by `dim`; out-of-range ones are refused."""
     idx = np.asarray(idx).astype(np.int64, copy=False)
+    if idx.ndim == 0:  # a scalar index (state[0], shape[i]): a Python int, which np.take takes as is
+        i = int(idx)
+        if i < -dim or i >= dim:
+            raise InvalidArgument(f"{name}: index {i} is out of bounds for a dimension of size {dim}")
+        return i + dim if i < 0 else i
     if idx.size:
         lo, hi = int(idx.min()), int(idx.max())
         if lo < -dim or hi >= dim:
