@@ -115,8 +115,8 @@ static inline void row_epilogue(float* row, long n, float bias, int act, float a
     if (act) nx_act_row(row, n, act, alpha, beta);
 }
 
-/* one MR×NR tile of C = act(A·B + bias[n] + row_bias[m] + res[m, n]): row panel ip of the packed A times one packed B panel, into rows [ip*MR, min(M, ip*MR + MR)) and columns
- * [n0, n0 + w) of C. A whole tile accumulates straight in C, an edge tile in a scratch tile copied out after. */
+/* one MR×NR tile of C = act(A·B + bias[n] + row_bias[m] + res[m, n]): row panel ip of the packed A times one
+ * packed B panel, into rows [ip*MR, min(M, ip*MR + MR)) and columns [n0, n0 + w) of C. A whole tile accumulates straight in C, an edge tile in a scratch tile copied out after. */
 static void tile_product(long K, long ip, const float* ap, const float* bpanel, float* c, long ldc,
                          long M, long n0, long w, const float* bias, const float* row_bias, const float* res,
                          long ldr, int act, float alpha, float beta) {
@@ -232,6 +232,9 @@ static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long D
     *ws = OW + (KW - 1) * DW / SW;
 }
 
+/* zeros after the last plane: the last position panel's rows reach up to NR - 1 + (ws - OW) floats past it */
+static long shifted_slack(long ws) { return NR + ws; }
+
 /* between a tile (h rows of NR positions from q0 on the Ws-wide grid) and the OH×OW rows of m: copy the tile's
  * valid positions out (`out`), or add the matrix's values into the tile (residual) */
 static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q, long ws, long OW, int out) {
@@ -255,7 +258,7 @@ NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long S
                                        long OW) {
     long hs, ws;
     shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);
-    return C * SH * SW * hs * ws + 2 * NR + C * KH * KW + 16;  /* planes, slack for the last panel, offsets */
+    return C * SH * SW * hs * ws + shifted_slack(ws) + C * KH * KW + 16;  /* planes, slack, offsets */
 }
 
 NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
@@ -266,11 +269,12 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);
     long K = C * KH * KW, plane = hs * ws, Q = OH * ws, P = OH * OW;
     long panels = (Q + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
-    if ((double)C * SH * SW * plane + 2 * NR >= 2147483647.0) return -1;  /* offsets are int */
+    long slack = shifted_slack(ws);
+    if ((double)C * SH * SW * plane + slack >= 2147483647.0) return -1;  /* offsets are int */
     float* mine = scratch ? NULL : malloc(sizeof(float) * nx_conv_shifted_scratch(C, KH, KW, SH, SW, DH, DW, OH, OW));
     float* xs = scratch ? scratch : mine;
     if (!xs) return -1;
-    int* off = (int*)(xs + C * SH * SW * plane + 2 * NR);
+    int* off = (int*)(xs + C * SH * SW * plane + slack);
     int nt = threads > 1 && M * P * K >= (1L << 20) ? threads : 1;
     /* weights larger than ~1 MB stream once (row panels outer, the input planes stay in cache); else the
      * position panels go outer and the weights are re-read from cache */
@@ -297,7 +301,7 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
         }
 #pragma omp single
         {
-            memset(xs + C * SH * SW * plane, 0, 2 * NR * sizeof(float));
+            memset(xs + C * SH * SW * plane, 0, slack * sizeof(float));
             for (long k = 0; k < K; k++) {
                 long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
                 off[k] = (int)((((c * SH + kh * DH % SH) * SW + kw * DW % SW) * hs + kh * DH / SH) * ws +

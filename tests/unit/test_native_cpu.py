@@ -148,7 +148,8 @@ def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
     for c, m, group, spatial, kernel, strides, dilations, pads in CONVS + [
             (40, 20, 1, (50, 47), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
             (64, 33, 1, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
-            (24, 36, 1, (61, 58), (5, 3), (2, 1), (1, 2), (2, 1, 2, 1))]:
+            (24, 36, 1, (61, 58), (5, 3), (2, 1), (1, 2), (2, 1, 2, 1)),
+            (3, 5, 1, (44, 47), (5, 5), (1, 1), (10, 10), (2, 2, 2, 2))]:  # rows reaching far past the planes
         x, w, b = _x(2, c, *spatial), _x(m, c // group, *kernel), _x(m)
         attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads),
                  "activation": "Relu"}
@@ -156,7 +157,7 @@ def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
                    threads=threads)[0]
         _check("FusedConv", [x, w, b, _x(*y.shape)], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4,
                threads=threads)
-    assert len(results) == 2 * len(CONVS) + 6 and not any(r is cpu_ops.FALLBACK for r in results)
+    assert len(results) == 2 * len(CONVS) + 8 and not any(r is cpu_ops.FALLBACK for r in results)
 
 
 @pytest.mark.parametrize("activation,params", [("Relu", None), ("LeakyRelu", [0.2]), ("Sigmoid", None),
