@@ -116,7 +116,8 @@ static inline void row_epilogue(float* row, long n, float bias, int act, float a
 }
 
 /* one MR×NR tile of C = act(A·B + bias[n] + row_bias[m] + res[m, n]): row panel ip of the packed A times one
- * packed B panel, into rows [ip*MR, min(M, ip*MR + MR)) and columns [n0, n0 + w) of C. A whole tile accumulates straight in C, an edge tile in a scratch tile copied out after. */
+ * packed B panel, into rows [ip*MR, min(M, ip*MR + MR)) and columns [n0, n0 + w) of C. A whole tile accumulates
+ * straight in C, an edge tile in a scratch tile copied out after. */
 static void tile_product(long K, long ip, const float* ap, const float* bpanel, float* c, long ldc,
                          long M, long n0, long w, const float* bias, const float* row_bias, const float* res,
                          long ldr, int act, float alpha, float beta) {

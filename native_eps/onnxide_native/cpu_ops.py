@@ -1,6 +1,7 @@
 """NativeCPUExecutionProvider's kernels over libonnxide_cpu: GEMMs on weights packed once, convolutions (depthwise,
-Winograd, GEMM on shifted input rows), ConvTranspose (kernel == stride), pooling, nearest upsampling, attention, and the passes numpy splits into several (activations with
-bias / residual, binary ops, LayerNorm, softmax). Each kernel has the numpy kernel's calling convention and returns
+Winograd, GEMM on shifted input rows), ConvTranspose (kernel == stride), pooling, nearest upsampling, attention,
+inference BatchNormalization, and the passes numpy splits into several (activations with bias / residual, binary
+ops, LayerNorm, softmax). Each kernel has the numpy kernel's calling convention and returns
 FALLBACK for what it does not do exactly (dtype, rank, broadcast, extra outputs) or would do slower (small work),
 so the numpy kernel runs; batched GEMMs inside attention use numpy too."""
 import math

@@ -30,7 +30,8 @@ SIGNATURES = {
     "nx_winograd_f4_scratch": "llll",
     "nx_winograd_f4": "l" * 9 + "pppppp" + "iffi",
 }
-RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted"}  # 0, or -1 when the kernel could not allocate its scratch
+# 0, or -1 when the kernel could not allocate its scratch
+RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted"}
 RETURNS_LONG = {"nx_gemm_packed_size", "nx_gemm_packed_a_size", "nx_gemm_scratch_size", "nx_winograd_f4_scratch",
                 "nx_conv_shifted_scratch"}
 _CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}

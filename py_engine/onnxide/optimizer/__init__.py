@@ -13,13 +13,13 @@ from . import (constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patt
                transpose)
 
 BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, constant_folding.inline_constant_if,
-         eliminate.remove_dead_nodes,
-         eliminate.common_subexpressions, transpose.cancel_transposes, shape_values.simplify_reshape_targets]
+         eliminate.remove_dead_nodes, eliminate.common_subexpressions, transpose.cancel_transposes,
+         shape_values.simplify_reshape_targets]
 EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_conv.fold_scale_shift_into_conv,
             fuse_conv.fold_affine_into_next_conv, fuse_patterns.fuse_layernorm,
             fuse_patterns.fuse_gelu, fuse_patterns.fuse_hardswish, fuse_patterns.fuse_matmul_add,
-            fuse_conv.fuse_conv_add, fuse_conv.fuse_activation, fuse_attention.fuse_attention, fuse_transformer.fuse_bias_gelu,
-            fuse_transformer.fuse_skip_layernorm]
+            fuse_conv.fuse_conv_add, fuse_conv.fuse_activation, fuse_attention.fuse_attention,
+            fuse_transformer.fuse_bias_gelu, fuse_transformer.fuse_skip_layernorm]
 
 
 class GraphScope:
@@ -36,8 +36,8 @@ class GraphScope:
     def outer_type(self, name):
         """(elem type, dims) of an enclosing graph's value `name` (the innermost definition), or None."""
         if self._defined is None:  # the enclosing graphs do not change while this body is optimized
-            self._defined = [({v.name for v in g.inputs} | set(g.value_info) | {o for n in g.nodes for o in n.outputs},
-                              g) for g in self.enclosing]
+            self._defined = [({v.name for v in g.inputs} | set(g.value_info) |
+                               {o for n in g.nodes for o in n.outputs}, g) for g in self.enclosing]
         for names, g in reversed(self._defined):
             if name in g.initializers:
                 return None  # a constant: folding reads its value

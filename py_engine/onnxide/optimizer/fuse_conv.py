@@ -78,7 +78,8 @@ def _activation_params(act):
 
 
 def fuse_activation(model):
-    """Conv+act → FusedConv; Gemm+act → FusedGemm (float only; Clip only with constant or attribute bounds)."""
+    """Conv+act → FusedConv (and a FusedConv adding Z with no activation yet takes one); Gemm+act → FusedGemm
+    (float only; Clip only with constant or attribute bounds)."""
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)
     for base in list(g.nodes):
@@ -104,7 +105,9 @@ def fuse_activation(model):
                 params = [float(lo), float(hi)]
         attrs = dict(base.attrs)
         if base.op_type == "FusedConv":
-            base.attrs.update(activation=act.op_type, **({"activation_params": [float(p) for p in params]} if params else {}))
+            base.attrs["activation"] = act.op_type
+            if params:
+                base.attrs["activation_params"] = [float(p) for p in params]
             base.outputs = act.outputs
             g.nodes.remove(act)
             uses = consumers(g)
