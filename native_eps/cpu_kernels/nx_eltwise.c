@@ -94,30 +94,12 @@ NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float 
                           long seq, int bias_b, int bias_h, int log, int threads) {
 #pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
     for (long r = 0; r < rows; r++) {
-        const float* xr = x + r * cols;
-        float* yr = y + r * cols;
-        float sc = scale;
+        const float* br = NULL;
         if (bias) {
             long b = r / (heads * seq), h = (r / seq) % heads, q = r % seq;
-            const float* br = bias + (((bias_b ? b : 0) * (bias_h ? heads : 1) + (bias_h ? h : 0)) * seq + q) * cols;
-            for (long c = 0; c < cols; c++) yr[c] = xr[c] * scale + br[c];
-            xr = yr;
-            sc = 1.f;
+            br = bias + (((bias_b ? b : 0) * (bias_h ? heads : 1) + (bias_h ? h : 0)) * seq + q) * cols;
         }
-        float m = nx_max(xr, cols);
-        if (!(m > -INFINITY && m < INFINITY)) {  /* an inf maximum (or all -inf): NaN, as max-subtraction gives */
-            for (long c = 0; c < cols; c++) yr[c] = NAN;
-            continue;
-        }
-        if (log) {
-            for (long c = 0; c < cols; c++) yr[c] = nx_exp((xr[c] - m) * sc);
-            float ls = logf(nx_sum(yr, cols));
-            for (long c = 0; c < cols; c++) yr[c] = (xr[c] - m) * sc - ls;
-        } else {
-            for (long c = 0; c < cols; c++) yr[c] = nx_exp((xr[c] - m) * sc);
-            float inv = 1.f / nx_sum(yr, cols);
-            for (long c = 0; c < cols; c++) yr[c] *= inv;
-        }
+        nx_softmax_row(x + r * cols, y + r * cols, cols, scale, br, log);
     }
 }
 

@@ -144,4 +144,29 @@ NX_INLINE float nx_max(const float* x, long n) {
     return m;
 }
 
+/* one row of y = softmax(scale * x + bias) (or log-softmax with `log`: then y must not alias x, and bias must be
+ * NULL); y may alias x otherwise; bias (or NULL) is the row's additive bias */
+NX_INLINE void nx_softmax_row(const float* xr, float* yr, long cols, float scale, const float* br, int log) {
+    float sc = scale;
+    if (br) {
+        for (long c = 0; c < cols; c++) yr[c] = xr[c] * scale + br[c];
+        xr = yr;
+        sc = 1.f;
+    }
+    float m = nx_max(xr, cols);
+    if (!(m > -INFINITY && m < INFINITY)) {  /* an inf maximum (or all -inf): NaN, as max-subtraction gives */
+        for (long c = 0; c < cols; c++) yr[c] = NAN;
+        return;
+    }
+    if (log) {
+        for (long c = 0; c < cols; c++) yr[c] = nx_exp((xr[c] - m) * sc);
+        float ls = logf(nx_sum(yr, cols));
+        for (long c = 0; c < cols; c++) yr[c] = (xr[c] - m) * sc - ls;
+    } else {
+        for (long c = 0; c < cols; c++) yr[c] = nx_exp((xr[c] - m) * sc);
+        float inv = 1.f / nx_sum(yr, cols);
+        for (long c = 0; c < cols; c++) yr[c] *= inv;
+    }
+}
+
 #endif

@@ -25,13 +25,14 @@ SIGNATURES = {
     "nx_conv_shifted_scratch": "l" * 9,
     "nx_place_taps": "l" * 5 + "ppi",
     "nx_channel_affine": "lll" + "pppp" + "i",
+    "nx_attention": "l" * 6 + "pppp" + "ii" + "f" + "p" + "i",
     "nx_dw_transpose": "l" * 5 + "ppppi",
     "nx_conv_shifted": "l" * 13 + "plpp" + "pp" + "iff" + "pi",
     "nx_winograd_f4_scratch": "llll",
     "nx_winograd_f4": "l" * 9 + "pppppp" + "iffi",
 }
 # 0, or -1 when the kernel could not allocate its scratch
-RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted"}
+RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted", "nx_attention"}
 RETURNS_LONG = {"nx_gemm_packed_size", "nx_gemm_packed_a_size", "nx_gemm_scratch_size", "nx_winograd_f4_scratch",
                 "nx_conv_shifted_scratch"}
 _CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}

@@ -100,13 +100,16 @@ def test_softmax(op, opset, axis):
     _check(op, [x], {"axis": axis}, opset=opset)
 
 
+@pytest.mark.parametrize("threads", [1, 2])  # numpy's GEMMs around the native softmax; nx_attention
 @pytest.mark.parametrize("bias_shape", [None, (1, 1, 7, 11), (2, 1, 7, 11), (1, 4, 7, 11), (2, 4, 7, 11)])
-def test_multi_head_attention(bias_shape):
-    q, k, v = _x(2, 7, 48), _x(2, 11, 48), _x(2, 11, 48)
-    extra = [] if bias_shape is None else [None, None, _x(*bias_shape) * 3]
-    _check("MultiHeadAttention", [q, k, v] + extra, {"num_heads": 4}, domain="com.microsoft", atol=1e-5)
-    _check("MultiHeadAttention", [q, k, v] + extra, {"num_heads": 4, "scale": 0.2}, domain="com.microsoft",
-           atol=1e-5)
+def test_multi_head_attention(bias_shape, threads):
+    q, k = _x(2, 7, 48), _x(2, 11, 48)
+    for v in (_x(2, 11, 48), _x(2, 11, 64)):  # value heads as wide as the query heads, and wider
+        extra = [] if bias_shape is None else [None, None, _x(*bias_shape) * 3]
+        _check("MultiHeadAttention", [q, k, v] + extra, {"num_heads": 4}, domain="com.microsoft", atol=1e-5,
+               threads=threads)
+        _check("MultiHeadAttention", [q, k, v] + extra, {"num_heads": 4, "scale": 0.2}, domain="com.microsoft",
+               atol=1e-5, threads=threads)
 
 
 CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads
