@@ -156,6 +156,44 @@ def test_cpu_mem_arena_keeps_freed_blocks_for_the_next_run():
     assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 100  # ~5000 without the policy
 
 
+def _shape_if_model():
+    """y = squeeze(x, 0) * 2 when x's batch dim is 1, else x * 2 flattened: an If on a symbolic dim (silero VAD's
+    pattern)."""
+    then_g = helper.make_graph([helper.make_node("Squeeze", ["x", "zero"], ["sq"])], "t", [],
+                               [helper.make_tensor_value_info("sq", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Reshape", ["x", "flat"], ["fl"])], "e", [],
+                               [helper.make_tensor_value_info("fl", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]), helper.make_node("Gather", ["shp", "zero"], ["d0"]),
+             helper.make_node("Equal", ["d0", "one"], ["is1"]),
+             helper.make_node("If", ["is1"], ["picked"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Add", ["picked", "picked"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array([0], np.int64), "zero"),
+                           numpy_helper.from_array(np.array([1], np.int64), "one"),
+                           numpy_helper.from_array(np.array([-1], np.int64), "flat")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_recurring_input_shapes_get_a_specialized_executor():
+    m = _shape_if_model()
+    sess = ort.InferenceSession(m.SerializeToString())
+    ref = onnxruntime.InferenceSession(m.SerializeToString())
+    rng = np.random.default_rng(3)
+    for batch in (1, 1, 1, 2, 2, 2, 1):
+        x = rng.standard_normal((batch, 3)).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0], rtol=1e-6)
+    executors = sess._specialized._executors
+    assert len(executors) == 2 and all(e is not None for e in executors.values())  # one per batch size, both seen twice
+    for key, ex in executors.items():
+        ops = [n.op_type for n in ex.model.graph.nodes]
+        assert "If" not in ops and "Shape" not in ops, (key, ops)  # the shape test folded, the branch inlined
+    assert [n.op_type for n in sess._model.graph.nodes] == ["Shape", "Gather", "Equal", "If", "Add"]  # general
+    assert sess.get_inputs()[0].shape == ["batch", 3]
+    no_if = ort.InferenceSession(_model().SerializeToString())
+    assert no_if._specialized is None  # nothing to fold: no second optimization
+
+
 def test_io_binding_and_ort_values():
     sess = ort.InferenceSession(_model().SerializeToString())
     x = np.random.default_rng(2).random((2, 4), dtype=np.float32)

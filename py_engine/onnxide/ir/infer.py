@@ -197,6 +197,24 @@ def _infer_node(n, types, consts, opset, sv):
         shape = _const(consts, n.inputs[0])
         return [(dt.code_of(v.dtype) if isinstance(v, np.ndarray) else dt.FLOAT,
                  None if shape is None else [int(x) for x in shape.reshape(-1)])]
+    if op == "Pad" and s0 is not None and len(n.inputs) > 1:
+        pads = _const(consts, n.inputs[1])
+        axes = _const(consts, n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] else None
+        if pads is not None and (len(n.inputs) <= 3 or not n.inputs[3] or axes is not None):
+            return [(t0, _padded(s0, [int(p) for p in pads.reshape(-1)],
+                                 None if axes is None else [int(x) for x in axes.reshape(-1)]))]
+    if op == "Slice" and s0 is not None and len(n.inputs) >= 3:
+        params = [_const(consts, x) if x else None for x in n.inputs[1:5]]
+        if all(p is not None for p in params[:2]) and all(p is not None or not x for p, x in
+                                                            zip(params[2:], n.inputs[3:5])):
+            return [(t0, _sliced(s0, *[None if p is None else [int(v) for v in p.reshape(-1)] for p in params]))]
+    if op in ("LSTM", "GRU", "RNN") and s0 is not None and len(s0) == 3 and a.get("hidden_size"):
+        dirs = 2 if a.get("direction") == "bidirectional" else 1
+        hs = a["hidden_size"]
+        t, b = (s0[1], s0[0]) if a.get("layout") else (s0[0], s0[1])
+        y = [b, t, dirs, hs] if a.get("layout") else [t, dirs, b, hs]
+        state = [b, dirs, hs] if a.get("layout") else [dirs, b, hs]
+        return [(t0, y)] + [(t0, state)] * (len(n.outputs) - 1)
     if op in ("Split", "Slice", "Expand", "Tile", "Pad", "Resize", "TopK", "Range", "Einsum", "Upsample"):
         elems = [t0] * len(n.outputs)
         if op == "TopK" and len(elems) > 1:
@@ -229,6 +247,31 @@ def _reshape(s0, shape, allowzero):
     return out
 
 
+def _padded(s0, pads, axes):
+    """Pad's output dims: pads (begin..., end...) over `axes` (all when None); unknown dims stay unknown."""
+    r = len(s0)
+    axes = list(range(r)) if axes is None else [x + r if x < 0 else x for x in axes]
+    if len(pads) != 2 * len(axes) or any(not 0 <= x < r for x in axes):
+        return None
+    out = list(s0)
+    for i, x in enumerate(axes):
+        out[x] = out[x] + pads[i] + pads[i + len(axes)] if isinstance(out[x], int) else None
+    return out
+
+
+def _sliced(s0, starts, ends, axes, steps):
+    """Slice's output dims (numpy's clamping rules, as the kernel applies them); unknown dims stay unknown."""
+    r = len(s0)
+    axes = list(range(len(starts))) if axes is None else [x + r if x < 0 else x for x in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps) or any(not 0 <= x < r for x in axes) or 0 in steps:
+        return None
+    out = list(s0)
+    for x, st, en, sp in zip(axes, starts, ends, steps):
+        out[x] = len(range(*slice(st, en, sp).indices(out[x]))) if isinstance(out[x], int) else None
+    return out
+
+
 def _conv_shape(n, s0, wshape):
     a = n.attrs
     nd = len(s0) - 2
@@ -245,7 +288,8 @@ def _conv_shape(n, s0, wshape):
     return [s0[0], c] + out
 
 
-def _type_proto(elem, shape):
+def tensor_type(elem, shape):
+    """A tensor TypeProto of element type `elem` and dims `shape` (int / symbolic name / None each, or None)."""
     tt = P.TypeProtoTensor(elem_type=elem or 0)
     if shape is not None:
         tt.shape = P.TensorShapeProto(dim=[P.Dimension(dim_value=d) if isinstance(d, int) else
@@ -308,8 +352,8 @@ def infer_shapes(model):
                 continue
             if res is not None and i < len(res) and res[i][0]:
                 types[name] = res[i]
-                g.value_info[name] = ValueInfo(name, _type_proto(*res[i]), inferred=True)
+                g.value_info[name] = ValueInfo(name, tensor_type(*res[i]), inferred=True)
     for o in g.outputs:
         if o.type is None and o.name in types:
-            o.type, o.inferred = _type_proto(*types[o.name]), True
+            o.type, o.inferred = tensor_type(*types[o.name]), True
     return types, sv

@@ -9,9 +9,10 @@ from .. import proto as P
 from ..errors import (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
 from ..ir import load_model
 from ..ir.to_proto import model_to_proto
-from ..ir.infer import infer_shapes
+from ..ir.infer import infer_shapes, tensor_type
 from ..optimizer import optimize
 from . import providers as eps
+from . import specialize
 from .executor import Executor
 from .iobinding import IOBinding, OrtValue
 from .memory import keep_freed_memory
@@ -129,6 +130,8 @@ class InferenceSession:
             keep_freed_memory()
         self._profiler = Profiler(so.profile_file_prefix) if so.enable_profiling else None
         self._executor = Executor(self._model, self._providers, self._profiler)
+        self._proto, self._base_dir = mp, base_dir
+        self._specialized = self._specializations()
         self._threads = blas_threads(so.intra_op_num_threads, any(p.own_threads for p in self._providers))
         g = self._model.graph
         self._inputs = [v for v in g.inputs if v.name not in g.initializers]
@@ -167,6 +170,27 @@ class InferenceSession:
         self._threads = blas_threads(self._sess_options.intra_op_num_threads,
                                      any(p.own_threads for p in self._providers))
         self._executor = Executor(self._model, self._providers, self._profiler)
+        self._specialized = self._specializations()
+
+    def _specializations(self):
+        """Executors for recurring input shapes (runtime/specialize.py), where the model may gain from them."""
+        if self._sess_options.graph_optimization_level <= 0 or not specialize.worthwhile(self._model):
+            return None
+        return specialize.Specializations(self._specialized_executor)
+
+    def _specialized_executor(self, shapes):
+        model = load_model(self._proto, self._base_dir)
+        _override_free_dims(model.graph, self._sess_options._free_dims)
+        for vi in model.graph.inputs:  # fresh types: the loaded model shares the proto's with the general one
+            if vi.name in shapes and vi.shape is not None and len(vi.shape) == len(shapes[vi.name]):
+                vi.type = tensor_type(vi.elem_type, list(shapes[vi.name]))
+        infer_shapes(model)
+        optimize(model, self._sess_options.graph_optimization_level)
+        return Executor(model, self._providers, self._profiler)
+
+    def _executor_for(self, feeds):
+        ex = self._specialized.executor_for(feeds) if self._specialized is not None else None
+        return ex if ex is not None else self._executor
 
     def end_profiling(self):
         """Write the chrome-trace JSON of the runs so far; returns its path ('' when profiling is off)."""
@@ -181,7 +205,7 @@ class InferenceSession:
         names, feeds = self._prepare(output_names, input_feed)
         try:
             with self._threads:
-                return [_owned(v) for v in self._executor.run(feeds, names)]
+                return [_owned(v) for v in self._executor_for(feeds).run(feeds, names)]
         except RecursionError:
             raise Fail("Model execution exceeded the maximum nesting depth") from None
 
@@ -212,7 +236,7 @@ class InferenceSession:
     async def _run_awaitable(self, output_names, input_feed):
         names, feeds = self._prepare(output_names, input_feed)
         with self._threads:  # as `run`: the session's thread count for BLAS and the EPs' own kernels
-            return [_owned(v) for v in await self._executor.run_async(feeds, names)]
+            return [_owned(v) for v in await self._executor_for(feeds).run_async(feeds, names)]
 
     def _check_feeds(self, input_feed):
         feeds = {}

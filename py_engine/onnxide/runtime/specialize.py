@@ -1,0 +1,50 @@
+"""Executors specialized to input shapes a session keeps seeing. For models with control flow (If) whose inputs
+have symbolic dims: once a set of input shapes has come twice, the model is optimized again with those dims fixed,
+so shape-dependent Ifs and their shape arithmetic fold away (silero VAD: 230 nodes -> 95), and runs with those
+shapes use that executor. Bounded: a few shape sets per session, models with up to 64 MB of weights."""
+import numpy as np
+
+from ..ir.model import subgraphs
+
+MAX_SHAPE_SETS = 4           # specialized executors per session
+RUNS_BEFORE = 2              # a shape set is specialized on its second run (a one-off run never pays for it)
+MAX_WEIGHT_BYTES = 64 << 20  # folded weights are per executor: bigger models are not specialized
+
+
+def worthwhile(model):
+    """Whether a model could gain: some graph input dim is not static, there is an If, the weights are small."""
+    g = model.graph
+    symbolic = any(d is None or not isinstance(d, int)
+                   for v in g.inputs if v.name not in g.initializers and v.shape is not None for d in v.shape)
+    weights = sum(a.nbytes for a in g.initializers.values() if isinstance(a, np.ndarray))
+    return symbolic and weights <= MAX_WEIGHT_BYTES and _has_if(g)
+
+
+def _has_if(g):
+    return any(n.op_type == "If" or any(_has_if(sg) for sg in subgraphs(n)) for n in g.nodes)
+
+
+class Specializations:
+    """`executor_for(feeds)`: a specialized executor for the feeds' shapes, or None (use the general one).
+    `build(shapes)` makes one for {input name: shape}; a failure there leaves that shape set general."""
+
+    def __init__(self, build):
+        self._build = build
+        self._seen = {}
+        self._executors = {}
+
+    def executor_for(self, feeds):
+        key = tuple(sorted((name, v.shape) for name, v in feeds.items() if isinstance(v, np.ndarray)))
+        if key in self._executors:
+            return self._executors[key]
+        if len(self._executors) >= MAX_SHAPE_SETS:
+            return None
+        runs = self._seen[key] = self._seen.get(key, 0) + 1
+        if runs < RUNS_BEFORE or len(self._seen) > 16 * MAX_SHAPE_SETS:
+            return None
+        try:
+            executor = self._build(dict(key))
+        except Exception:  # noqa: BLE001 - the general executor runs these shapes as before
+            executor = None
+        self._executors[key] = executor
+        return executor
