@@ -1,11 +1,13 @@
-"""Direct conv paths (ops/conv_direct.py: depthwise, few output channels) against a float64 tap-by-tap reference
-and onnxruntime: strides 1-3, dilations, asymmetric and zero pads, 1-D convs, batch > 1, with and without bias."""
+"""Direct conv paths (ops/conv_direct.py: depthwise, few output channels) and the gathered path of small convs
+(ops/conv.py) against a float64 tap-by-tap reference and onnxruntime: strides 1-3, dilations, asymmetric and zero
+pads, 1-D convs, batch > 1, with and without bias."""
 import numpy as np
 import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxide
+from onnxide.ops import conv as conv_ops
 from onnxide.ops import conv_direct
 from onnxide.ops.conv import conv_nd, spatial_geometry
 
@@ -56,6 +58,7 @@ def test_direct_paths_match_reference(case, bias, monkeypatch):
     b = rng.standard_normal(m).astype(np.float32) if bias else None
     out, pb, pe, st, dil = spatial_geometry(list(spatial), list(kernel), [s] * nd, [d] * nd, list(pads), "NOTSET", "t")
     used = []
+    monkeypatch.setattr(conv_ops, "SMALL_GATHER", 0)  # small cases would take the gathered path
     for name in ("depthwise", "few_outputs"):
         real = getattr(conv_direct, name)
         monkeypatch.setattr(conv_direct, name, lambda *a, _r=real, _n=name, **k: used.append(_n) or _r(*a, **k))
@@ -94,3 +97,29 @@ def test_depthwise_session_matches_onnxruntime():
     expect = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     got = onnxide.InferenceSession(model).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("case", [c for c in CASES if c[3] == 1] + [
+    (1, 129, 128, 1, (3,), (3,), 1, 1, (1, 1)),             # silero VAD's encoder
+    (1, 1, 258, 1, (576,), (256,), 128, 1, (0, 0)),         # its STFT
+    (2, 3, 5, 1, (7, 6), (1, 1), 2, 1, (0, 0, 0, 0)),
+    (1, 2, 3, 1, (4, 5), (3, 2), 1, 3, (3, 0, 2, 4))], ids=str)  # taps entirely in the padding
+def test_small_convs_gather_their_columns(case, bias, monkeypatch):
+    n, c, m, group, spatial, kernel, s, d, pads = case
+    nd = len(spatial)
+    x = rng.standard_normal((n, c) + spatial).astype(np.float32)
+    w = rng.standard_normal((m, c) + kernel).astype(np.float32)
+    b = rng.standard_normal(m).astype(np.float32) if bias else None
+    out, pb, pe, st, dil = spatial_geometry(list(spatial), list(kernel), [s] * nd, [d] * nd, list(pads), "NOTSET", "t")
+    used = []
+    real = conv_ops._gathered
+    monkeypatch.setattr(conv_ops, "SMALL_GATHER", 1 << 30)
+    monkeypatch.setattr(conv_ops, "_gathered", lambda *a: used.append(1) or real(*a))
+    y = conv_nd(x, w, 1, list(kernel), st, dil, pb, pe, out, "t", fast=True, bias=b)
+    assert used == [1]
+    ref = _reference(x, w, 1, st, dil, pb, pe, out)
+    if b is not None:
+        ref += b.reshape((1, m) + (1,) * nd)
+    assert y.dtype == np.float32 and y.shape == ref.shape and y.flags.c_contiguous
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-4)
