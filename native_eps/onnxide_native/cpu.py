@@ -4,7 +4,9 @@ and softmax, split over the session's threads (own_threads). Tensors stay numpy 
 declines or falls back on runs in the numpy kernel."""
 import math
 
+from onnxide.errors import InvalidArgument
 from onnxide.ops import registry
+from onnxide.ops.conv import spatial_geometry
 from onnxide.runtime import activations
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
@@ -134,7 +136,7 @@ MS_CLAIMS = {
 }
 
 
-def _small_gemm(shapes):
+def _small_gemm(shapes, attrs):
     a, b = shapes[0], shapes[1]
     if a is None or b is None or len(a) < 2 or len(b) != 2:
         return False
@@ -142,13 +144,21 @@ def _small_gemm(shapes):
     return m < 4 or n < K.SMALL_N or m * n * a[-1] < K.SMALL_GEMM
 
 
-def _small_conv(shapes):
+def _small_conv(shapes, attrs):
     x, w = shapes[0], shapes[1]
-    return x is not None and w is not None and len(x) > 2 and len(w) > 1 and w[1] > 0 and (
-        math.prod(w) * math.prod(x) < K.SMALL_GEMM * w[1] or math.prod(x[2:]) < K.SMALL_N)
+    if x is None or w is None or len(x) <= 2 or len(w) <= 1 or w[1] <= 0:
+        return False
+    if math.prod(w) * math.prod(x) < K.SMALL_GEMM * w[1] or math.prod(x[2:]) < K.SMALL_N:
+        return True
+    try:  # few output positions (silero VAD's STFT conv: 3): the native kernel declines those at run time
+        out = spatial_geometry(list(x[2:]), attrs.get("kernel_shape") or list(w[2:]), attrs.get("strides"),
+                               attrs.get("dilations"), attrs.get("pads"), attrs.get("auto_pad"), "Conv")[0]
+    except InvalidArgument:
+        return False  # the kernel reports it
+    return math.prod(out) < K.SMALL_N
 
 
-def _small_elementwise(shapes):
+def _small_elementwise(shapes, attrs):
     return all(s is not None for s in shapes) and max(math.prod(s) for s in shapes) < K.SMALL_ACT
 
 
@@ -174,7 +184,7 @@ class NativeCPUExecutionProvider(ExecutionProvider):
         return None if claim is None else claim(self.lib, node, opdef, dict(node.attrs))
 
     def too_small(self, node, shapes):
-        return bool(shapes) and SMALL.get(node.op_type, _small_elementwise)(shapes)
+        return bool(shapes) and SMALL.get(node.op_type, _small_elementwise)(shapes, node.attrs)
 
 
 def available():

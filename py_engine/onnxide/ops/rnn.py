@@ -28,8 +28,23 @@ def _sigmoid(x):
     return np.where(x >= 0, r, e * r)
 
 
+_ACTIVATION_SETS = {}  # (op, names, alphas, betas, num_dirs, dtype) -> _activations' result
+
+
 def _activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
-    """List (per direction) of lists of callables. alphas/betas are consumed in order by the functions using them."""
+    """List (per direction) of lists of callables (built once per attribute set). alphas/betas are consumed in
+    order by the functions using them."""
+    key = (op_name, None if names is None else tuple(names), None if alphas is None else tuple(alphas),
+           None if betas is None else tuple(betas), num_dirs, cdt)
+    fns = _ACTIVATION_SETS.get(key)
+    if fns is None:
+        if len(_ACTIVATION_SETS) > 64:
+            _ACTIVATION_SETS.clear()
+        fns = _ACTIVATION_SETS[key] = _build_activations(op_name, names, alphas, betas, defaults, num_dirs, cdt)
+    return fns
+
+
+def _build_activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
     n = len(defaults)
     if names is None or len(names) == 0:
         names = list(defaults) * num_dirs
