@@ -194,6 +194,27 @@ def test_recurring_input_shapes_get_a_specialized_executor():
     assert no_if._specialized is None  # nothing to fold: no second optimization
 
 
+def test_inferred_output_shapes_match_what_runs_produce():
+    """Pad / Slice (edge clamps included) / LSTM shapes inferred from static inputs equal the computed ones (shape
+    specialization folds on them)."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["padded"], mode="reflect"),
+             helper.make_node("Slice", ["x", "s1", "e1", "a1", "st1"], ["rev"]),     # start below -d, step -1
+             helper.make_node("Slice", ["x", "s2", "e2", "a2"], ["mid"]),
+             helper.make_node("LSTM", ["seq", "W", "R"], ["Y", "Yh", "Yc"], hidden_size=5)]
+    inits = [i64("pads", [0, 2, 0, 1]), i64("s1", [-10]), i64("e1", [-20]), i64("a1", [1]), i64("st1", [-1]),
+             i64("s2", [1, -3]), i64("e2", [100, -1]), i64("a2", [0, 1]),
+             numpy_helper.from_array(np.ones((1, 20, 3), np.float32), "W"),
+             numpy_helper.from_array(np.ones((1, 20, 5), np.float32), "R")]
+    outs = ["padded", "rev", "mid", "Y", "Yh", "Yc"]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 6]),
+                                       helper.make_tensor_value_info("seq", TensorProto.FLOAT, [4, 2, 3])],
+                          [helper.make_empty_tensor_value_info(o) for o in outs], inits)
+    sess = ort.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString())
+    got = sess.run(None, {"x": np.ones((3, 6), np.float32), "seq": np.ones((4, 2, 3), np.float32)})
+    assert [o.shape for o in sess.get_outputs()] == [list(v.shape) for v in got]
+
+
 def test_io_binding_and_ort_values():
     sess = ort.InferenceSession(_model().SerializeToString())
     x = np.random.default_rng(2).random((2, 4), dtype=np.float32)

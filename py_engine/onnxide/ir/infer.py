@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import proto as P
+from ..ops.util import slice_bounds
 from .model import ValueInfo, type_dims
 
 _SAME = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
@@ -204,7 +205,7 @@ def _infer_node(n, types, consts, opset, sv):
             return [(t0, _padded(s0, [int(p) for p in pads.reshape(-1)],
                                  None if axes is None else [int(x) for x in axes.reshape(-1)]))]
     if op == "Slice" and s0 is not None and len(n.inputs) >= 3:
-        params = [_const(consts, x) if x else None for x in n.inputs[1:5]]
+        params = [_const(consts, x) if x else None for x in (list(n.inputs[1:5]) + ["", ""])[:4]]
         if all(p is not None for p in params[:2]) and all(p is not None or not x for p, x in
                                                             zip(params[2:], n.inputs[3:5])):
             return [(t0, _sliced(s0, *[None if p is None else [int(v) for v in p.reshape(-1)] for p in params]))]
@@ -255,12 +256,13 @@ def _padded(s0, pads, axes):
         return None
     out = list(s0)
     for i, x in enumerate(axes):
-        out[x] = out[x] + pads[i] + pads[i + len(axes)] if isinstance(out[x], int) else None
+        size = out[x] + pads[i] + pads[i + len(axes)] if isinstance(out[x], int) else -1
+        out[x] = size if size >= 0 else None  # (cropping past the whole axis: the kernel reports it)
     return out
 
 
 def _sliced(s0, starts, ends, axes, steps):
-    """Slice's output dims (numpy's clamping rules, as the kernel applies them); unknown dims stay unknown."""
+    """Slice's output dims (the kernel's bounds, ops.util.slice_bounds); unknown dims stay unknown."""
     r = len(s0)
     axes = list(range(len(starts))) if axes is None else [x + r if x < 0 else x for x in axes]
     steps = [1] * len(starts) if steps is None else steps
@@ -268,7 +270,7 @@ def _sliced(s0, starts, ends, axes, steps):
         return None
     out = list(s0)
     for x, st, en, sp in zip(axes, starts, ends, steps):
-        out[x] = len(range(*slice(st, en, sp).indices(out[x]))) if isinstance(out[x], int) else None
+        out[x] = len(range(*slice_bounds(out[x], st, en, sp).indices(out[x]))) if isinstance(out[x], int) else None
     return out
 
 

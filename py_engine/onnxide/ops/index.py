@@ -8,7 +8,7 @@ from ..dtypes import np_dtype
 from ..errors import InvalidArgument
 from .math import lift, via_float32
 from .registry import op
-from .util import ints, norm_axis
+from .util import ints, norm_axis, slice_bounds
 
 
 def _norm_indices(idx, dim, name):
@@ -205,19 +205,9 @@ def _slice(data, starts, ends, axes, steps):
         raise InvalidArgument("Slice: starts/ends/axes/steps disagree in length or axes repeat")
     sl = [slice(None)] * r
     for s, e, a, st in zip(starts, ends, axes, steps):
-        d = data.shape[a]
         if st == 0:
             raise InvalidArgument("Slice: step cannot be 0")
-        s = s + d if s < 0 else s
-        e = e + d if e < 0 else e
-        if st > 0:
-            s = min(max(s, 0), d)
-            e = min(max(e, 0), d)
-            sl[a] = slice(s, e, st)
-        else:
-            s = min(max(s, 0), d - 1)
-            e = min(max(e, -1), d - 1)
-            sl[a] = slice(s, None if e < 0 else e, st) if d else slice(0, 0)
+        sl[a] = slice_bounds(data.shape[a], s, e, st)
     return data[tuple(sl)]
 
 

@@ -1,4 +1,5 @@
-"""Small helpers shared by the kernels: attribute/input int lists and axis normalisation (one definition each)."""
+"""Small helpers shared by the kernels (and shape inference): attribute/input int lists, axis normalisation, Slice's
+bounds (one definition each)."""
 import numpy as np
 
 from ..errors import InvalidArgument
@@ -18,3 +19,17 @@ def norm_axis(axis, rank, name):
     if not -r <= a < r:
         raise InvalidArgument(f"{name}: axis {axis} is out of range for rank {rank}")
     return a % r
+
+
+def slice_bounds(d, start, end, step):
+    """The Python slice ONNX's Slice takes along an axis of length d: negatives count from the end, then starts and
+    ends clamp to [0, d] for positive steps and to [0, d-1] / [-1, d-1] for negative ones (a start below -d still
+    starts at 0, where Python's slice would start nowhere)."""
+    s = start + d if start < 0 else start
+    e = end + d if end < 0 else end
+    if step > 0:
+        return slice(min(max(s, 0), d), min(max(e, 0), d), step)
+    if not d:
+        return slice(0, 0)
+    s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
+    return slice(s, None if e < 0 else e, step)
