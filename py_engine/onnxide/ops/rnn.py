@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .activation import sigmoid_array
 from .math import via_float32
 from .registry import op
 
@@ -9,7 +10,7 @@ from .registry import op
 _ACTS = {
     "relu": (lambda x, a, b: np.maximum(x, 0), None, None),
     "tanh": (lambda x, a, b: np.tanh(x), None, None),
-    "sigmoid": (lambda x, a, b: _sigmoid(x), None, None),
+    "sigmoid": (lambda x, a, b: sigmoid_array(x), None, None),
     "affine": (lambda x, a, b: a * x + b, 1.0, 0.0),
     "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, a * x), 0.01, None),
     "thresholdedrelu": (lambda x, a, b: np.where(x >= a, x, 0), 1.0, None),
@@ -19,13 +20,6 @@ _ACTS = {
     "softsign": (lambda x, a, b: x / (1 + np.abs(x)), None, None),
     "softplus": (lambda x, a, b: np.logaddexp(0, x), None, None),
 }
-
-
-def _sigmoid(x):
-    # numerically stable for large |x|
-    e = np.exp(-np.abs(x))
-    r = 1 / (1 + e)
-    return np.where(x >= 0, r, e * r)
 
 
 _ACTIVATION_SETS = {}  # (op, names, alphas, betas, num_dirs, dtype) -> _activations' result
@@ -133,6 +127,14 @@ def _run(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, d
          activations, activation_alpha, activation_beta, step_factory, num_outputs, out_dtype, bias_in_input=True):
     """The recurrence over time, per direction; `bias_in_input`: the recurrent bias Rb is added to the input
     projection up front (RNN / LSTM; not GRU with linear_before_reset, whose reset gate multiplies it)."""
+    with np.errstate(over="ignore"):  # the logistic function's e^-x may overflow to inf (the limit, 0, is right)
+        return _recur(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, direction, gates,
+                      default_acts, activations, activation_alpha, activation_beta, step_factory, num_outputs,
+                      out_dtype, bias_in_input)
+
+
+def _recur(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size, direction, gates, default_acts,
+           activations, activation_alpha, activation_beta, step_factory, num_outputs, out_dtype, bias_in_input):
     cdt, X, lens, states, num_dirs, H = _prepare(op_name, X, W, R, B, sequence_lens, initials, layout,
                                                   hidden_size, direction, gates)
     acts = _activations(op_name, activations, activation_alpha, activation_beta, default_acts, num_dirs, cdt)
