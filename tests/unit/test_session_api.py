@@ -190,6 +190,14 @@ def test_recurring_input_shapes_get_a_specialized_executor():
         assert "If" not in ops and "Shape" not in ops, (key, ops)  # the shape test folded, the branch inlined
     assert [n.op_type for n in sess._model.graph.nodes] == ["Shape", "Gather", "Equal", "If", "Add"]  # general
     assert sess.get_inputs()[0].shape == ["batch", 3]
+    key, ex = next(iter(executors.items()))  # a specialized executor that fails hands its shapes back for good
+
+    def broken(*_):
+        raise ort.RuntimeException("boom")
+    ex.run = broken
+    x = rng.standard_normal(dict(key)["x"]).astype(np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0], rtol=1e-6)
+    assert executors[key] is None
     no_if = ort.InferenceSession(_model().SerializeToString())
     assert no_if._specialized is None  # nothing to fold: no second optimization
 

@@ -192,6 +192,18 @@ class InferenceSession:
         ex = self._specialized.executor_for(feeds) if self._specialized is not None else None
         return ex if ex is not None else self._executor
 
+    def _run_on(self, feeds, names, run):
+        """run(executor) on the executor for these feeds; should a specialized one fail, those shapes go back to the
+        general executor for good, which then runs (and reports the error if it is the model's or the input's)."""
+        ex = self._executor_for(feeds)
+        if ex is self._executor:
+            return run(ex)
+        try:
+            return run(ex)
+        except OnnxideError:
+            self._specialized.give_up(feeds)
+            return run(self._executor)
+
     def end_profiling(self):
         """Write the chrome-trace JSON of the runs so far; returns its path ('' when profiling is off)."""
         return self._profiler.end() if self._profiler is not None else ""
@@ -205,7 +217,7 @@ class InferenceSession:
         names, feeds = self._prepare(output_names, input_feed)
         try:
             with self._threads:
-                return [_owned(v) for v in self._executor_for(feeds).run(feeds, names)]
+                return [_owned(v) for v in self._run_on(feeds, names, lambda ex: ex.run(feeds, names))]
         except RecursionError:
             raise Fail("Model execution exceeded the maximum nesting depth") from None
 
@@ -236,7 +248,15 @@ class InferenceSession:
     async def _run_awaitable(self, output_names, input_feed):
         names, feeds = self._prepare(output_names, input_feed)
         with self._threads:  # as `run`: the session's thread count for BLAS and the EPs' own kernels
-            return [_owned(v) for v in await self._executor_for(feeds).run_async(feeds, names)]
+            ex = self._executor_for(feeds)
+            try:
+                outs = await ex.run_async(feeds, names)
+            except OnnxideError:
+                if ex is self._executor:
+                    raise
+                self._specialized.give_up(feeds)
+                outs = await self._executor.run_async(feeds, names)
+            return [_owned(v) for v in outs]
 
     def _check_feeds(self, input_feed):
         feeds = {}

@@ -33,8 +33,16 @@ class Specializations:
         self._seen = {}
         self._executors = {}
 
+    @staticmethod
+    def _key(feeds):
+        return tuple(sorted((name, v.shape) for name, v in feeds.items() if isinstance(v, np.ndarray)))
+
+    def give_up(self, feeds):
+        """These shapes run on the general executor from now on (their specialized one failed)."""
+        self._executors[self._key(feeds)] = None
+
     def executor_for(self, feeds):
-        key = tuple(sorted((name, v.shape) for name, v in feeds.items() if isinstance(v, np.ndarray)))
+        key = self._key(feeds)
         if key in self._executors:
             return self._executors[key]
         if len(self._executors) >= MAX_SHAPE_SETS:
