@@ -1,5 +1,6 @@
-/* 2-D convolution helpers on NCHW float32: im2col columns for a GEMM, depthwise convolution with a fused
- * bias + activation epilogue, max pooling. Planes (or column rows) are split over OpenMP threads. */
+/* 2-D convolution helpers on NCHW float32: depthwise convolution with a fused bias + activation epilogue, max and
+ * global average pooling, nearest upsampling, ConvTranspose (kernel == stride) tap placement. Planes are split over
+ * OpenMP threads. */
 #include <stddef.h>
 #include <float.h>
 #include <stdlib.h>
@@ -16,31 +17,6 @@ static void valid_range(long n_out, long stride, long off, long size, long* lo, 
     if (l > h) l = h;
     *lo = l;
     *hi = h;
-}
-
-/* col[(c*KH + kh)*KW + kw, oh*OW + ow] = x[c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW] (0 outside) for one image */
-NX_EXPORT void nx_im2col(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
-                         long PL, long OH, long OW, const float* x, float* col, int threads) {
-    long rows = C * KH * KW;
-#pragma omp parallel for schedule(static) num_threads(rows * OH * OW >= 65536 && threads > 1 ? threads : 1)
-    for (long r = 0; r < rows; r++) {
-        long c = r / (KH * KW), kh = (r / KW) % KH, kw = r % KW;
-        const float* xc = x + c * H * W;
-        float* out = col + r * OH * OW;
-        long off_w = kw * DW - PL, lo, hi;
-        valid_range(OW, SW, off_w, W, &lo, &hi);
-        for (long oh = 0; oh < OH; oh++) {
-            float* o = out + oh * OW;
-            long ih = oh * SH - PT + kh * DH;
-            if (ih < 0 || ih >= H) { memset(o, 0, OW * sizeof(float)); continue; }
-            const float* xr = xc + ih * W + off_w;
-            for (long ow = 0; ow < lo; ow++) o[ow] = 0.f;
-            if (SW == 1) memcpy(o + lo, xr + lo, (hi - lo) * sizeof(float));
-            else if (SW == 2) for (long ow = lo; ow < hi; ow++) o[ow] = xr[2 * ow];
-            else for (long ow = lo; ow < hi; ow++) o[ow] = xr[ow * SW];
-            for (long ow = hi; ow < OW; ow++) o[ow] = 0.f;
-        }
-    }
 }
 
 /* One zero-padded plane, its columns split by phase (stride SW): xq[q][r][j] = padded[r][j*SW + q], so that every

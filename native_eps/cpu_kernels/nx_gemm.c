@@ -233,6 +233,14 @@ static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long D
     *ws = OW + (KW - 1) * DW / SW;
 }
 
+/* whether some tap of a kernel axis (K taps, dilation D, stride S) reads stride phase ph (a 1×1 stride-2 conv
+ * reads one phase of four: the planes nobody reads are not filled) */
+static int phase_used(long ph, long K, long D, long S) {
+    for (long k = 0; k < K; k++)
+        if (k * D % S == ph) return 1;
+    return 0;
+}
+
 /* zeros after the last plane: the last position panel's rows reach up to NR - 1 + (ws - OW) floats past it */
 static long shifted_slack(long ws) { return NR + ws; }
 
@@ -286,6 +294,7 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
         for (long cp = 0; cp < C * SH * SW; cp++) {
             long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
             float* dst = xs + cp * plane;
+            if (!phase_used(ph, KH, DH, SH) || !phase_used(pw, KW, DW, SW)) continue;  /* no tap reads it */
             for (long i = 0; i < hs; i++) {
                 long r = i * SH + ph - PT;
                 float* d = dst + i * ws;

@@ -375,8 +375,8 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
         return y.reshape(y_shape)
     # Winograd F(4×4,3×3) natively where conv_winograd would use it (WINOGRAD_F4: tests switch it off; with several
     # threads only from 128 channels: with its 64→64 layers at 56² shifted, ResNet-18 runs ~4% faster on two); other
-    # kernels as a GEMM on shifted input rows; 1×1 as one GEMM (on an im2col subsample when strided or padded);
-    # packed weights, epilogue fused
+    # convs as a GEMM on shifted input rows (a strided 1×1 reads one stride phase), a plain 1×1 as one GEMM on the
+    # image; packed weights, epilogue fused
     wino = conv_winograd.winograd_tile(x4, w4, 1, ks, st, dil, pb, pe, out) if x.ndim == 4 else 0
     zc = None if z is None else np.ascontiguousarray(z).reshape(n, m, p)
     if wino == 4 and WINOGRAD_F4 and (nt == 1 or c >= 128):
@@ -386,7 +386,8 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
         return FALLBACK
     ap = packed_a(lib, w, m, k)
     y = np.empty((n, m, oh, ow), F32)
-    if ks != [1, 1]:  # each tap's row read in place from the input's stride-phase planes: no im2col matrix
+    plain = ks == [1, 1] and st == [1, 1] and pb == [0, 0] and out == [hgt, wid]
+    if not plain:  # each tap's row read in place from the input's stride-phase planes: no im2col matrix
         size = lib.nx_conv_shifted_scratch(c, ks[0], ks[1], st[0], st[1], dil[0], dil[1], oh, ow)
         scratch = conv_winograd.scratch("nx_conv_shifted", (size,), F32)
         for i in range(n):
@@ -396,14 +397,9 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
                                    scratch.ctypes.data, nt):
                 raise MemoryError(f"Conv {c}->{m} channels: no scratch memory")
         return y.reshape(y_shape)
-    plain = ks == [1, 1] and st == [1, 1] and pb == [0, 0] and out == [hgt, wid]
-    col = None if plain else conv_winograd.scratch("nx_im2col", (k, p), F32)
-    for i in range(n):
-        if not plain:
-            lib.nx_im2col(c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
-                          x4[i].ctypes.data, col.ctypes.data, nt)
+    for i in range(n):  # a 1×1 stride-1 unpadded conv: one GEMM on the image itself
         gemm_call(lib, m, p, k, None, None, y[i], p, None, b, None if zc is None else zc[i], p,
-                  (act_code, act_a, act_b), ap=ap, b=x4[i] if plain else col, ldb=p)
+                  (act_code, act_a, act_b), ap=ap, b=x4[i], ldb=p)
     return y.reshape(y_shape)
 
 

@@ -11,7 +11,6 @@ SIGNATURES = {
     "nx_layernorm": "llpppppfppppi",
     "nx_softmax": "llppfplliiii",
     "nx_binary": "iilllipppi",
-    "nx_im2col": "l" * 13 + "ppi",
     "nx_dwconv": "l" * 14 + "pppp" + "iffi",
     "nx_maxpool": "l" * 13 + "ppi",
     "nx_upsample_nearest": "lllllppi",
