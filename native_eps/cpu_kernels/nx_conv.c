@@ -9,16 +9,6 @@
 
 void nx_act_row(float* y, long n, int act, float a, float b);
 
-/* [lo, hi) of output positions o whose input index o*stride + off lies in [0, size) */
-static void valid_range(long n_out, long stride, long off, long size, long* lo, long* hi) {
-    long l = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    long h = size - off <= 0 ? 0 : (size - off + stride - 1) / stride;
-    if (h > n_out) h = n_out;
-    if (l > h) l = h;
-    *lo = l;
-    *hi = h;
-}
-
 /* One zero-padded plane, its columns split by phase (stride SW): xq[q][r][j] = padded[r][j*SW + q], so that every
  * tap of a strided row is a contiguous run. Rows R, phase width WQ; `slack` zeros after the last phase. */
 static void padded_phases(const float* x, long H, long W, long PT, long PL, long R, long SW, long WQ, float* xq,
@@ -117,37 +107,54 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
 static inline float max_nan(float o, float v) { return (v > o || v != v) ? v : o; }  /* NaN propagates */
 
 /* max pooling over planes (pads are ignored positions; NaN propagates); dilation DH, DW. Per output row: the
- * column-wise max over the window's input rows (contiguous, vectorised), then the window along that one row */
+ * column-wise max over the window's input rows into a row padded with the lowest float (one pass, vectorised), then
+ * the window along that one row (one pass for the common 3-wide stride-2 window) */
 NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                           long PT, long PL, long OH, long OW, const float* x, float* y, int threads) {
+    long len = (OW - 1) * SW + (KW - 1) * DW + 1;  /* the padded row the windows read */
+    if (len < PL + W) len = PL + W;
 #pragma omp parallel num_threads(planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1)
     {
-        float* rows = malloc(sizeof(float) * (W > 0 ? W : 1));
+        float* rp = malloc(sizeof(float) * len);
 #pragma omp for schedule(static)
         for (long p = 0; p < planes; p++) {
+            if (!rp) continue;
             const float* xp = x + p * H * W;
             float* yp = y + p * OH * OW;
+            for (long j = 0; j < len; j++) rp[j] = -FLT_MAX;  /* the numpy kernel pads with the lowest float */
+            float* row = rp + PL;
             for (long oh = 0; oh < OH; oh++) {
                 float* o = yp + oh * OW;
-                for (long w = 0; w < W; w++) rows[w] = -FLT_MAX;  /* the numpy kernel pads with the lowest float */
+                const float* in[16];
+                long n = 0;
                 for (long kh = 0; kh < KH; kh++) {
                     long ih = oh * SH - PT + kh * DH;
-                    if (ih < 0 || ih >= H) continue;
-                    const float* xr = xp + ih * W;
-                    for (long w = 0; w < W; w++) rows[w] = max_nan(rows[w], xr[w]);
+                    if (ih >= 0 && ih < H && n < 16) in[n++] = xp + ih * W;
                 }
-                for (long ow = 0; ow < OW; ow++) o[ow] = -FLT_MAX;
-                for (long kw = 0; kw < KW; kw++) {
-                    long off = kw * DW - PL, lo, hi;
-                    valid_range(OW, SW, off, W, &lo, &hi);
-                    const float* r = rows + off;
-                    if (SW == 1) for (long ow = lo; ow < hi; ow++) o[ow] = max_nan(o[ow], r[ow]);
-                    else if (SW == 2) for (long ow = lo; ow < hi; ow++) o[ow] = max_nan(o[ow], r[2 * ow]);
-                    else for (long ow = lo; ow < hi; ow++) o[ow] = max_nan(o[ow], r[ow * SW]);
+                if (n == 3) {
+                    const float *a = in[0], *b = in[1], *c = in[2];
+                    for (long w = 0; w < W; w++) row[w] = max_nan(max_nan(a[w], b[w]), c[w]);
+                } else {
+                    for (long w = 0; w < W; w++) row[w] = n ? in[0][w] : -FLT_MAX;
+                    for (long i = 1; i < n; i++)
+                        for (long w = 0; w < W; w++) row[w] = max_nan(row[w], in[i][w]);
+                    for (long kh = 16; kh < KH; kh++) {  /* (windows taller than 16 rows) */
+                        long ih = oh * SH - PT + kh * DH;
+                        if (ih >= 0 && ih < H)
+                            for (long w = 0; w < W; w++) row[w] = max_nan(row[w], xp[ih * W + w]);
+                    }
+                }
+                if (KW == 3 && SW == 2 && DW == 1) {
+                    for (long ow = 0; ow < OW; ow++)
+                        o[ow] = max_nan(max_nan(rp[2 * ow], rp[2 * ow + 1]), rp[2 * ow + 2]);
+                } else {
+                    for (long ow = 0; ow < OW; ow++) o[ow] = rp[ow * SW];
+                    for (long kw = 1; kw < KW; kw++)
+                        for (long ow = 0; ow < OW; ow++) o[ow] = max_nan(o[ow], rp[ow * SW + kw * DW]);
                 }
             }
         }
-        free(rows);
+        free(rp);
     }
 }
 
