@@ -62,6 +62,20 @@ def test_common_subexpressions(tmp_path):
     _check(m, {"x": rng.standard_normal(4).astype(np.float32)}, tmp_path, ["Relu", "Add"])
 
 
+def test_noop_casts_go_and_shape_only_chains_merge(tmp_path):
+    # a float -> float Cast is rewired away; Squeeze -> Unsqueeze back to the input's dims vanishes; a
+    # Flatten -> Unsqueeze -> Squeeze chain with a static result is one Reshape; a Cast that converts stays
+    nodes = [helper.make_node("Cast", ["x"], ["c"], to=TensorProto.FLOAT),
+             helper.make_node("Squeeze", ["c", "ax2"], ["s"]), helper.make_node("Unsqueeze", ["s", "ax2"], ["u"]),
+             helper.make_node("Relu", ["u"], ["r"]),
+             helper.make_node("Flatten", ["r"], ["f"], axis=2), helper.make_node("Unsqueeze", ["f", "ax0"], ["f3"]),
+             helper.make_node("Squeeze", ["f3", "ax0"], ["f2"]), helper.make_node("Cast", ["f2"], ["y"],
+                                                                                   to=TensorProto.DOUBLE)]
+    inits = [_const("ax0", np.array([0], np.int64)), _const("ax2", np.array([2], np.int64))]
+    m = _model(nodes, [_vi("x", [2, 3, 1])], [_vi("y", [6, 1], TensorProto.DOUBLE)], inits)
+    _check(m, {"x": rng.standard_normal((2, 3, 1)).astype(np.float32)}, tmp_path, ["Relu", "Reshape", "Cast"])
+
+
 def test_transpose_pairs_cancel_or_compose(tmp_path):
     nodes = [helper.make_node("Transpose", ["x"], ["t1"], perm=[0, 2, 1]),
              helper.make_node("Transpose", ["t1"], ["t2"], perm=[0, 2, 1]),

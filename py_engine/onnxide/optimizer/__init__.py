@@ -14,7 +14,7 @@ from . import (constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patt
 
 BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, constant_folding.inline_constant_if,
          eliminate.remove_dead_nodes, eliminate.common_subexpressions, transpose.cancel_transposes,
-         shape_values.simplify_reshape_targets]
+         shape_values.simplify_reshape_targets, eliminate.merge_reshape_chains]
 EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_conv.fold_scale_shift_into_conv,
             fuse_conv.fold_affine_into_next_conv, fuse_patterns.fuse_layernorm,
             fuse_patterns.fuse_gelu, fuse_patterns.fuse_hardswish, fuse_patterns.fuse_matmul_add,

@@ -1,9 +1,11 @@
-"""Basic passes: Identity/Dropout elimination, dead-node removal, common-subexpression elimination."""
+"""Basic passes: Identity/Dropout/no-op Cast elimination, dead-node removal, common-subexpression elimination, and
+chains of shape-only ops (Squeeze / Unsqueeze / Reshape / Flatten) with a static result merged into one Reshape."""
 import numpy as np
 
-from ..ir.model import subgraphs
+from ..ir.infer import dims_of
+from ..ir.model import Node, subgraphs
 
-from .graph import consumers, graph_output_names, replace_uses
+from .graph import consumers, fresh_name, graph_output_names, replace_uses
 
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                      "Bernoulli"}
@@ -14,7 +16,8 @@ def remove_identity_like(model):
     g, changed = model.graph, False
     outputs = graph_output_names(g)
     for n in list(g.nodes):
-        if n.domain not in ("", "ai.onnx") or not _is_identity_like(n) or not n.inputs or not n.inputs[0]:
+        if n.domain not in ("", "ai.onnx") or not n.inputs or not n.inputs[0] or not (
+                _is_identity_like(n) or _is_noop_cast(g, n)):
             continue
         src, dst = n.inputs[0], n.outputs[0]
         if dst not in outputs:
@@ -26,6 +29,52 @@ def remove_identity_like(model):
                 continue
             prod.outputs = [dst if o == src else o for o in prod.outputs]
             g.nodes.remove(n)
+        changed = True
+    return changed
+
+
+def _is_noop_cast(g, n):
+    """A Cast to the type its input already has (exports cast float to float)."""
+    if n.op_type != "Cast" or "to" not in n.attrs:
+        return False
+    v = g.initializers.get(n.inputs[0])
+    if isinstance(v, np.ndarray):
+        return False  # constant folding takes it
+    t = g.value_type(n.inputs[0])
+    elem = t.tensor_type.elem_type if t is not None and t.tensor_type is not None else None
+    return bool(elem) and elem == n.attrs["to"]
+
+
+_SHAPE_ONLY = {"Squeeze", "Unsqueeze", "Reshape", "Flatten"}
+
+
+def merge_reshape_chains(model):
+    """A shape-only op fed by another (its only reader) whose result dims are all static ⇒ one Reshape of the first
+    op's input to those dims (an Identity when they are that input's dims); the first op is left to dead-code
+    removal."""
+    g, changed = model.graph, False
+    outputs = graph_output_names(g)
+    producer = {o: n for n in g.nodes for o in n.outputs if o}
+    uses = None
+    for i, n in enumerate(g.nodes):
+        if n.domain not in ("", "ai.onnx") or n.op_type not in _SHAPE_ONLY or not n.inputs:
+            continue
+        p = producer.get(n.inputs[0])
+        if p is None or p.domain not in ("", "ai.onnx") or p.op_type not in _SHAPE_ONLY or p.outputs[0] in outputs:
+            continue
+        uses = uses if uses is not None else consumers(g)
+        dims = dims_of(g, n.outputs[0])
+        if len(uses.get(p.outputs[0], [])) != 1 or dims is None or not all(isinstance(d, int) and d > 0 for d in dims):
+            continue
+        src = p.inputs[0]
+        if dims_of(g, src) == dims:
+            g.nodes[i] = Node("Identity", [src], n.outputs, {}, "", n.name)
+        else:
+            target = fresh_name(g, n.outputs[0] + "_shape")
+            g.initializers[target] = np.asarray(dims, np.int64)
+            g.nodes[i] = Node("Reshape", [src, target], n.outputs, {}, "", n.name)
+        producer[n.outputs[0]] = g.nodes[i]
+        uses = None
         changed = True
     return changed
 
