@@ -19,6 +19,7 @@ import casecodec as cc
 from conformance.cases import compare_outputs, load_cases
 from conformance.run_backend import LEVELS, run_case
 from onnxide import dtypes as dt
+from onnxide.optimizer.eliminate import _NONDETERMINISTIC
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -164,8 +165,10 @@ def test_backend_cases_in_chromium(browser, server, scratch, all_cases, request,
         native_res = {c.name: run_case(c, ep, LEVELS["all"], 120) for c in cases}
     with open(os.path.join(HERE, "known_gaps.json")) as f:
         gaps = json.load(f)
+    # random ops (Bernoulli, RandomNormal, ...) match a case's expected values only by chance, in either place
+    random_cases = {c.name for c in cases if any(op in _NONDETERMINISTIC for _, op in c.ops)}
     regressions = [f"{k}: {browser_res[k][1]}" for k in sorted(browser_res)
-                   if native_res[k][0] and not browser_res[k][0] and k not in gaps]
+                   if native_res[k][0] and not browser_res[k][0] and k not in gaps and k not in random_cases]
     fixed = [k for k in gaps if k in browser_res and browser_res[k][0]]
     bp = sum(r[0] for r in browser_res.values())
     npass = sum(r[0] for r in native_res.values())
