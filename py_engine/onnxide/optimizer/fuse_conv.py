@@ -124,12 +124,18 @@ def fuse_activation(model):
             p = params + [0.0, 0.0]
             attrs.update(activation=act.op_type, activation_alpha=float(p[0]), activation_beta=float(p[1]))
             fused = Node("FusedGemm", base.inputs, act.outputs, attrs, "com.microsoft", (base.name or base.outputs[0]) + "_fused")
-        g.nodes[g.nodes.index(base)] = fused
-        g.nodes.remove(act)
-        model.opsets.setdefault("com.microsoft", 1)
+        _swap_in(model, fused, base, act)
         uses = consumers(g)
         changed = True
     return changed
+
+
+def _swap_in(model, fused, replaced, removed):
+    """Put the com.microsoft node `fused` where `replaced` was and drop `removed`."""
+    g = model.graph
+    g.nodes[g.nodes.index(replaced)] = fused
+    g.nodes.remove(removed)
+    model.opsets.setdefault("com.microsoft", 1)
 
 
 def _sum_only(n):
@@ -156,9 +162,7 @@ def fuse_conv_add(model):
         b = conv.inputs[2] if len(conv.inputs) > 2 else ""
         fused = Node("FusedConv", [conv.inputs[0], conv.inputs[1], b, z], add.outputs, dict(conv.attrs),
                      "com.microsoft", (conv.name or conv.outputs[0]) + "_add")
-        g.nodes[g.nodes.index(add)] = fused
-        g.nodes.remove(conv)
-        model.opsets.setdefault("com.microsoft", 1)
+        _swap_in(model, fused, add, conv)
         uses = consumers(g)
         changed = True
     return changed
