@@ -467,9 +467,9 @@ def global_average_pool(lib, x, **_):
 
 def conv_transpose(lib, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                    output_padding=None, output_shape=None, pads=None, strides=None, ctx=None):
-    """2-D ConvTranspose with kernel == stride (upsampling heads), no padding. Group 1: one GEMM of the weights
-    (as M·kh·kw × C, packed once) with the image, the bias in its epilogue, then the taps placed (nx_place_taps);
-    depthwise: one multiply-add per output (nx_dw_transpose)."""
+    """2-D ConvTranspose with kernel == stride (upsampling heads), no padding. Group 1, on two or more threads: one
+    GEMM of the weights (as M·kh·kw × C, packed once) with the image, the bias in its epilogue, then the taps placed
+    (nx_place_taps); depthwise: one multiply-add per output (nx_dw_transpose)."""
     if not _f32(x, w) or (b is not None and not _f32(b)) or x.ndim != 4 or w.ndim != 4:
         return FALLBACK
     c, m, kh, kw = w.shape
@@ -495,8 +495,8 @@ def conv_transpose(lib, x, w, b=None, *, auto_pad="NOTSET", dilations=None, grou
             lib.nx_dw_transpose(c, kh, kw, h, wd, x[i].ctypes.data, wc.ctypes.data, _addr(b), y[i].ctypes.data,
                                 threads())
         return y
-    if rows * p * c < SMALL_GEMM or p < SMALL_N:
-        return FALLBACK
+    if rows * p * c < SMALL_GEMM or p < SMALL_N or threads() == 1:
+        return FALLBACK  # (one thread: numpy's GEMM is ~13% faster on these short-K products, tests/bench/micro.py)
 
     def pack(w):
         wt = np.ascontiguousarray(w.reshape(c, rows).T)

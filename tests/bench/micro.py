@@ -116,8 +116,15 @@ def native_vs_numpy(rng):
     s = rng.standard_normal((1, 12, 128, 128)).astype(np.float32)
     p = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)
     pool = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
-    x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
-    col = np.empty((147, 112 * 112), np.float32)
+    aq, ak, av = (rng.standard_normal((1, 128, 384)).astype(np.float32) for _ in range(3))
+    attn_out = np.empty((1, 128, 384), np.float32)
+    bn_x = rng.standard_normal((1, 24, 160, 160)).astype(np.float32)
+    bn = [rng.random(24).astype(np.float32) + 0.5 for _ in range(4)]
+    ct_x = rng.standard_normal((1, 24, 80, 80)).astype(np.float32)
+    ct_w = rng.standard_normal((24, 24, 2, 2)).astype(np.float32)
+    ct_w.flags.writeable = False
+    vad_x = rng.standard_normal((1, 129, 3)).astype(np.float32)
+    vad_w = rng.standard_normal((128, 129, 3)).astype(np.float32)
     dw_x = rng.standard_normal((1, 48, 80, 80)).astype(np.float32)
     dw_w = rng.standard_normal((48, 1, 3, 3)).astype(np.float32)
     big = rng.standard_normal((1, 32, 160, 160)).astype(np.float32)
@@ -144,7 +151,16 @@ def native_vs_numpy(rng):
                     ("depthwise 3×3 conv (1,48,80,80)", lambda: cpu_ops.conv(nx, dw_x, dw_w, group=48, pads=[1] * 4),
                      lambda: cpu("", "Conv", 11)(dw_x, dw_w, group=48, pads=[1] * 4)),
                     ("Add (1,32,160,160) + (1,32,1,1)", lambda: cpu_ops.binary(nx, 0, big, chan),
-                     lambda: np.add(big, chan))]:
+                     lambda: np.add(big, chan)),
+                    ("BatchNormalization (1,24,160,160)", lambda: cpu_ops.batch_norm(nx, bn_x, *bn),
+                     lambda: cpu("", "BatchNormalization", 15)(bn_x, *bn)),
+                    ("ConvTranspose 24→24 2×2/2 at 80²", lambda: cpu_ops.conv_transpose(
+                        nx, ct_x, ct_w, kernel_shape=[2, 2], strides=[2, 2]),
+                     lambda: cpu("", "ConvTranspose", 11)(ct_x, ct_w, kernel_shape=[2, 2], strides=[2, 2])),
+                    ("attention 12 heads (1,128,384)", lambda: nx.nx_attention(
+                        1, 128, 128, 12, 32, 32, aq.ctypes.data, ak.ctypes.data, av.ctypes.data, None, 0, 0,
+                        32 ** -0.5, attn_out.ctypes.data, threads),
+                     lambda: _numpy_attention(cpu_ops, nx, aq, ak, av))]:
                 print(f"  {what:40s} native {median_ms(native):7.3f}   numpy {median_ms(numpy_):7.3f}")
             for what, xs, ws, pads, strides in convs:
                 print(f"  {what:40s} native {median_ms(lambda: cpu_ops.conv(nx, xs, ws, pads=pads, strides=strides)):7.3f}"
@@ -160,10 +176,22 @@ def native_vs_numpy(rng):
                     fl = 2 * m_ * k_ * n_
                     print(f"  MatMul {m_}×{k_} @ {k_}×{n_} GFLOP/s: native {fl / native_ms / 1e6:6.1f}   OpenBLAS "
                           f"({threads} thread(s)) {fl / median_ms(lambda: a_ @ b_) / 1e6:6.1f}")
-            if threads == 1:
-                row("im2col of the 7×7/2 stem (3,224,224), native",
-                    median_ms(lambda: nx.nx_im2col(3, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 112, 112, x.ctypes.data,
-                                                   col.ctypes.data, 1)))
+            if threads == 1:  # numpy only: silero VAD's 1-D conv through the gathered path and through im2col
+                small = median_ms(lambda: conv.conv(vad_x, vad_w, pads=[1, 1]))
+                saved, conv.SMALL_GATHER = conv.SMALL_GATHER, 0
+                row("silero VAD conv 129→128, k3, 3 positions: gathered columns", small)
+                row("  the same through im2col (SMALL_GATHER = 0)",
+                    median_ms(lambda: conv.conv(vad_x, vad_w, pads=[1, 1])))
+                conv.SMALL_GATHER = saved
+
+
+def _numpy_attention(cpu_ops, nx, q, k, v):
+    """cpu_ops.attention's one-thread form: numpy's batched GEMMs around the native softmax."""
+    saved, cpu_ops.NATIVE_ATTENTION = cpu_ops.NATIVE_ATTENTION, False
+    try:
+        return cpu_ops.attention(nx, q, k, v, 12, None)
+    finally:
+        cpu_ops.NATIVE_ATTENTION = saved
 
 
 if __name__ == "__main__":
