@@ -195,9 +195,9 @@ def softmax(lib, x, axis, log, coerced):
 
 def attention(lib, q, k, v, num_heads, scale, bias=None):
     """Scaled dot-product attention of 3-D (B, S, N*H) q, k, v with an optional additive attention bias
-    (B or 1, N or 1, S, T). On several threads nx_attention (heads over the threads: MiniLM's 12 heads 0.34 ->
-    0.24 ms on two); on one, numpy's batched GEMMs around the native softmax, in place on the scores (~15% faster
-    there than nx_attention's short-K GEMMs)."""
+    (B or 1, N or 1, S, T). On several threads nx_attention (heads over the threads: MiniLM's 12 heads 0.33 ->
+    0.24 ms on two); on one, numpy's batched GEMMs around the native softmax, in place on the scores (~10% faster
+    there than nx_attention's short-K GEMMs; tests/bench/micro.py times both)."""
     if not _f32(q, k, v) or q.ndim != 3 or k.ndim != 3 or v.ndim != 3 or (bias is not None and not _f32(bias)):
         return FALLBACK
     b, s, d = q.shape
