@@ -23,7 +23,7 @@ SMALL_GEMM = 1 << 17
 SMALL_N = 16        # GEMMs with fewer output columns than this use under half of the 32-wide tiles
 SMALL_ACT = 4096    # element-wise: below this many elements numpy's ufunc call is cheaper than a ctypes call
 WINOGRAD_F4 = True
-NATIVE_ATTENTION = True  # tests switch it off to compare the two attention paths
+NATIVE_ATTENTION = True  # tests/bench/micro.py switches it off to time the two attention paths
 
 
 def threads():

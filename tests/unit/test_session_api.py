@@ -1,4 +1,6 @@
 """The onnxruntime-compatible Python API: introspection, feeds checking, errors, saving models ORT can load."""
+import asyncio
+
 import numpy as np
 import onnx
 import onnxruntime
@@ -198,6 +200,15 @@ def test_recurring_input_shapes_get_a_specialized_executor():
     x = rng.standard_normal(dict(key)["x"]).astype(np.float32)
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0], rtol=1e-6)
     assert executors[key] is None
+    key, ex = next((k, e) for k, e in executors.items() if e is not None)  # the same through run_async
+
+    async def broken_async(*_):
+        raise ort.RuntimeException("boom")
+    ex.run_async = broken_async
+    x = rng.standard_normal(dict(key)["x"]).astype(np.float32)
+    got = asyncio.run(sess.run_async(None, {"x": x}))[0]
+    np.testing.assert_allclose(got, ref.run(None, {"x": x})[0], rtol=1e-6)
+    assert executors[key] is None
     no_if = ort.InferenceSession(_model().SerializeToString())
     assert no_if._specialized is None  # nothing to fold: no second optimization
 
@@ -314,7 +325,6 @@ def _device_ep(async_kernels):
 
 @pytest.mark.parametrize("async_kernels", [False, True])
 def test_device_ep_tensors_cross_borders_and_async_runs(async_kernels):
-    import asyncio
     import concurrent.futures
 
     from onnxide.runtime.executor import Executor

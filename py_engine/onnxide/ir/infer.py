@@ -331,9 +331,10 @@ def infer_shapes(model):
                     sv[name] = ([int(v) for v in arr.reshape(-1)], arr.ndim == 0)
     outer_type = getattr(model, "outer_type", None)  # a body: the enclosing graphs' values it reads
     if outer_type is not None:
+        local = {o for n in g.nodes for o in n.outputs}  # (a name the body defines hides the enclosing value)
         for n in g.nodes:
             for x in n.inputs:
-                if x and x not in types:
+                if x and x not in types and x not in local:
                     t = outer_type(x)
                     if t is not None:
                         types[x] = t

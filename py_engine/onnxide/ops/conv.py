@@ -140,7 +140,7 @@ _GATHER_INDEX = {}      # (C, spatial, kernel, strides, dilations, pads, out) ->
 def _gathered(x, w, kernel, strides, dilations, pb, out, bias):
     """A small group-1 conv as one fancy-indexed gather of its column matrix (padding reads an appended zero)
     and one GEMM per image: the index is built once per geometry, so a call is a handful of numpy calls (silero
-    VAD's 1-D convs: ~32 → ~14 µs each)."""
+    VAD's 1-D conv: ~28 → ~19 µs, tests/bench/micro.py)."""
     n, c = x.shape[:2]
     m = w.shape[0]
     key = (c, x.shape[2:], tuple(kernel), tuple(strides), tuple(dilations), tuple(pb), tuple(out))

@@ -192,17 +192,13 @@ class InferenceSession:
         ex = self._specialized.executor_for(feeds) if self._specialized is not None else None
         return ex if ex is not None else self._executor
 
-    def _run_on(self, feeds, names, run):
-        """run(executor) on the executor for these feeds; should a specialized one fail, those shapes go back to the
-        general executor for good, which then runs (and reports the error if it is the model's or the input's)."""
-        ex = self._executor_for(feeds)
+    def _after_failure(self, ex, feeds):
+        """Called while `ex`'s error is being handled: the general executor's errors are the model's or the input's
+        (re-raised); a specialized executor hands these shapes back to the general one for good, returned to rerun."""
         if ex is self._executor:
-            return run(ex)
-        try:
-            return run(ex)
-        except OnnxideError:
-            self._specialized.give_up(feeds)
-            return run(self._executor)
+            raise  # (the error being handled)
+        self._specialized.give_up(feeds)
+        return self._executor
 
     def end_profiling(self):
         """Write the chrome-trace JSON of the runs so far; returns its path ('' when profiling is off)."""
@@ -217,7 +213,12 @@ class InferenceSession:
         names, feeds = self._prepare(output_names, input_feed)
         try:
             with self._threads:
-                return [_owned(v) for v in self._run_on(feeds, names, lambda ex: ex.run(feeds, names))]
+                ex = self._executor_for(feeds)
+                try:
+                    outs = ex.run(feeds, names)
+                except OnnxideError:
+                    outs = self._after_failure(ex, feeds).run(feeds, names)
+                return [_owned(v) for v in outs]
         except RecursionError:
             raise Fail("Model execution exceeded the maximum nesting depth") from None
 
@@ -252,10 +253,7 @@ class InferenceSession:
             try:
                 outs = await ex.run_async(feeds, names)
             except OnnxideError:
-                if ex is self._executor:
-                    raise
-                self._specialized.give_up(feeds)
-                outs = await self._executor.run_async(feeds, names)
+                outs = await self._after_failure(ex, feeds).run_async(feeds, names)
             return [_owned(v) for v in outs]
 
     def _check_feeds(self, input_feed):
