@@ -79,6 +79,23 @@ def main():
     with threadpool_limits(2):
         row("same, 2 BLAS threads", median_ms(lambda: np.matmul(m, w, out=out)))
 
+    print("silero VAD's small kernels (numpy, one BLAS thread):")
+    from onnxide.ops import registry
+    lstm = registry.lookup("", "LSTM", 14).kernel
+    pad = registry.lookup("", "Pad", 18).kernel
+    seq, h0, c0 = (rng.standard_normal(s_).astype(np.float32) for s_ in [(1, 1, 128), (1, 1, 128), (1, 1, 128)])
+    wl, rl = (rng.standard_normal((1, 512, 128)).astype(np.float32) * 0.1 for _ in range(2))
+    bl = rng.standard_normal((1, 1024)).astype(np.float32) * 0.1
+    audio = rng.standard_normal((1, 512)).astype(np.float32)
+
+    class _Ctx:  # what a node's kernel context tells the LSTM: it produces three outputs
+        num_outputs = 3
+    with threadpool_limits(1):
+        row("LSTM, one step, hidden 128, no sequence_lens", median_ms(
+            lambda: lstm(seq, wl, rl, bl, None, h0, c0, hidden_size=128, ctx=_Ctx), 200))
+        row("Pad (1,512) by 64 at the end, reflect", median_ms(
+            lambda: pad(audio, np.array([0, 0, 0, 64]), mode="reflect"), 200))
+
     print("3×3 conv, Winograd vs im2col (conv_nd), ResNet-18 layer shapes:")
     for c, h in [(64, 56), (128, 28), (256, 14)]:
         xc = rng.standard_normal((1, c, h, h)).astype(np.float32)
@@ -166,7 +183,7 @@ def native_vs_numpy(rng):
                 print(f"  {what:40s} native {median_ms(lambda: cpu_ops.conv(nx, xs, ws, pads=pads, strides=strides)):7.3f}"
                       f"   numpy {median_ms(lambda: cpu('', 'Conv', 11)(xs, ws, pads=pads, strides=strides)):7.3f}")
             gemms = []
-            for m_, k_, n_ in [(128, 384, 384), (128, 384, 1536), (128, 1536, 384)]:
+            for m_, k_, n_ in [(128, 384, 384), (128, 384, 1536), (128, 1536, 384), (1024, 1024, 1024)]:
                 a_ = rng.standard_normal((m_, k_)).astype(np.float32)
                 b_ = rng.standard_normal((k_, n_)).astype(np.float32)
                 b_.flags.writeable = False  # a weight: packed once
