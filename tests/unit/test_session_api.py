@@ -1,5 +1,6 @@
 """The onnxruntime-compatible Python API: introspection, feeds checking, errors, saving models ORT can load."""
 import asyncio
+import concurrent.futures
 
 import numpy as np
 import onnx
@@ -206,7 +207,8 @@ def test_recurring_input_shapes_get_a_specialized_executor():
         raise ort.RuntimeException("boom")
     ex.run_async = broken_async
     x = rng.standard_normal(dict(key)["x"]).astype(np.float32)
-    got = asyncio.run(sess.run_async(None, {"x": x}))[0]
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a thread of its own: pytest may run a loop here
+        got = pool.submit(asyncio.run, sess.run_async(None, {"x": x})).result()[0]
     np.testing.assert_allclose(got, ref.run(None, {"x": x})[0], rtol=1e-6)
     assert executors[key] is None
     no_if = ort.InferenceSession(_model().SerializeToString())
@@ -325,7 +327,6 @@ def _device_ep(async_kernels):
 
 @pytest.mark.parametrize("async_kernels", [False, True])
 def test_device_ep_tensors_cross_borders_and_async_runs(async_kernels):
-    import concurrent.futures
 
     from onnxide.runtime.executor import Executor
 
