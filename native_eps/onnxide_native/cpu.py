@@ -162,15 +162,12 @@ def _small_elementwise(shapes, attrs):
     return all(s is not None for s in shapes) and max(math.prod(s) for s in shapes) < K.SMALL_ACT
 
 
-# node -> whether the graph's static shapes show work below the kernels' thresholds (the runtime checks agree; with
-# the shapes known, the node goes to numpy at plan time and skips the fast path's checks on every run)
 SMALL = {"MatMul": _small_gemm, "Gemm": _small_gemm, "FusedGemm": _small_gemm, "Conv": _small_conv,
          "FusedConv": _small_conv}
 
 
 class NativeCPUExecutionProvider(ExecutionProvider):
     name = "NativeCPUExecutionProvider"
-    device = "CPU"
     by_default = True
     own_threads = True
 
@@ -178,13 +175,19 @@ class NativeCPUExecutionProvider(ExecutionProvider):
         super().__init__(options)
         self.lib = native_lib.load()
 
-    def claim(self, node, opdef):
+    def claim(self, spec):
+        node = spec.node
         domain = registry.normalize_domain(node.domain)
         claim = (CLAIMS if domain == "" else MS_CLAIMS if domain == registry.MS_DOMAIN else {}).get(node.op_type)
-        return None if claim is None else claim(self.lib, node, opdef, dict(node.attrs))
+        if claim is None or _too_small(node, spec.static_shapes()):
+            return None
+        return claim(self.lib, node, spec.opdef, dict(node.attrs))
 
-    def too_small(self, node, shapes):
-        return bool(shapes) and SMALL.get(node.op_type, _small_elementwise)(shapes, node.attrs)
+
+def _too_small(node, shapes):
+    """Whether the node's work, as far as the graph fixes its inputs' shapes, is below the kernels' thresholds (the
+    run-time checks agree; with the shapes known, the node goes to numpy at plan time and skips them every run)."""
+    return bool(shapes) and SMALL.get(node.op_type, _small_elementwise)(shapes, node.attrs)
 
 
 def available():

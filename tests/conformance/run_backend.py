@@ -31,11 +31,18 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
+def mock_audit(provider):
+    """For the mock device EP (tests/device/): registers it and returns its transfer-bound Audit; else None."""
+    from device.mock_device import MOCK, Audit, install
+    return Audit(install()) if provider == MOCK else None
+
+
 def run_case(case, provider, opt_level, timeout):
     """(passed: bool, reason: str) for one case."""
     import numpy as np
     import onnxide
 
+    audit = mock_audit(provider)
     so = onnxide.SessionOptions()
     so.graph_optimization_level = opt_level
     so.intra_op_num_threads = 1  # one thread: every kernel an EP has runs (the native GEMM only runs there)
@@ -46,12 +53,16 @@ def run_case(case, provider, opt_level, timeout):
             warnings.simplefilter("ignore")
             src = case.model_path if case.model_path else case.model_bytes()
             sess = onnxide.InferenceSession(src, so, providers=[provider])
+            if audit is not None:
+                audit.created()
             names = [i.name for i in sess.get_inputs()]
             for inputs, expected in case.data_sets:
                 feed = dict(zip(names, inputs))
                 why = compare_outputs(expected, sess.run(None, feed), case.rtol, case.atol)
                 if why:
                     return False, why
+                if audit is not None:
+                    audit.ran()
         return True, ""
     except _Timeout:
         return False, f"timeout after {timeout}s"
@@ -62,6 +73,18 @@ def run_case(case, provider, opt_level, timeout):
         signal.alarm(0)
 
 
+def report_name(provider):
+    return {"CPUExecutionProvider": "cpu", "WasmExecutionProvider": "wasm", "WebGpuExecutionProvider": "webgpu",
+            "CUDAExecutionProvider": "cuda", "NativeCPUExecutionProvider": "native-cpu",
+            "MockDeviceExecutionProvider": "mock-device"}.get(provider, provider)
+
+
+def recorded_passes(provider):
+    """The names of the cases docs/conformance/<ep>.json records as passing."""
+    with open(os.path.join(ROOT, "docs", "conformance", f"{report_name(provider)}.json")) as f:
+        return {k for k, v in json.load(f)["cases"].items() if v["passed"]}
+
+
 def write_report(results, cases, provider, out_dir):
     by_op = collections.defaultdict(lambda: [0, 0])
     for c in cases:
@@ -70,8 +93,7 @@ def write_report(results, cases, provider, out_dir):
             by_op[op][1] += 1
             by_op[op][0] += ok
     passed = sum(1 for r in results.values() if r[0])
-    short = {"CPUExecutionProvider": "cpu", "WasmExecutionProvider": "wasm", "WebGpuExecutionProvider": "webgpu",
-             "CUDAExecutionProvider": "cuda", "NativeCPUExecutionProvider": "native-cpu"}.get(provider, provider)
+    short = report_name(provider)
     os.makedirs(out_dir, exist_ok=True)
     data = {"provider": provider, "passed": passed, "total": len(results),
             "cases": {k: {"passed": v[0], "reason": v[1]} for k, v in sorted(results.items())}}

@@ -76,7 +76,6 @@ def warm(rt):
 
 class WasmExecutionProvider(ExecutionProvider):
     name = "WasmExecutionProvider"
-    device = "CPU"
 
     def __init__(self, options=None):
         super().__init__(options)
@@ -89,7 +88,8 @@ class WasmExecutionProvider(ExecutionProvider):
         if str(self.options.get("warm", "1")) not in ("0", "false", "False"):
             warm(self.rt)
 
-    def claim(self, node, opdef):
+    def claim(self, spec):
+        node, opdef = spec.node, spec.opdef
         domain = registry.normalize_domain(node.domain)
         claim = (CLAIMS if domain == "" else MS_CLAIMS if domain == registry.MS_DOMAIN else {}).get(node.op_type)
         if claim is None:

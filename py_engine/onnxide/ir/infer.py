@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import proto as P
 from ..ops.util import slice_bounds
-from .model import ValueInfo, type_dims
+from .model import ValueInfo, subgraphs, type_dims
 
 _SAME = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
          "Softsign", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Ceil", "Floor", "Round",
@@ -360,3 +360,46 @@ def infer_shapes(model):
         if o.type is None and o.name in types:
             o.type, o.inferred = tensor_type(*types[o.name]), True
     return types, sv
+
+
+def value_types(graph):
+    """name -> (elem type, dims) for every typed value of `graph` itself: initializers, inputs, outputs and
+    value_info (declared or inferred)."""
+    out = {}
+    for name, arr in graph.initializers.items():
+        if isinstance(arr, np.ndarray):
+            try:
+                out[name] = (dt.code_of(arr.dtype), list(arr.shape))
+            except KeyError:
+                pass
+    for vi in list(graph.value_info.values()) + list(graph.outputs) + list(graph.inputs):
+        k = _known(vi)
+        if k is not None and k[0]:
+            out[vi.name] = k
+    return out
+
+
+class _Body:
+    """A body seen by infer_shapes: its graph, the model's opsets, the enclosing graphs' value types."""
+
+    def __init__(self, graph, opsets, outer):
+        self.graph, self.opsets, self._outer = graph, opsets, outer
+
+    def outer_type(self, name):
+        return self._outer.get(name)
+
+
+def infer_bodies(model):
+    """Infer types inside every If / Loop / Scan body (outermost first), the enclosing graphs' types visible, so the
+    partitioner knows what a body's values are even when the optimizer did not run."""
+
+    def visit(graph, outer):
+        seen = dict(outer)
+        seen.update(value_types(graph))
+        for n in graph.nodes:
+            for body in subgraphs(n):
+                local = {v.name for v in body.inputs} | set(body.initializers)
+                infer_shapes(_Body(body, model.opsets, {k: v for k, v in seen.items() if k not in local}))
+                visit(body, seen)
+
+    visit(model.graph, {})

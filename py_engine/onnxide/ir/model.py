@@ -71,7 +71,6 @@ class Graph:
         self.initializers = dict(initializers or {})
         self.value_info = dict(value_info or {})
         self.sparse_initializer_names = set()
-        self.plan_cache = {}  # execution plans keyed by executor; "free": names read from outer scopes
 
     def value_type(self, name):
         for vi in self.inputs:

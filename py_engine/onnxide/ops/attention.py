@@ -389,11 +389,11 @@ def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softma
     s = r(cd.type(dt.type(np.sqrt(np.float32(sc)))))
     scores = r(np.matmul(q.astype(cd) * s, np.swapaxes(k.astype(cd) * s, -1, -2)).astype(dt)).astype(sd)
     if score_mod is not None:
-        scores = np.asarray(ctx.run_graph(score_mod, [scores])[0]).astype(sd)
+        scores = np.asarray(ctx.call_graph(score_mod, [scores])[0]).astype(sd)
     with np.errstate(invalid="ignore"):
         m = np.max(scores, axis=-1, keepdims=True)
         ex = np.exp(scores - m)
         probs = ex / np.sum(ex, axis=-1, keepdims=True)
     if prob_mod is not None:
-        probs = np.asarray(ctx.run_graph(prob_mod, [probs])[0]).astype(sd)
+        probs = np.asarray(ctx.call_graph(prob_mod, [probs])[0]).astype(sd)
     return lower(np.matmul(probs, v.astype(sd)), out_dt) if rnd else np.matmul(probs, v.astype(sd)).astype(v.dtype)

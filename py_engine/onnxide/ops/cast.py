@@ -31,17 +31,18 @@ def _declared(ctx, i):
 def elem_code(x, ctx=None, i=0):
     """ONNX element type of input i: from its dtype (exotic representations are self-describing), else from the
     declared input type."""
-    x = np.asarray(x)
+    # the dtype only (CastLike's target_type is a meta input: it may be a device value)
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
     try:
-        return _dt.code_of(x.dtype)
+        return _dt.code_of(dtype)
     except KeyError:
-        code = _dt.exotic_code(x.dtype)  # an exotic array of the other representation
+        code = _dt.exotic_code(dtype)  # an exotic array of the other representation
         if code:
             return code
     declared = _declared(ctx, i)
     if declared:
         return declared
-    raise InvalidArgument(f"Cast: unsupported input dtype {x.dtype}")
+    raise InvalidArgument(f"Cast: unsupported input dtype {dtype}")
 
 
 def _bits_of(x, code):
@@ -229,17 +230,17 @@ def cast(x, *, to, saturate=1, round_mode="up", ctx):
     return cast_array(x, elem_code(x, ctx, 0), int(to), saturate, round_mode)
 
 
-@op("CastLike", since=15)
+@op("CastLike", since=15, meta_inputs=(1,))
 def cast_like_v15(x, target_type, *, ctx):
     return cast_array(x, elem_code(x, ctx, 0), elem_code(target_type, ctx, 1))
 
 
-@op("CastLike", since=19)
+@op("CastLike", since=19, meta_inputs=(1,))
 def cast_like_v19(x, target_type, *, saturate=1, ctx):
     return cast_array(x, elem_code(x, ctx, 0), elem_code(target_type, ctx, 1), saturate)
 
 
-@op("CastLike", since=24)
+@op("CastLike", since=24, meta_inputs=(1,))
 def cast_like(x, target_type, *, saturate=1, round_mode="up", ctx):
     return cast_array(x, elem_code(x, ctx, 0), elem_code(target_type, ctx, 1), saturate, round_mode)
 

@@ -51,7 +51,7 @@ def constant(*, value=None, sparse_value=None, value_float=None, value_floats=No
                      value_strings=value_strings)
 
 
-@op("ConstantOfShape", since=9)
+@op("ConstantOfShape", since=9, host_inputs=(0,))
 def constant_of_shape(input, *, value=None):  # noqa: A002
     shape = np.asarray(input).astype(np.int64).reshape(-1).tolist()
     if any(d < 0 for d in shape):

@@ -123,7 +123,7 @@ def _check_bias(attention_bias, b, n, s, t, name):
 # Attention
 # ---------------------------------------------------------------------------------------------------------------------
 
-@op("Attention", since=1, domain=MS_DOMAIN)
+@op("Attention", since=1, domain=MS_DOMAIN, host_inputs=(6,))
 def ms_attention(x, weights, bias=None, mask_index=None, past=None, attention_bias=None, past_sequence_length=None,
                  *, do_rotary=0, mask_filter_value=-10000.0, num_heads, past_present_share_buffer=0,
                  qkv_hidden_sizes=None, rotary_embedding_dim=0, scale=0.0, unidirectional=0, ctx=None):
@@ -177,7 +177,7 @@ def ms_attention(x, weights, bias=None, mask_index=None, past=None, attention_bi
 # MultiHeadAttention
 # ---------------------------------------------------------------------------------------------------------------------
 
-@op("MultiHeadAttention", since=1, domain=MS_DOMAIN)
+@op("MultiHeadAttention", since=1, domain=MS_DOMAIN, host_inputs=(8,))
 def multi_head_attention(query, key=None, value=None, bias=None, key_padding_mask=None, attention_bias=None,
                          past_key=None, past_value=None, past_sequence_length=None, cache_indirection=None, *,
                          mask_filter_value=-10000.0, num_heads, scale=0.0, unidirectional=0, ctx=None):
@@ -298,7 +298,7 @@ def ms_rotary_embedding(x, position_ids, cos_cache, sin_cache, *, interleaved=0,
 # GroupQueryAttention
 # ---------------------------------------------------------------------------------------------------------------------
 
-@op("GroupQueryAttention", since=1, domain=MS_DOMAIN)
+@op("GroupQueryAttention", since=1, domain=MS_DOMAIN, host_inputs=(6,))
 def group_query_attention(query, key, value, past_key, past_value, seqlens_k, total_sequence_length,
                           cos_cache=None, sin_cache=None, position_ids=None, attention_bias=None, head_sink=None,
                           k_scale=None, v_scale=None, q_norm_weight=None, k_norm_weight=None, query_seqlens=None, *,

@@ -344,7 +344,7 @@ def _dequant_weight(w, scale, zp, num_dirs, what, name):
     return ((w.astype(np.float32) - z.astype(np.float32)) * s).transpose(0, 2, 1)
 
 
-@op("DynamicQuantizeLSTM", since=1, domain=MS_DOMAIN)
+@op("DynamicQuantizeLSTM", since=1, domain=MS_DOMAIN, host_inputs=(4,))
 def dynamic_quantize_lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None,
                           w_scale=None, w_zero_point=None, r_scale=None, r_zero_point=None, *, activation_alpha=None,
                           activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,

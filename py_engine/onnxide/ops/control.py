@@ -1,8 +1,12 @@
-"""Control flow: If, Loop, Scan (opset 8 batched form and opset 9+ form) and SequenceMap, run through ctx.run_graph."""
+"""Control flow: If, Loop, Scan (opset 8 batched form and opset 9+ form) and SequenceMap. Their kernels are
+generators that run bodies with `yield from ctx.run_graph(...)` (a body may await device work). If, Loop and Scan 9+
+touch the values they carry only through `ctx.array_ops` (take / stack / zeros) and `ctx.release`, so a device EP
+runs them with the carried values staying on its device; only conditions and trip counts are host values."""
 import numpy as np
 
 from .. import dtypes
 from ..errors import Fail, InvalidArgument
+from ..runtime.devices import HostArrayOps
 from .registry import op
 from .util import norm_axis
 
@@ -37,36 +41,42 @@ def _declared_type(graph, index):
     return None, dt
 
 
-def _empty_output(graph, index, axis=0):
+def _empty_output(ops, graph, index, axis=0):
     """A scan output that got no iterations: zero along `axis`, typed by the body's declared output when known."""
     shape, dt = _declared_type(graph, index)
     if shape is None:
-        return np.zeros((0,), dtype=dt)
+        return ops.zeros((0,), dt)
     shape = list(shape)
     axis = axis % (len(shape) + 1)
     shape.insert(axis, 0)
-    return np.zeros(shape, dtype=dt)
+    return ops.zeros(shape, dt)
 
 
-def _stack(values, axis, what):
-    arrs = [np.asarray(v) for v in values]
+def _stack(ops, values, axis, what):
     for v in values:
         if isinstance(v, list) or v is None:
             raise InvalidArgument(f"{what}: scan outputs must be tensors")
-    try:
-        return np.stack(arrs, axis=axis)
-    except ValueError as e:
-        raise InvalidArgument(f"{what}: scan output shapes differ between iterations: {e}") from None
+    shapes = {tuple(v.shape) for v in values}
+    if len(shapes) > 1:
+        raise InvalidArgument(f"{what}: scan output shapes differ between iterations: {sorted(shapes)}")
+    return ops.stack(values, axis)
+
+
+def _owned_values(ctx, *groups):
+    """Hand back the device values of `groups` (lists of values this kernel owns) after a failure."""
+    for g in groups:
+        ctx.release([v for v in g if v is not None and not isinstance(v, list)])
 
 
 # ---------------------------------------------------------------- If
 
 
-@op("If", since=1)
+@op("If", since=1, host_inputs=(0,))
 def if_(cond, *, then_branch, else_branch, ctx):
     branch = then_branch if _scalar_bool(cond, "If: cond") else else_branch
-    outs = ctx.run_graph(branch, [])
+    outs = yield from ctx.run_graph(branch, [])
     if len(outs) != ctx.num_outputs:
+        ctx.release(outs)
         raise Fail(f"If: the chosen branch produced {len(outs)} outputs, the node declares {ctx.num_outputs}")
     return _result(outs, ctx.num_outputs)
 
@@ -74,7 +84,7 @@ def if_(cond, *, then_branch, else_branch, ctx):
 # ---------------------------------------------------------------- Loop
 
 
-@op("Loop", since=1)
+@op("Loop", since=1, host_inputs=(0, 1))
 def loop(M=None, cond=None, *v_initial, body, ctx):
     n_carried = len(v_initial)
     n_body_in = len(body.inputs)
@@ -92,28 +102,40 @@ def loop(M=None, cond=None, *v_initial, body, ctx):
     if n_scan < 0:
         raise Fail(f"Loop: the body has {len(body.outputs)} outputs, fewer than 1 + {n_carried}")
     scans = [[] for _ in range(n_scan)]
+    owned = False  # the carried values are this kernel's once an iteration made them (v_initial are the node's)
     i = 0
-    while go and (trip is None or i < trip):
-        outs = ctx.run_graph(body, [np.asarray(i, dtype=np.int64), np.asarray(go, dtype=np.bool_)] + carried)
-        # like onnxruntime, the body's condition output ends the loop even when the `cond` input is omitted
-        go = _scalar_bool(outs[0], "Loop: the body's condition output")
-        carried = list(outs[1:1 + n_carried])
-        for k, v in enumerate(outs[1 + n_carried:]):
-            scans[k].append(v)
-        i += 1
-    results = carried
-    for k in range(n_scan):
-        if scans[k]:
-            results.append(_stack(scans[k], 0, "Loop"))
-        else:
-            results.append(_empty_output(body, 1 + n_carried + k))
-    return _result(results[:max(ctx.num_outputs, 1)], ctx.num_outputs)
+    try:
+        while go and (trip is None or i < trip):
+            outs = yield from ctx.run_graph(body, [np.asarray(i, dtype=np.int64), np.asarray(go, dtype=np.bool_)]
+                                            + carried)
+            if owned:
+                ctx.release(carried)
+            # like onnxruntime, the body's condition output ends the loop even when the `cond` input is omitted
+            go = _scalar_bool(outs[0], "Loop: the body's condition output")
+            carried, owned = list(outs[1:1 + n_carried]), True
+            for k, v in enumerate(outs[1 + n_carried:]):
+                scans[k].append(v)
+            i += 1
+        results = carried
+        for k in range(n_scan):
+            if scans[k]:
+                results.append(_stack(ctx.array_ops, scans[k], 0, "Loop"))
+                done, scans[k] = scans[k], []
+                ctx.release(done)
+            else:
+                results.append(_empty_output(ctx.array_ops, body, 1 + n_carried + k))
+    except BaseException:
+        _owned_values(ctx, carried if owned else [], *scans)
+        raise
+    keep = max(ctx.num_outputs, 1)
+    ctx.release([v for v in results[keep:] if not any(v is x for x in v_initial)])  # outputs the node omits
+    return _result(results[:keep], ctx.num_outputs)
 
 
 # ---------------------------------------------------------------- Scan
 
 
-@op("Scan", since=8)
+@op("Scan", since=8, host_inputs=(0,))
 def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
     m = num_scan_inputs
     n = len(inputs) - m
@@ -146,7 +168,7 @@ def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
         L = int(lens[b])
         for t in range(L):
             step_in = [x[b, (L - 1 - t) if d else t, ...] for x, d in zip(xs, dirs)]  # arrays, not numpy scalars
-            outs = ctx.run_graph(body, st + step_in)
+            outs = yield from ctx.run_graph(body, st + step_in)
             st = list(outs[:n])
             for k, v in enumerate(outs[n:]):
                 per[k].append(np.asarray(v))
@@ -154,7 +176,7 @@ def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
             final_states[j].append(np.asarray(st[j]))
         for k in range(k_out):
             scan_vals[k].append(per[k])
-    results = [_stack(fs, 0, "Scan") for fs in final_states]
+    results = [_stack(HostArrayOps, fs, 0, "Scan") for fs in final_states]
     for k in range(k_out):
         sample = next((p[0] for p in scan_vals[k] if p), None)
         if sample is None:
@@ -164,7 +186,7 @@ def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
             out = np.zeros((batch, max_len) + sample.shape, dtype=sample.dtype)
             for b, p in enumerate(scan_vals[k]):
                 if p:
-                    out[b, :len(p)] = _stack(p, 0, "Scan")
+                    out[b, :len(p)] = _stack(HostArrayOps, p, 0, "Scan")
         results.append(out)
     return _result(results, ctx.num_outputs)
 
@@ -177,7 +199,7 @@ def scan_9(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_dire
     if n < 0 or m < 1:
         raise InvalidArgument(f"Scan: num_scan_inputs={m} but only {len(inputs)} inputs given")
     states = list(inputs[:n])
-    xs = [np.asarray(x) for x in inputs[n:]]
+    xs = list(inputs[n:])
     in_axes = list(scan_input_axes) if scan_input_axes else [0] * m
     in_dirs = list(scan_input_directions) if scan_input_directions else [0] * m
     if len(in_axes) != m or len(in_dirs) != m:
@@ -192,23 +214,32 @@ def scan_9(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_dire
     out_dirs = list(scan_output_directions) if scan_output_directions else [0] * k_out
     if len(out_axes) != k_out or len(out_dirs) != k_out:
         raise InvalidArgument(f"Scan: scan_output_axes/directions must have {k_out} entries")
-    # move each scan axis first (views) so a step is a plain index
-    xs = [np.moveaxis(x, a, 0) for x, a in zip(xs, in_axes)]
+    ops = ctx.array_ops
     per = [[] for _ in range(k_out)]
-    for t in range(L):
-        step_in = [x[L - 1 - t, ...] if d else x[t, ...] for x, d in zip(xs, in_dirs)]  # 0-d arrays, not scalars
-        outs = ctx.run_graph(body, states + step_in)
-        states = list(outs[:n])
-        for k, v in enumerate(outs[n:]):
-            per[k].append(v)
-    results = states
-    for k in range(k_out):
-        vals = per[k][::-1] if out_dirs[k] else per[k]
-        if vals:
-            rank = np.asarray(vals[0]).ndim + 1
-            results.append(_stack(vals, norm_axis(out_axes[k], rank, "Scan output"), "Scan"))
-        else:
-            results.append(_empty_output(body, n + k, out_axes[k]))
+    owned = False  # the states are this kernel's once an iteration made them
+    step_in = []
+    try:
+        for t in range(L):
+            step_in = [ops.take(x, a, L - 1 - t if d else t) for x, a, d in zip(xs, in_axes, in_dirs)]
+            outs = yield from ctx.run_graph(body, states + step_in)
+            ctx.release(step_in)
+            if owned:
+                ctx.release(states)
+            states, owned, step_in = list(outs[:n]), True, []
+            for k, v in enumerate(outs[n:]):
+                per[k].append(v)
+        results = states
+        for k in range(k_out):
+            vals = per[k][::-1] if out_dirs[k] else per[k]
+            if vals:
+                results.append(_stack(ops, vals, norm_axis(out_axes[k], vals[0].ndim + 1, "Scan output"), "Scan"))
+                done, per[k] = per[k], []
+                ctx.release(done)
+            else:
+                results.append(_empty_output(ops, body, n + k, out_axes[k]))
+    except BaseException:
+        _owned_values(ctx, step_in, states if owned else [], *per)
+        raise
     return _result(results, ctx.num_outputs)
 
 
@@ -227,7 +258,7 @@ def sequence_map(input_sequence, *additional_inputs, body, ctx):
     results = [[] for _ in range(n_out)]
     for i in range(count):
         args = [input_sequence[i]] + [a[i] if isinstance(a, list) else a for a in additional_inputs]
-        outs = ctx.run_graph(body, args)
+        outs = yield from ctx.run_graph(body, args)
         for k, v in enumerate(outs):
             results[k].append(v)
     return _result(results, ctx.num_outputs)

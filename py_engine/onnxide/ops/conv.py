@@ -353,7 +353,7 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
     return np.ascontiguousarray(y).astype(x.dtype, copy=False)
 
 
-@op("Col2Im", since=18)
+@op("Col2Im", since=18, host_inputs=(1, 2))
 @via_float32
 def col2im(x, image_shape, block_shape, *, dilations=None, pads=None, strides=None, ctx=None):
     name = f"Col2Im node '{ctx.node_name}'" if ctx is not None else "Col2Im"

@@ -129,7 +129,7 @@ def _base_coords(n, align_corners):
     return (np.arange(n, dtype=np.float64) * 2 + 1) / n - 1
 
 
-@op("AffineGrid", since=20)
+@op("AffineGrid", since=20, host_inputs=(1,))
 @via_float32
 def affine_grid(theta, size, *, align_corners=0):
     size = [int(s) for s in np.asarray(size).ravel()]
@@ -241,7 +241,7 @@ def _corners(boxes, center_point_box):
     return np.minimum(y1, y2), np.minimum(x1, x2), np.maximum(y1, y2), np.maximum(x1, x2)
 
 
-@op("NonMaxSuppression", since=10)
+@op("NonMaxSuppression", since=10, host_inputs=(2, 3, 4))
 @via_float32
 def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_threshold=None,
                         score_threshold=None, *, center_point_box=0):

@@ -225,7 +225,7 @@ def _decode(data):
     raise Fail("ImageDecoder: unrecognised image format")
 
 
-@op("ImageDecoder", since=20)
+@op("ImageDecoder", since=20, host_inputs=(0,))
 def image_decoder(encoded_stream, *, pixel_format="RGB"):
     if pixel_format not in ("RGB", "BGR", "Grayscale"):
         raise InvalidArgument(f"ImageDecoder: unsupported pixel_format '{pixel_format}'")

@@ -216,14 +216,14 @@ def slice_v1(data, *, starts, ends, axes=None):
     return _slice(data, list(starts), list(ends), axes, None)
 
 
-@op("Slice", since=10)
+@op("Slice", since=10, host_inputs=(1, 2, 3, 4))
 def slice_(data, starts, ends, axes=None, steps=None):
     return _slice(data, ints(starts), ints(ends), ints(axes), ints(steps))
 
 
 # ---------------------------------------------------------------------------------------------------- Compress / NonZero
 
-@op("Compress", since=9)
+@op("Compress", since=9, host_inputs=(1,))
 def compress(input, condition, *, axis=None):  # noqa: A002
     cond = np.asarray(condition).astype(bool).reshape(-1)
     if axis is None:
@@ -317,7 +317,7 @@ def reverse_sequence(input, sequence_lens, *, batch_axis=1, time_axis=0):  # noq
 
 # ---------------------------------------------------------------------------------------------------- OneHot
 
-@op("OneHot", since=9)
+@op("OneHot", since=9, host_inputs=(1,))
 def one_hot(indices, depth, values, *, axis=-1):
     d = np.asarray(depth).reshape(-1)
     if d.size != 1:
@@ -360,12 +360,12 @@ def top_k_v1(X, *, axis=-1, k):  # noqa: N803
     return _topk(X, k, axis, True)
 
 
-@op("TopK", since=10)
+@op("TopK", since=10, host_inputs=(1,))
 def top_k_v10(X, K, *, axis=-1):  # noqa: N803
     return _topk(X, ints(K)[0], axis, True)
 
 
-@op("TopK", since=11)
+@op("TopK", since=11, host_inputs=(1,))
 def top_k(X, K, *, axis=-1, largest=1, sorted=1):  # noqa: N803, A002
     return _topk(X, ints(K)[0], axis, largest)
 
@@ -419,13 +419,13 @@ def _cum(x, axis, exclusive, reverse, fn, ident, name):
     return np.ascontiguousarray(np.flip(out, axis=a)) if reverse else out
 
 
-@op("CumSum", since=11)
+@op("CumSum", since=11, host_inputs=(1,))
 @via_float32
 def cum_sum(x, axis, *, exclusive=0, reverse=0):
     return _cum(x, axis, exclusive, reverse, np.cumsum, 0, "CumSum")
 
 
-@op("CumProd", since=26)
+@op("CumProd", since=26, host_inputs=(1,))
 @via_float32
 def cum_prod(x, axis, *, exclusive=0, reverse=0):
     return _cum(x, axis, exclusive, reverse, np.cumprod, 1, "CumProd")
@@ -453,13 +453,13 @@ def _range(start, limit, delta, stash):
     return (ws + np.arange(n).astype(work) * wd).astype(work).astype(dt)
 
 
-@op("Range", since=11)
+@op("Range", since=11, host_inputs=(0, 1, 2))
 @via_float32
 def range_v11(start, limit, delta):
     return _range(start, limit, delta, None)
 
 
-@op("Range", since=27)
+@op("Range", since=27, host_inputs=(0, 1, 2))
 @via_float32
 def range_(start, limit, delta, *, stash_type=1):
     return _range(start, limit, delta, stash_type)

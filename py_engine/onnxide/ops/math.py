@@ -592,7 +592,7 @@ def clip_v6(x, *, min=-3.4028234663852886e+38, max=3.4028234663852886e+38):  # n
     return _clip(x, min, max)
 
 
-@op("Clip", since=11)
+@op("Clip", since=11, host_inputs=(1, 2))
 @floatwise
 def clip(x, lo=None, hi=None):
     if lo is not None and np.asarray(lo).size != 1 or hi is not None and np.asarray(hi).size != 1:

@@ -281,7 +281,7 @@ def dropout_10(data, *, ratio=0.5, ctx=None):
     return _identity_dropout(data, ctx, np.bool_)
 
 
-@op("Dropout", since=12)
+@op("Dropout", since=12, host_inputs=(1, 2))
 @via_float32
 def dropout_12(data, ratio=None, training_mode=None, *, seed=None, ctx=None):
     r = 0.5 if ratio is None else float(np.asarray(ratio).reshape(-1)[0])

@@ -198,7 +198,7 @@ def global_lp_pool(x, *, p=2, ctx=None):
     return _global_lp(x, float(p))
 
 
-@op("MaxUnpool", since=9)
+@op("MaxUnpool", since=9, host_inputs=(2,))
 def max_unpool(x, indices, output_shape=None, *, kernel_shape=None, pads=None, strides=None, ctx=None):
     name = _name("MaxUnpool", ctx)
     if not kernel_shape:

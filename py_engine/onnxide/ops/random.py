@@ -52,12 +52,12 @@ def _like_dtype(x, dtype, what):
     return _float_dtype(dtype, what)
 
 
-@op("RandomUniformLike", since=1)
+@op("RandomUniformLike", since=1, meta_inputs=(0,))
 def random_uniform_like(x, *, dtype=None, high=1.0, low=0.0, seed=None):
     return _uniform(x.shape, _like_dtype(x, dtype, "RandomUniformLike"), seed, low, high)
 
 
-@op("RandomNormalLike", since=1)
+@op("RandomNormalLike", since=1, meta_inputs=(0,))
 def random_normal_like(x, *, dtype=None, mean=0.0, scale=1.0, seed=None):
     return _normal(x.shape, _like_dtype(x, dtype, "RandomNormalLike"), seed, mean, scale)
 

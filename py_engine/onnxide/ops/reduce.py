@@ -100,7 +100,7 @@ def _register(op_type, kind, input_axes_since):
     attr_form.__name__ = f"{kind}_attr_axes"
     input_form.__name__ = f"{kind}_input_axes"
     op(op_type, since=1)(via_float32(attr_form))
-    op(op_type, since=input_axes_since)(via_float32(input_form))
+    op(op_type, since=input_axes_since, host_inputs=(1,))(via_float32(input_form))
 
 
 for _op_type, _kind, _since in [

@@ -12,9 +12,15 @@ A kernel is a plain function registered with `@op`:
   default is required. A node carrying an attribute the kernel does not declare is refused at session creation
   (never silently ignored) unless the kernel takes `**attrs`.
 - A keyword-only parameter named `ctx` receives the `KernelContext` (number of outputs, opset, node name,
-  subgraph execution for If/Loop/Scan).
+  subgraph execution for If/Loop/Scan: their kernels are generators, `outs = yield from ctx.run_graph(g, ins)`, so
+  a body may await device work).
 - Return one array, or a tuple/list of arrays for several outputs (sequence outputs are Python lists, an absent
   optional is None). Kernels must return the ONNX output dtype exactly.
+- Placement facts, read by every device EP and the planner: `host_inputs` are the input indices whose values the
+  kernel reads as parameters (shapes, axes, pads, scales, repeats, k, conditions...): they are always host values,
+  also when a GPU EP runs the node. `meta_inputs` are inputs of which only the shape and dtype are read (Shape,
+  Size, the *Like ops): they are passed where they live, never transferred, and kernels read only `.shape`,
+  `.dtype`, `.ndim`, `.size` of them.
 
 Lookup picks the registration with the largest `since` not above the model's opset for that domain.
 """
@@ -33,10 +39,11 @@ class OpDef:
     """One registered version of an op: its kernel and the attribute names/defaults read from the signature."""
 
     __slots__ = ("domain", "op_type", "since", "kernel", "attrs", "required", "any_attrs", "wants_ctx",
-                 "n_inputs", "variadic", "infer")
+                 "n_inputs", "variadic", "infer", "host_inputs", "meta_inputs")
 
-    def __init__(self, domain, op_type, since, kernel, infer=None):
+    def __init__(self, domain, op_type, since, kernel, infer=None, host_inputs=(), meta_inputs=()):
         self.domain, self.op_type, self.since, self.kernel, self.infer = domain, op_type, since, kernel, infer
+        self.host_inputs, self.meta_inputs = frozenset(host_inputs), frozenset(meta_inputs)
         self.attrs, self.required = {}, set()
         self.any_attrs = self.wants_ctx = self.variadic = False
         self.n_inputs = 0
@@ -58,14 +65,14 @@ class OpDef:
         return f"OpDef({self.domain or 'ai.onnx'}::{self.op_type} since {self.since})"
 
 
-def op(op_type, since=1, domain=ONNX_DOMAIN, infer=None):
+def op(op_type, since=1, domain=ONNX_DOMAIN, infer=None, host_inputs=(), meta_inputs=()):
     """Register the decorated function as the kernel of `op_type` from opset `since` on (see module doc)."""
 
     def deco(fn):
         defs = _REGISTRY.setdefault((domain, op_type), [])
         if any(d.since == since for d in defs):
             raise ValueError(f"{domain}::{op_type} since {since} registered twice")
-        defs.append(OpDef(domain, op_type, since, fn, infer))
+        defs.append(OpDef(domain, op_type, since, fn, infer, host_inputs, meta_inputs))
         defs.sort(key=lambda d: d.since)
         return fn
 
@@ -92,6 +99,19 @@ def lookup(domain, op_type, opset):
             f"Could not find an implementation for {op_type}({opset}) node of domain '{domain or 'ai.onnx'}'"
             f" (implemented from opset {defs[0].since})")
     return best
+
+
+DEFAULT_OPSETS = {ML_DOMAIN: 5, MS_DOMAIN: 1, "ai.onnx.preview.training": 1, "ai.onnx.preview": 1}
+
+
+def resolve_opdef(node, opsets):
+    """(OpDef, opset version) for `node` under the model's opsets (a node may carry its own opset from a function
+    body)."""
+    domain = normalize_domain(node.domain)
+    version = node.opset if node.opset is not None else opsets.get(domain)
+    if version is None:
+        version = DEFAULT_OPSETS.get(domain, 1)
+    return lookup(domain, node.op_type, version), version
 
 
 def registered_ops():

@@ -229,7 +229,7 @@ def integer_nearest_factors(shape, scales=None, sizes=None, *, mode="nearest",
     return int(fh), int(fw)
 
 
-@op("Resize", since=10)
+@op("Resize", since=10, host_inputs=(1,))
 @via_float32
 def resize_10(x, scales, *, mode="nearest"):
     if mode not in ("nearest", "linear"):
@@ -238,7 +238,7 @@ def resize_10(x, scales, *, mode="nearest"):
     return _resize(x, None, scales, None, p)
 
 
-@op("Resize", since=11)
+@op("Resize", since=11, host_inputs=(1, 2, 3))
 @via_float32
 def resize_11(x, roi=None, scales=None, sizes=None, *, mode="nearest",
               coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
@@ -248,7 +248,7 @@ def resize_11(x, roi=None, scales=None, sizes=None, *, mode="nearest",
     return _resize(x, roi, scales, sizes, p)
 
 
-@op("Resize", since=18)
+@op("Resize", since=18, host_inputs=(1, 2, 3))
 @via_float32
 def resize_18(x, roi=None, scales=None, sizes=None, *, mode="nearest",
               coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
@@ -285,7 +285,7 @@ def upsample_7(x, *, scales, mode="nearest"):
     return _upsample(x, scales, mode)
 
 
-@op("Upsample", since=9)
+@op("Upsample", since=9, host_inputs=(1,))
 @via_float32
 def upsample_9(x, scales, *, mode="nearest"):
     return _upsample(x, scales, mode)

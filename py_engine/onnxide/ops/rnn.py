@@ -259,7 +259,7 @@ def _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta
                 activations, activation_alpha, activation_beta, _rnn_step(clip), ctx.num_outputs, dt)
 
 
-@op("RNN", since=1)
+@op("RNN", since=1, host_inputs=(4,))
 @via_float32
 def rnn_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, output_sequence=0, ctx):
@@ -267,7 +267,7 @@ def rnn_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
                 direction, hidden_size, 0, ctx)
 
 
-@op("RNN", since=7)
+@op("RNN", since=7, host_inputs=(4,))
 @via_float32
 def rnn_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, ctx):
@@ -275,7 +275,7 @@ def rnn_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
                 direction, hidden_size, 0, ctx)
 
 
-@op("RNN", since=14)
+@op("RNN", since=14, host_inputs=(4,))
 @via_float32
 def rnn_14(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
            activations=None, clip=None, direction="forward", hidden_size=None, layout=0, ctx):
@@ -300,7 +300,7 @@ def _lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, activation_alpha, 
                 _lstm_step(clip, input_forget), ctx.num_outputs, dt)
 
 
-@op("LSTM", since=1)
+@op("LSTM", since=1, host_inputs=(4,))
 @via_float32
 def lstm_1(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
            activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
@@ -309,7 +309,7 @@ def lstm_1(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, 
                  clip, direction, hidden_size, input_forget, 0, ctx)
 
 
-@op("LSTM", since=7)
+@op("LSTM", since=7, host_inputs=(4,))
 @via_float32
 def lstm_7(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
            activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
@@ -318,7 +318,7 @@ def lstm_7(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, 
                  clip, direction, hidden_size, input_forget, 0, ctx)
 
 
-@op("LSTM", since=14)
+@op("LSTM", since=14, host_inputs=(4,))
 @via_float32
 def lstm_14(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
             activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None,
@@ -338,7 +338,7 @@ def _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta
                 _gru_step(clip, linear_before_reset), ctx.num_outputs, dt, bias_in_input=False)
 
 
-@op("GRU", since=1)
+@op("GRU", since=1, host_inputs=(4,))
 @via_float32
 def gru_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, output_sequence=0, ctx):
@@ -346,7 +346,7 @@ def gru_1(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
                 direction, hidden_size, 0, 0, ctx)
 
 
-@op("GRU", since=3)
+@op("GRU", since=3, host_inputs=(4,))
 @via_float32
 def gru_3(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0,
@@ -355,7 +355,7 @@ def gru_3(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
                 direction, hidden_size, linear_before_reset, 0, ctx)
 
 
-@op("GRU", since=7)
+@op("GRU", since=7, host_inputs=(4,))
 @via_float32
 def gru_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
           activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0, ctx):
@@ -363,7 +363,7 @@ def gru_7(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alp
                 direction, hidden_size, linear_before_reset, 0, ctx)
 
 
-@op("GRU", since=14)
+@op("GRU", since=14, host_inputs=(4,))
 @via_float32
 def gru_14(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
            activations=None, clip=None, direction="forward", hidden_size=None, linear_before_reset=0, layout=0,

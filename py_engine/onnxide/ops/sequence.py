@@ -35,7 +35,7 @@ def sequence_empty(*, dtype=1):
     return []
 
 
-@op("SequenceAt", since=11)
+@op("SequenceAt", since=11, host_inputs=(1,))
 def sequence_at(input_sequence, position):
     seq = _seq(input_sequence, "SequenceAt")
     n = len(seq)
@@ -45,7 +45,7 @@ def sequence_at(input_sequence, position):
     return seq[p]
 
 
-@op("SequenceInsert", since=11)
+@op("SequenceInsert", since=11, host_inputs=(2,))
 def sequence_insert(input_sequence, tensor, position=None):
     seq = _seq(input_sequence, "SequenceInsert")
     n = len(seq)
@@ -65,7 +65,7 @@ def sequence_insert(input_sequence, tensor, position=None):
     return out
 
 
-@op("SequenceErase", since=11)
+@op("SequenceErase", since=11, host_inputs=(1,))
 def sequence_erase(input_sequence, position=None):
     seq = _seq(input_sequence, "SequenceErase")
     n = len(seq)
@@ -105,7 +105,7 @@ def concat_from_sequence(input_sequence, *, axis, new_axis=0):
         raise InvalidArgument(f"ConcatFromSequence: {e}") from None
 
 
-@op("SplitToSequence", since=11)
+@op("SplitToSequence", since=11, host_inputs=(1,))
 def split_to_sequence(input, split=None, *, axis=0, keepdims=1):
     x = np.asarray(input)
     r = x.ndim

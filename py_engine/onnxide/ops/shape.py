@@ -58,12 +58,12 @@ def reshape_v1(data, *, shape=None, consumed_inputs=None):
     return _reshape(data, shape)
 
 
-@op("Reshape", since=5)
+@op("Reshape", since=5, host_inputs=(1,))
 def reshape_v5(data, shape):
     return _reshape(data, shape)
 
 
-@op("Reshape", since=14)
+@op("Reshape", since=14, host_inputs=(1,))
 def reshape(data, shape, *, allowzero=0):
     return _reshape(data, shape, allowzero)
 
@@ -128,7 +128,7 @@ def _split(x, axis, split, num_outputs, n_out, name="Split"):
     return tuple(outs)
 
 
-@op("Split", since=1)
+@op("Split", since=1, host_inputs=(1,))
 def split_v1(input, split=None, *, axis=0, ctx):  # noqa: A002 - ONNX input name
     s = ints(split) if split is not None else None
     return _split(input, axis, s, None, ctx.num_outputs)
@@ -139,12 +139,12 @@ def split_v2(input, *, axis=0, split=None, ctx):  # noqa: A002
     return _split(input, axis, split, None, ctx.num_outputs)
 
 
-@op("Split", since=13)
+@op("Split", since=13, host_inputs=(1,))
 def split_v13(input, split=None, *, axis=0, ctx):  # noqa: A002
     return _split(input, axis, ints(split), None, ctx.num_outputs)
 
 
-@op("Split", since=18)
+@op("Split", since=18, host_inputs=(1,))
 def split(input, split=None, *, axis=0, num_outputs=None, ctx):  # noqa: A002
     if split is not None and num_outputs is not None:
         raise InvalidArgument("Split: both the 'split' input and the 'num_outputs' attribute are given")
@@ -170,7 +170,7 @@ def squeeze_v1(data, *, axes=None):
     return _squeeze(data, axes)
 
 
-@op("Squeeze", since=13)
+@op("Squeeze", since=13, host_inputs=(1,))
 def squeeze(data, axes=None):
     return _squeeze(data, ints(axes))
 
@@ -189,7 +189,7 @@ def unsqueeze_v1(data, *, axes):
     return _unsqueeze(data, axes)
 
 
-@op("Unsqueeze", since=13)
+@op("Unsqueeze", since=13, host_inputs=(1,))
 def unsqueeze(data, axes):
     return _unsqueeze(data, ints(axes))
 
@@ -209,7 +209,7 @@ def flatten(input, *, axis=1):  # noqa: A002
 
 # ---------------------------------------------------------------------------------------------------- Expand / Tile
 
-@op("Expand", since=8)
+@op("Expand", since=8, host_inputs=(1,))
 def expand(input, shape):  # noqa: A002
     shape = ints(shape)
     try:
@@ -219,14 +219,14 @@ def expand(input, shape):  # noqa: A002
     return np.broadcast_to(input, out_shape).copy()
 
 
-@op("Tile", since=1)
+@op("Tile", since=1, host_inputs=(1, 2))
 def tile_v1(input, tiles, axis):  # noqa: A002
     reps = [1] * input.ndim
     reps[norm_axis(ints(axis)[0], input.ndim, "Tile")] = ints(tiles)[0]
     return np.tile(input, reps)
 
 
-@op("Tile", since=6)
+@op("Tile", since=6, host_inputs=(1,))
 def tile(input, repeats):  # noqa: A002
     reps = ints(repeats)
     if len(reps) != input.ndim:
@@ -301,29 +301,29 @@ def pad_v2(data, *, mode="constant", pads, value=0.0):
     return _pad(data, pads, mode, value)
 
 
-@op("Pad", since=11)
+@op("Pad", since=11, host_inputs=(1, 2))
 def pad_v11(data, pads, constant_value=None, *, mode="constant"):
     return _pad(data, ints(pads), mode, constant_value)
 
 
-@op("Pad", since=18)
+@op("Pad", since=18, host_inputs=(1, 2, 3))
 def pad(data, pads, constant_value=None, axes=None, *, mode="constant"):
     return _pad(data, ints(pads), mode, constant_value, ints(axes))
 
 
 # ---------------------------------------------------------------------------------------------------- Shape / Size
 
-@op("Shape", since=1)
+@op("Shape", since=1, meta_inputs=(0,))
 def shape_v1(data):
     return np.array(data.shape, dtype=np.int64)
 
 
-@op("Shape", since=15)
+@op("Shape", since=15, meta_inputs=(0,))
 def shape(data, *, end=None, start=0):
     return np.array(data.shape[start:end], dtype=np.int64)
 
 
-@op("Size", since=1)
+@op("Size", since=1, meta_inputs=(0,))
 def size(data):
     return np.asarray(data.size, dtype=np.int64)
 
@@ -400,7 +400,7 @@ def identity(input):  # noqa: A002
 
 # ---------------------------------------------------------------------------------------------------- CenterCropPad
 
-@op("CenterCropPad", since=18)
+@op("CenterCropPad", since=18, host_inputs=(1,))
 def center_crop_pad(input_data, shape, *, axes=None):
     r = input_data.ndim
     axes = list(range(r)) if axes is None else _axes(axes, r, "CenterCropPad")
@@ -426,7 +426,7 @@ def center_crop_pad(input_data, shape, *, axes=None):
 
 # ---------------------------------------------------------------------------------------------------- Trilu / EyeLike
 
-@op("Trilu", since=14)
+@op("Trilu", since=14, host_inputs=(1,))
 def trilu(input, k=None, *, upper=1):  # noqa: A002
     if input.ndim < 2:
         raise InvalidArgument(f"Trilu: input must have rank >= 2, got shape {input.shape}")
@@ -438,7 +438,7 @@ def trilu(input, k=None, *, upper=1):  # noqa: A002
     return np.where(keep, input, np.zeros((), input.dtype))
 
 
-@op("EyeLike", since=9)
+@op("EyeLike", since=9, meta_inputs=(0,))
 def eye_like(input, *, dtype=None, k=0):  # noqa: A002
     if input.ndim != 2:
         raise InvalidArgument(f"EyeLike: input must be 2-D, got shape {input.shape}")

@@ -63,20 +63,20 @@ def _dft(x, dft_length, axis, inverse, onesided):
     return _from_complex(y, x.dtype)
 
 
-@op("DFT", since=17)
+@op("DFT", since=17, host_inputs=(1,))
 @via_float32
 def dft_17(x, dft_length=None, *, axis=1, inverse=0, onesided=0):
     return _dft(x, dft_length, axis, inverse, onesided)
 
 
-@op("DFT", since=20)
+@op("DFT", since=20, host_inputs=(1, 2))
 @via_float32
 def dft_20(x, dft_length=None, axis=None, *, inverse=0, onesided=0):
     ax = -2 if axis is None or np.asarray(axis).size == 0 else _scalar_int(axis, "DFT: axis")
     return _dft(x, dft_length, ax, inverse, onesided)
 
 
-@op("STFT", since=17)
+@op("STFT", since=17, host_inputs=(1, 3))
 @via_float32
 def stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
     if signal.ndim != 3:
@@ -124,22 +124,22 @@ def _window(size, periodic, output_datatype, coeffs, what):
     return lower(w, np_dtype(output_datatype))
 
 
-@op("HannWindow", since=17)
+@op("HannWindow", since=17, host_inputs=(0,))
 def hann_window(size, *, output_datatype=1, periodic=1):
     return _window(size, periodic, output_datatype, (0.5, 0.5), "HannWindow")
 
 
-@op("HammingWindow", since=17)
+@op("HammingWindow", since=17, host_inputs=(0,))
 def hamming_window(size, *, output_datatype=1, periodic=1):
     return _window(size, periodic, output_datatype, (25.0 / 46.0, 21.0 / 46.0), "HammingWindow")
 
 
-@op("BlackmanWindow", since=17)
+@op("BlackmanWindow", since=17, host_inputs=(0,))
 def blackman_window(size, *, output_datatype=1, periodic=1):
     return _window(size, periodic, output_datatype, (0.42, 0.5, 0.08), "BlackmanWindow")
 
 
-@op("MelWeightMatrix", since=17)
+@op("MelWeightMatrix", since=17, host_inputs=(0, 1, 2, 3, 4))
 @via_float32(outputs=())
 def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, *,
                       output_datatype=1):

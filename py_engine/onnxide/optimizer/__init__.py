@@ -59,14 +59,6 @@ def passes_for(level):
     return BASIC + (EXTENDED if level >= 2 else [])
 
 
-def _bodies(graph):
-    """Nested subgraphs of `graph`, innermost first."""
-    for n in graph.nodes:
-        for g in subgraphs(n):
-            yield from _bodies(g)
-            yield g
-
-
 def _bodies_with_constants(graph, outer=None, enclosing=()):
     """(body, outer constants visible in it, enclosing graphs) for the nested subgraphs of `graph`, innermost
     first. A name that a graph defines itself (input, node output, initializer) hides the enclosing graphs' value of
@@ -86,12 +78,6 @@ def _bodies_with_constants(graph, outer=None, enclosing=()):
             yield g, outer, enclosing
 
 
-def _clear_plans(graph):
-    graph.plan_cache.clear()
-    for g in _bodies(graph):
-        g.plan_cache.clear()
-
-
 def _run(scope, passes, max_rounds):
     """Run `passes` on one graph to a fixed point; True when anything changed."""
     infer_shapes(scope)
@@ -100,7 +86,6 @@ def _run(scope, passes, max_rounds):
         changed = False
         for p in passes:
             changed |= bool(p(scope))
-        _clear_plans(scope.graph)
         if not changed:
             break
         any_change = True

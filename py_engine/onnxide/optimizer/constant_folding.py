@@ -4,7 +4,7 @@ import numpy as np
 
 from ..ir.infer import dims_of
 from ..ir.model import Node, subgraphs
-from ..runtime.providers import resolve_opdef
+from ..ops.registry import resolve_opdef
 from .eliminate import _NONDETERMINISTIC
 from .graph import constant_value
 

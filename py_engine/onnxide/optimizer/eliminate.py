@@ -4,6 +4,7 @@ import numpy as np
 
 from ..ir.infer import dims_of
 from ..ir.model import Node, subgraphs
+from ..ir.scope import body_reads
 
 from .graph import consumers, fresh_name, graph_output_names, replace_uses
 
@@ -108,11 +109,7 @@ def remove_dead_nodes(model):
 
 
 def consumers_of_node(n):
-    from ..runtime.executor import free_names
-    names = {x for x in n.inputs if x}
-    for sg in subgraphs(n):
-        names |= free_names(sg)
-    return names
+    return {x for x in n.inputs if x} | body_reads(n)
 
 
 def _attr_key(v):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..ir.model import subgraphs
-from ..runtime.executor import free_names
+from ..ir.scope import free_names
 
 
 def producers(graph):
@@ -51,7 +51,6 @@ def _replace_in_subgraph(g, old, new):
         n.inputs = [new if x == old else x for x in n.inputs]
         for sg in subgraphs(n):
             _replace_in_subgraph(sg, old, new)
-    g.plan_cache.clear()
     for o in g.outputs:
         if o.name == old:
             o.name = new

@@ -1,19 +1,21 @@
-"""The execution-provider interface: each EP claims the nodes it can run and owns where its tensors live.
+"""The execution-provider contract: each EP claims the nodes it can run, at plan time, and says which memory its
+kernels compute in (`device`: HOST for numpy-sharing EPs, a `runtime.devices.Device` for GPU EPs).
 
-The CPU EP (numpy kernels of the op registry) claims every node it has a kernel for and is always last in the
-list. Device EPs (WASM, WebGPU, CUDA) override `claim` to return a faster kernel for the nodes they support and
-`to_host` / `from_host` to move tensors across their border; kernels of an EP with `is_async` may return
-awaitables (GPU readback in the page), which `Executor.run_async` awaits.
+`claim(spec)` receives a `partition.NodeSpec` — the node, its OpDef and opset, its inputs' element types and
+shapes as far as the graph fixes them — and returns a kernel with the numpy kernel's calling convention, or None.
+A device EP decides everything there: its kernels get device values for data inputs, host values for the op's
+`host_inputs`, values where they live for its `meta_inputs` (ops/registry.py), and return device values. EPs that
+share host memory may still decline at run time by returning FALLBACK from a `guarded` fast path.
+The CPU EP (numpy kernels of the op registry) claims every node it has a kernel for and is always last.
 """
-from ..ops import registry
+from .devices import HOST
 
-
-FALLBACK = object()  # an EP fast path's "not mine": the numpy kernel runs instead
+FALLBACK = object()  # a host EP fast path's "not mine": the numpy kernel runs instead
 
 
 def guarded(fast, fallback):
-    """A kernel that runs `fast` and falls back to the numpy kernel `fallback` when `fast` returns FALLBACK (EPs
-    check dtypes and shapes only at run time)."""
+    """A kernel that runs `fast` and falls back to the numpy kernel `fallback` when `fast` returns FALLBACK (host
+    EPs whose fast paths check dtypes and shapes at run time; never for a device EP)."""
 
     def kernel(*args, **kwargs):
         res = fast(*args, **kwargs)
@@ -27,36 +29,24 @@ def guarded(fast, fallback):
 
 class ExecutionProvider:
     name = "AbstractExecutionProvider"
-    device = "CPU"
-    is_async = False
-    by_default = False  # used, ahead of the CPU EP, by sessions created without a providers list
+    device = HOST        # where its kernels' tensors live
+    by_default = False   # used, ahead of the CPU EP, by sessions created without a providers list
     own_threads = False  # splits its kernels over intra_op_num_threads itself (BLAS then runs on one thread)
 
     def __init__(self, options=None):
         self.options = dict(options or {})
 
-    def claim(self, node, opdef):
-        """A kernel callable for `node` (same calling convention as `opdef.kernel`), or None to decline."""
+    def claim(self, spec):
+        """A kernel callable for the node `spec` describes (same calling convention as `spec.opdef.kernel`), or
+        None to decline."""
         return None
-
-    def too_small(self, node, shapes):
-        """Whether to leave `node` to the next EP because its work, as far as the graph fixes its inputs' shapes
-        (`shapes`: a tuple per input, or None where unknown), is too small for this EP to gain (asked before
-        `claim`)."""
-        return False
-
-    def from_host(self, array):
-        return array
-
-    def to_host(self, value):
-        return value
 
 
 class CPUExecutionProvider(ExecutionProvider):
     name = "CPUExecutionProvider"
 
-    def claim(self, node, opdef):
-        return opdef.kernel
+    def claim(self, spec):
+        return spec.opdef.kernel
 
 
 _PROVIDERS = {"CPUExecutionProvider": CPUExecutionProvider}
@@ -79,13 +69,3 @@ def default_providers():
 
 def create(name, options=None):
     return _PROVIDERS[name](options)
-
-
-def resolve_opdef(node, opsets):
-    """The OpDef for `node` under the model's opsets (a node may carry its own opset from a function body)."""
-    domain = registry.normalize_domain(node.domain)
-    version = node.opset if node.opset is not None else opsets.get(domain)
-    if version is None:
-        version = {"ai.onnx.ml": 5, "com.microsoft": 1, "ai.onnx.preview.training": 1,
-                   "ai.onnx.preview": 1}.get(domain, 1)
-    return registry.lookup(domain, node.op_type, version), version

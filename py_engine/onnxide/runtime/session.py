@@ -9,11 +9,11 @@ from .. import proto as P
 from ..errors import (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
 from ..ir import load_model
 from ..ir.to_proto import model_to_proto
-from ..ir.infer import infer_shapes, tensor_type
+from ..ir.infer import infer_bodies, infer_shapes, tensor_type
 from ..optimizer import optimize
 from . import providers as eps
 from . import specialize
-from .executor import Executor
+from ..execute import Executor
 from .iobinding import IOBinding, OrtValue
 from .memory import keep_freed_memory
 from .profiling import Profiler
@@ -117,6 +117,7 @@ class InferenceSession:
             _override_free_dims(self._model.graph, self._sess_options._free_dims)
             infer_shapes(self._model)
             optimize(self._model, self._sess_options.graph_optimization_level)
+            infer_bodies(self._model)
         except OnnxideError:
             raise
         except (RecursionError, MemoryError) as e:
@@ -173,8 +174,10 @@ class InferenceSession:
         self._specialized = self._specializations()
 
     def _specializations(self):
-        """Executors for recurring input shapes (runtime/specialize.py), where the model may gain from them."""
-        if self._sess_options.graph_optimization_level <= 0 or not specialize.worthwhile(self._model):
+        """Executors for recurring input shapes (runtime/specialize.py), where the model may gain from them (not
+        with a device EP: a second executor would place the weights on the device again)."""
+        if self._sess_options.graph_optimization_level <= 0 or not specialize.worthwhile(self._model) or \
+                self._executor.devices:
             return None
         return specialize.Specializations(self._specialized_executor)
 
@@ -186,6 +189,7 @@ class InferenceSession:
                 vi.type = tensor_type(vi.elem_type, list(shapes[vi.name]))
         infer_shapes(model)
         optimize(model, self._sess_options.graph_optimization_level)
+        infer_bodies(model)
         return Executor(model, self._providers, self._profiler)
 
     def _executor_for(self, feeds):
