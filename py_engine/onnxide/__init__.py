@@ -8,7 +8,8 @@ from .runtime.options import (  # noqa: F401
     ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions,
 )
 from .runtime.providers import available_providers as get_available_providers  # noqa: F401
-from .runtime.iobinding import IOBinding, OrtValue  # noqa: F401
+from .runtime.iobinding import IOBinding  # noqa: F401
+from .runtime.ortvalue import OrtDevice, OrtValue  # noqa: F401
 from .runtime.session import InferenceSession, ModelMetadata, NodeArg  # noqa: F401
 from . import ops as _ops  # noqa: F401  (registers every kernel)
 from . import eps as _eps  # noqa: F401  (registers WasmExecutionProvider where its runtime and a build exist)

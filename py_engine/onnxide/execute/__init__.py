@@ -110,8 +110,9 @@ class Executor:
         return outs
 
     def _bind(self, plan, values, env, extra):
-        """Put each graph input in its slots: at home as given (borrowed), elsewhere as an owned copy. A value that
-        arrives on another device than its home is first moved home (that copy goes to `extra`)."""
+        """Put each graph input in the slots its readers need: where it arrived as given (its home slot borrows
+        it; another slot gets a shared reference), elsewhere as an owned copy (a copy in a home slot goes to
+        `extra`, released after the run)."""
         if not plan.devices:
             for name, value in zip(plan.input_names, values):
                 env[name] = value
@@ -119,17 +120,19 @@ class Executor:
         for name, value in zip(plan.input_names, values):
             if value is None:
                 continue
-            home = plan.homes[name]
-            src = location_of(value, self.devices)
-            if src is not home:
-                value = yield from self._moved(value, src, home)
-                if not home.is_host:
-                    extra.append((value, home))
-                src = home
-            env[name] = value
+            home, src = plan.homes[name], location_of(value, self.devices)
+            on_host = value if src.is_host else None
             for dev in plan.input_needs.get(name, ()):
-                if dev is not home:
-                    env[(name, dev)] = yield from self._moved(value, src, dev, share=True)
+                key = name if dev is home else (name, dev)
+                if dev is src:
+                    env[key] = value if dev is home or dev.is_host else dev.share(value)
+                    continue
+                if on_host is None:
+                    on_host = yield from self._moved(value, src, HOST)
+                moved = yield from self._moved(on_host, HOST, dev)
+                env[key] = moved
+                if dev is home and not dev.is_host:
+                    extra.append((moved, dev))
 
     @staticmethod
     def _moved(value, src, dst, share=False):
@@ -150,13 +153,13 @@ class Executor:
         """Generator: the requested outputs on the devices asked for (host by default). A device output asked for
         where it is goes to the caller as is (a second request shares it); the rest stays for _clean."""
         slot = dict(zip(plan.output_names, plan.output_keys))
-        if not self.devices:
+        if not self.devices and not fetch_devices:
             return [env[slot[n]] for n in names]
         outs, handed = [], set()
         for name in names:
             key = slot[name]
             v = env[key]
-            src, dst = location_of(v, self.devices), fetch_devices.get(name, HOST)
+            src, dst = location_of(v, self.devices), fetch_devices.get(name) or HOST
             if src is dst and not src.is_host and key in plan.owned_dev and key not in handed:
                 handed.add(key)
                 outs.append(v)

@@ -70,7 +70,7 @@ class Plan:
         self.const_env = {}
         self.homes = {}          # name -> Device of every value this graph defines
         self.input_names = [v.name for v in graph.inputs]
-        self.input_needs = {}    # graph input -> [Device] its readers need (its home among them when read there)
+        self.input_needs = {}    # graph input -> [Device] its readers need it on (its home among them when read there)
         self.output_names = [o.name for o in graph.outputs]
         self.output_keys = []    # the slot each graph output is read from at the end of a run
         self.output_owned = []   # whether this plan's run made that slot (else: an input, constant or outer value)
@@ -138,14 +138,16 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
         if not local:
             outer_keys[key] = None
             return key
+        if name in in_devs:  # bound at run start, wherever the value arrives (its home slot borrows it)
+            if device not in plan.input_needs[name]:
+                plan.input_needs[name].append(device)
+                if device is not home and not device.is_host:
+                    plan.owned_dev[key] = device
+            return key
         if device is home or key in made:
             return key
         made.add(key)
-        if name in plan.input_needs or name in in_devs:
-            plan.input_needs.setdefault(name, []).append(device)
-            if not device.is_host:
-                plan.owned_dev[key] = device
-        elif name in graph.initializers:
+        if name in graph.initializers:
             plan.const_env[key] = device.place_constant(graph.initializers[name])
         elif home.is_host or device.is_host:
             plan.steps.append(_transfer(name, name, key, home, device))

@@ -107,6 +107,14 @@ def device_types():
     return sorted(_FACTORIES)
 
 
+def owner_of(value):
+    """The registered (non-host) Device that owns `value`, or None."""
+    for d in list(_DEVICES.values()):
+        if not d.is_host and d.owns(value):
+            return d
+    return None
+
+
 def location_of(value, devices):
     """The Device among `devices` that owns `value`, else HOST."""
     for d in devices:

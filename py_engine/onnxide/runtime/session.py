@@ -14,7 +14,9 @@ from ..optimizer import optimize
 from . import providers as eps
 from . import specialize
 from ..execute import Executor
-from .iobinding import IOBinding, OrtValue
+from . import devices
+from .iobinding import IOBinding
+from .ortvalue import OrtValue, from_external, now
 from .memory import keep_freed_memory
 from .profiling import Profiler
 from .threads import blas_threads
@@ -266,21 +268,28 @@ class InferenceSession:
             vi = self._input_by_name.get(name)
             if vi is None:
                 raise InvalidArgument(f"Invalid input name: {name}")
-            feeds[name] = _check_feed(vi, value)
+            feeds[name] = _check_feed(vi, value, self._executor.devices)
         missing = [v.name for v in self._inputs if v.name not in feeds]
         if missing:
             raise InvalidArgument(f"Required inputs ({missing}) are missing from input feed ({list(feeds)}).")
         return feeds
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
-        feeds = {k: v.numpy() for k, v in input_dict_ort_values.items()}
-        return [OrtValue(v) for v in self.run(output_names, feeds, run_options)]
+        """Like run, with OrtValue feeds (used where they live) and OrtValue results on the host."""
+        return [OrtValue(v) for v in self.run(output_names, input_dict_ort_values, run_options)]
 
     def io_binding(self):
         return IOBinding(self)
 
     def run_with_iobinding(self, binding, run_options=None):
         binding._run(run_options)
+
+    def _run_bound(self, output_names, input_feed, fetch_devices, run_options=None):
+        """IO binding's run: outputs made or read back on `fetch_devices[name]` (the host when absent)."""
+        names, feeds = self._prepare(output_names, input_feed)
+        with self._threads:
+            outs = self._executor.run(feeds, names, fetch_devices)
+        return [_owned(v) for v in outs]
 
 
 def _override_free_dims(graph, overrides):
@@ -310,19 +319,42 @@ def _owned(value):
     return value
 
 
-def _check_feed(vi, value):
-    tp = vi.type
-    if tp is None or tp.tensor_type is None:
-        return value  # sequences, maps, optionals: passed as given
-    code = tp.tensor_type.elem_type
+def _host_feed(vi, value, code):
+    """A host feed as a numpy array of the model's representation (from lists, OrtValue-likes, exotic arrays)."""
     if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
-        value = value.numpy()  # OrtValue-like objects
+        value = value.numpy()  # OrtValue-like objects (a torch tensor)
     if not isinstance(value, np.ndarray):
         try:
             value = dt.asarray(value, code) if code else np.asarray(value)
         except (TypeError, ValueError) as e:
             raise InvalidArgument(f"Input '{vi.name}' cannot be converted to {dt.type_string(code)}: {e}") from None
-    value = dt.from_user(value)  # an exotic array in the other representation (ml_dtypes vs structured)
+    return dt.from_user(value)  # an exotic array in the other representation (ml_dtypes vs structured)
+
+
+def _device_feed(value, session_devices, name):
+    """A feed as the executor takes it: a device value of one of the session's devices stays as it is, one of
+    another device is read back, a foreign tensor (DLPack, CUDA array interface) is imported; else as given."""
+    if isinstance(value, OrtValue):
+        device = value.device
+        return value._value if device.is_host or device in session_devices else value.numpy()
+    if isinstance(value, np.ndarray):
+        return value
+    owner = devices.owner_of(value)
+    if owner is not None:
+        return value if owner in session_devices else now(owner.download(value), f"Input '{name}'")
+    external = from_external(value, session_devices, name)
+    return value if external is None else external
+
+
+def _check_feed(vi, value, session_devices=()):
+    value = _device_feed(value, session_devices, vi.name)
+    tp = vi.type
+    if tp is None or tp.tensor_type is None:
+        return value  # sequences, maps, optionals: passed as given
+    code = tp.tensor_type.elem_type
+    on_device = not isinstance(value, np.ndarray) and devices.owner_of(value) is not None
+    if not on_device:
+        value = _host_feed(vi, value, code)
     if code:
         try:
             got = dt.code_of(value.dtype)
@@ -336,8 +368,8 @@ def _check_feed(vi, value):
             value = value.astype(object)
     shape = vi.shape
     if shape is not None:
-        if len(shape) != value.ndim:
-            raise InvalidArgument(f"Invalid rank for input: {vi.name} Got: {value.ndim} Expected: {len(shape)} "
+        if len(shape) != len(value.shape):
+            raise InvalidArgument(f"Invalid rank for input: {vi.name} Got: {len(value.shape)} Expected: {len(shape)} "
                                   f"Please fix either the inputs/outputs or the model.")
         bad = [(i, got, want) for i, (got, want) in enumerate(zip(value.shape, shape))
                if isinstance(want, int) and want != got]
