@@ -2,9 +2,13 @@
 
 Every public function returns a dict; a failure is {"error": "<ExceptionName>: <one-line message>"} so the JS side
 can reject with onnxide's own message. JS buffers are copied once into numpy (JsBuffer.assign_to) and outputs once
-into fresh JS Uint8Arrays (JsBuffer.assign) that the host transfers to the page.
+into fresh JS Uint8Arrays (JsBuffer.assign) that the host transfers to the page. Runs go through the session's
+async path (a GPU EP's kernels and readbacks are awaited). Outputs a session keeps on its device
+(preferredOutputLocation 'gpu-buffer') stay here as OrtValues under an id; the JS Tensor downloads or releases
+them by that id, and feeds them back to a run without a transfer.
 """
 import functools
+import inspect
 import os
 import shutil
 import time
@@ -31,19 +35,36 @@ CODE_TO_JS = {v: k for k, v in JS_TO_CODE.items()}
 LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "layout": 3, "all": 99}
 EP_NAMES = {"cpu": "CPUExecutionProvider", "wasm": "WasmExecutionProvider", "webgpu": "WebGpuExecutionProvider"}
 ROOT = "/tmp/onnxide_sessions"
+LOCATIONS = ("cpu", "cpu-pinned", "gpu-buffer", "ml-tensor", "texture")  # onnxruntime-web's data locations
+ON_DEVICE = "gpu-buffer"
 
 _sessions = {}
+_values = {}  # id -> OrtValue a session left on its device for JS
 _next_id = [1]
 
 
+def _error(e):
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+    return _js({"error": f"{type(e).__name__}: {msg}"})
+
+
 def _clean(fn):
+    """Failures come back as {"error": ...} (the JS side rejects with onnxide's message); async functions too."""
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def awaiting(*args, **kwargs):
+            try:
+                return await fn(*args, **kwargs)
+            except Exception as e:  # reported to JS as a rejected promise
+                return _error(e)
+        return awaiting
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except Exception as e:  # reported to JS as a rejected promise
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
-            return _js({"error": f"{type(e).__name__}: {msg}"})
+            return _error(e)
     return wrapper
 
 
@@ -126,13 +147,53 @@ def create(model, external, options):
             providers.append(full)
     try:
         sess = onnxide.InferenceSession(path, so, providers=providers or ["CPUExecutionProvider"])
+        where = _output_locations(sess, opts.get("preferredOutputLocation"))
     except Exception:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    _sessions[sid] = (sess, folder)
+    _sessions[sid] = (sess, folder, where)
     return _js({"id": sid, "inputMetadata": [_meta(a) for a in sess.get_inputs()],
                 "outputMetadata": [_meta(a) for a in sess.get_outputs()], "providers": sess.get_providers(),
                 "createMs": (time.perf_counter() - t0) * 1e3})
+
+
+def _output_locations(sess, preferred):
+    """{output name: Device} for the outputs preferredOutputLocation keeps on the session's device."""
+    if preferred is None:
+        return {}
+    names = [o.name for o in sess.get_outputs()]
+    if isinstance(preferred, str):
+        wanted = dict.fromkeys(names, preferred)
+    else:
+        wanted = dict(preferred.to_py() if hasattr(preferred, "to_py") else preferred)
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            raise onnxide.InvalidArgument(f"preferredOutputLocation names unknown outputs {unknown}")
+    bad = sorted({loc for loc in wanted.values() if loc not in LOCATIONS})
+    if bad:
+        raise onnxide.InvalidArgument(f"Unsupported preferredOutputLocation {bad[0]!r} (one of {list(LOCATIONS)})")
+    other = sorted({loc for loc in wanted.values() if loc not in ("cpu", "cpu-pinned", ON_DEVICE)})
+    if other:
+        raise onnxide.NotImplemented(f"preferredOutputLocation {other[0]!r} is not supported by onnxide")
+    device = sess._executor.devices[0] if sess._executor.devices else None
+    keep = [n for n, loc in wanted.items() if loc == ON_DEVICE]
+    if keep and device is None:
+        raise onnxide.InvalidArgument(f"preferredOutputLocation '{ON_DEVICE}' needs a GPU execution provider; this "
+                                      f"session runs on {sess.get_providers()}")
+    return {n: device for n in keep}
+
+
+def _feed(name, feed):
+    """A JS feed as a run takes it: a value this host keeps on a device (by id), else a numpy copy."""
+    vid = getattr(feed, "valueId", None)
+    if vid is not None:
+        if vid not in _values:
+            raise onnxide.InvalidArgument(f"Input '{name}': its GPU tensor was disposed")
+        return _values[vid]
+    if getattr(feed, "location", "cpu") not in ("cpu", "cpu-pinned", None):
+        raise onnxide.InvalidArgument(f"Input '{name}': a tensor at location '{feed.location}' that no execution "
+                                      f"provider of this session can read")
+    return _to_numpy(name, feed)
 
 
 def _to_numpy(name, feed):
@@ -178,21 +239,29 @@ def _to_wire(arr, declared):
 
 
 @_clean
-def run(sid, feeds, fetches):
-    """Outputs [{name, type, dims, data}] and timings for JS feeds [{name, type, dims, data}]."""
+async def run(sid, feeds, fetches):
+    """Outputs [{name, type, dims, data} or {name, type, dims, location, valueId}] and timings for JS feeds
+    [{name, type, dims, data} or {name, valueId}]."""
     if sid not in _sessions:
         raise onnxide.InvalidArgument(f"Session {sid} was released")
-    sess, _ = _sessions[sid]
+    sess, _, where = _sessions[sid]
     t0 = time.perf_counter()
-    np_feeds = {f.name: _to_numpy(f.name, f) for f in feeds}
+    np_feeds = {f.name: _feed(f.name, f) for f in feeds}
     t1 = time.perf_counter()
     names = list(fetches.to_py()) if fetches is not None and hasattr(fetches, "to_py") else None
-    outputs = sess.run(names or None, np_feeds)
+    names = names or [a.name for a in sess.get_outputs()]
+    outputs = await sess._run_awaitable(names, np_feeds, {n: d for n, d in where.items() if n in names})
     t2 = time.perf_counter()
     declared = {a.name: a.type for a in sess.get_outputs()}
-    names = names or [a.name for a in sess.get_outputs()]
     wire = []
     for name, value in zip(names, outputs):
+        if name in where:
+            vid = _next_id[0]
+            _next_id[0] += 1
+            _values[vid] = onnxide.OrtValue(value, where[name])
+            wire.append({"name": name, "type": _js_type(value.dtype), "dims": [int(d) for d in value.shape],
+                         "location": ON_DEVICE, "valueId": vid})
+            continue
         if not isinstance(value, np.ndarray) and not np.isscalar(value):
             raise onnxide.NotImplemented(f"Output '{name}' is a {type(value).__name__}: only tensors can be "
                                          f"returned to JS")
@@ -201,6 +270,35 @@ def run(sid, feeds, fetches):
     t3 = time.perf_counter()
     return _js({"outputs": wire, "timings": {"feedsMs": (t1 - t0) * 1e3, "runMs": (t2 - t1) * 1e3,
                                              "outputsMs": (t3 - t2) * 1e3}})
+
+
+def _js_type(dtype):
+    code = dt.code_of(np.dtype(dtype))
+    if code not in CODE_TO_JS:
+        raise onnxide.NotImplemented(f"Output type {dt.NAMES.get(code, code)} has no onnxruntime-web tensor type")
+    return CODE_TO_JS[code]
+
+
+@_clean
+async def download_value(vid):
+    """{type, dims, data} of a value kept on a device (Tensor.getData)."""
+    if vid not in _values:
+        raise onnxide.InvalidArgument("The GPU tensor was disposed")
+    v = _values[vid]
+    host = v.device.download(v._value)
+    if inspect.isawaitable(host):
+        host = await host
+    t, dims, data = _to_wire(host, "")
+    return _js({"type": t, "dims": dims, "data": data})
+
+
+@_clean
+def release_value(vid):
+    """Give a kept device value back to its device (Tensor.dispose)."""
+    v = _values.pop(vid, None)
+    if v is not None:
+        v.device.release(v._value)
+    return _js({"released": v is not None})
 
 
 @_clean

@@ -79,20 +79,37 @@ export class PyodideHost {
       // onnxruntime-web's default backend is 'wasm' (here: the WASM EP, with the CPU EP for the rest)
       executionProviders: (options.executionProviders || ['wasm']).map((e) => (typeof e === 'string' ? e : e.name)),
       graphOptimizationLevel: options.graphOptimizationLevel || 'all',
+      preferredOutputLocation: options.preferredOutputLocation,
     };
     return unwrap(this.bridge.create(model, externalData, opts));
   }
 
-  /** {outputs: {name: {type, dims, data: ArrayBuffer|string[]}}, timings} for feeds {name: {type, dims, data}}. */
-  run({ id, feeds, fetches }) {
-    const list = Object.entries(feeds).map(([name, f]) => ({ name, type: f.type, dims: f.dims, data: f.data }));
+  /**
+   * {outputs: {name: {type, dims, data: ArrayBuffer|string[]} | {type, dims, location, valueId}}, timings} for
+   * feeds {name: {type, dims, data} | {valueId}} (a value a run left on the session's device). Awaits the session's
+   * async run: a GPU EP's kernels and readbacks are awaited there.
+   */
+  async run({ id, feeds, fetches }) {
+    const list = Object.entries(feeds).map(([name, f]) => ({ name, ...f }));
     const t0 = performance.now();
-    const res = unwrap(this.bridge.run(id, list, fetches && fetches.length ? fetches : null));
+    const res = unwrap(await this.bridge.run(id, list, fetches && fetches.length ? fetches : null));
     const outputs = {};
     for (const o of res.outputs) {
-      outputs[o.name] = { type: o.type, dims: o.dims, data: o.type === 'string' ? o.data : o.data.buffer };
+      outputs[o.name] = o.valueId !== undefined ? { type: o.type, dims: o.dims, location: o.location, valueId: o.valueId }
+        : { type: o.type, dims: o.dims, data: o.type === 'string' ? o.data : o.data.buffer };
     }
     return { outputs, timings: { ...res.timings, hostMs: performance.now() - t0 } };
+  }
+
+  /** {type, dims, data} of a value a run left on a device (Tensor.getData). */
+  async downloadValue({ valueId }) {
+    const w = unwrap(await this.bridge.download_value(valueId));
+    return { type: w.type, dims: w.dims, data: w.type === 'string' ? w.data : w.data.buffer };
+  }
+
+  /** Give such a value back to its device (Tensor.dispose). */
+  releaseValue({ valueId }) {
+    return unwrap(this.bridge.release_value(valueId));
   }
 
   release({ id }) {

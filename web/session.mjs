@@ -53,6 +53,8 @@ export class InferenceSession {
   /**
    * create(url | Uint8Array | ArrayBuffer[, byteOffset, byteLength], options). Options: executionProviders,
    * graphOptimizationLevel ('disabled'|'basic'|'extended'|'all'), externalData ([{path, data}] or [url]),
+   * preferredOutputLocation ('cpu' | 'gpu-buffer', or {outputName: location}: 'gpu-buffer' outputs stay on the
+   * session's device as Tensors with location 'gpu-buffer'),
    * onProgress(loaded, total, url) (onnxide's addition: model and external-data download progress).
    */
   static async create(arg, a, b, c) {
@@ -76,6 +78,7 @@ export class InferenceSession {
     const transfer = owned ? [bytes.buffer, ...externalData.map((e) => e.data.buffer)] : [];
     const meta = await host.call('create', { model: bytes, externalData, options: {
       executionProviders: options.executionProviders, graphOptimizationLevel: options.graphOptimizationLevel,
+      preferredOutputLocation: options.preferredOutputLocation,
     } }, host.mode === 'worker' ? transfer : []);
     return new InferenceSession(host, { ...meta, loadMs });
   }
@@ -102,7 +105,7 @@ export class InferenceSession {
     const t0 = performance.now();
     const res = await this.host.call('run', { id: this.id, feeds: wire, fetches: names });
     const out = {};
-    for (const [k, v] of Object.entries(res.outputs)) out[k] = fromWire(v);
+    for (const [k, v] of Object.entries(res.outputs)) out[k] = fromWire(v, this.host);
     this.timings.lastRun = { ...res.timings, totalMs: performance.now() - t0 };
     return out;
   }

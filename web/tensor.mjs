@@ -110,19 +110,71 @@ export class Tensor {
     this.cpuData = data;
   }
 
+  /**
+   * A tensor whose data lives elsewhere ('gpu-buffer': on a session's device, or a user's WebGPU buffer):
+   * `download()` resolves to its data, `dispose()` frees it; `valueId` names a value the onnxide host keeps.
+   */
+  static fromLocation(location, { dataType, dims, download, dispose, gpuBuffer, valueId }) {
+    const t = Object.create(Tensor.prototype);
+    t.type = dataType;
+    t.dims = Object.freeze(Array.from(dims, Number));
+    t.size = sizeOf(t.dims);
+    t.location = location;
+    t.cpuData = undefined;
+    Object.assign(t, { downloader: download, disposer: dispose, gpuBufferData: gpuBuffer, valueId });
+    return t;
+  }
+
+  /** onnxruntime-web's form for a WebGPU buffer the caller owns. */
+  static fromGpuBuffer(buffer, { dataType, dims, download, dispose }) {
+    return Tensor.fromLocation('gpu-buffer', { dataType, dims, download, dispose, gpuBuffer: buffer });
+  }
+
+  /** Where the data is: 'cpu' or 'gpu-buffer' (`location`, also under the name onnxruntime-web's options use). */
+  get dataLocation() {
+    return this.location;
+  }
+
   get data() {
+    if (this.location !== 'cpu') {
+      throw new Error('The data is not on CPU. Use `getData()` to download GPU data to CPU, or use `texture` or '
+        + '`gpuBuffer` property to access the GPU data directly.');
+    }
     if (!this.cpuData) throw new Error('The tensor has been disposed.');
     return this.cpuData;
   }
 
+  get gpuBuffer() {
+    if (this.location !== 'gpu-buffer') throw new Error('The data is not stored as a WebGPU buffer.');
+    if (!this.gpuBufferData) {
+      throw new Error('This tensor is on the device of an onnxide session running in its host (a Worker): read it '
+        + 'with getData(), or feed it to another run');
+    }
+    return this.gpuBufferData;
+  }
+
+  /** The data on the CPU; with `releaseData` the device copy is freed and the tensor becomes a CPU tensor. */
   async getData(releaseData = false) {
-    const d = this.data;
-    if (releaseData) this.dispose();
-    return d;
+    if (this.location === 'cpu') {
+      const d = this.data;
+      if (releaseData) this.dispose();
+      return d;
+    }
+    if (!this.downloader) throw new Error('The tensor has been disposed.');
+    const data = await this.downloader();
+    if (releaseData) {
+      await this.dispose();
+      this.location = 'cpu';
+      this.cpuData = data;
+    }
+    return data;
   }
 
   dispose() {
     this.cpuData = undefined;
+    const free = this.disposer;
+    this.downloader = this.disposer = this.gpuBufferData = this.valueId = undefined;
+    return free ? free() : undefined;
   }
 
   reshape(dims) {
@@ -134,8 +186,14 @@ export class Tensor {
   }
 }
 
-/** Plain, structured-clone-friendly form of a tensor: {type, dims, data}. */
+/** Plain, structured-clone-friendly form of a tensor: {type, dims, data}, or {type, dims, valueId} for a value
+ * an onnxide session left on its device (fed back without a transfer). */
 export function toWire(t) {
+  if (t instanceof Tensor && t.location !== 'cpu') {
+    if (t.valueId === undefined && !t.downloader) throw new Error('A disposed tensor cannot be fed to a run');
+    return t.valueId !== undefined ? { type: t.type, dims: Array.from(t.dims), valueId: t.valueId }
+      : { type: t.type, dims: Array.from(t.dims), location: t.location };
+  }
   if (!(t instanceof Tensor) && !(t && t.type && t.dims && t.data)) {
     throw new TypeError(`A feed must be a Tensor, not ${Object.prototype.toString.call(t)}`);
   }
@@ -145,8 +203,19 @@ export function toWire(t) {
   return { type: t.type, dims: Array.from(t.dims), data };
 }
 
-/** Tensor from the wire form, viewing `buffer` (an ArrayBuffer holding exactly the data) or an array of strings. */
-export function fromWire(w) {
+/**
+ * Tensor from the wire form, viewing `buffer` (an ArrayBuffer holding exactly the data) or an array of strings; a
+ * value the host kept on a device ({location, valueId}) becomes a tensor there, read and freed through `host`.
+ */
+export function fromWire(w, host) {
+  if (w.valueId !== undefined) {
+    const valueId = w.valueId;
+    return Tensor.fromLocation(w.location, {
+      dataType: w.type, dims: w.dims, valueId,
+      download: async () => fromWire(await host.call('downloadValue', { valueId })).data,
+      dispose: () => host.call('releaseValue', { valueId }),
+    });
+  }
   if (w.type === 'string') return new Tensor('string', w.data, w.dims);
   const C = TYPED_ARRAYS[w.type];
   const data = w.data instanceof ArrayBuffer ? new C(w.data) : w.data;

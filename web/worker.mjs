@@ -9,6 +9,7 @@ function transferables(result) {
   for (const o of Object.values(result?.outputs || {})) {
     if (o.data instanceof ArrayBuffer) list.push(o.data);
   }
+  if (result?.data instanceof ArrayBuffer) list.push(result.data);
   return list;
 }
 
@@ -20,7 +21,9 @@ self.onmessage = async (ev) => {
       result = await host.init({ ...args, onLog: (line) => self.postMessage({ log: String(line) }) });
     } else if (method === 'externalLocations') result = host.externalLocations(args.model);
     else if (method === 'create') result = host.create(args);
-    else if (method === 'run') result = host.run(args);
+    else if (method === 'run') result = await host.run(args);
+    else if (method === 'downloadValue') result = await host.downloadValue(args);
+    else if (method === 'releaseValue') result = host.releaseValue(args);
     else if (method === 'release') result = host.release(args);
     else throw new Error(`Unknown host method: ${method}`);
     self.postMessage({ id, result }, transferables(result));

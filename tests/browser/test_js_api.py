@@ -242,3 +242,61 @@ def test_wasm_execution_provider_in_page(api_page):
     want = onnxide.InferenceSession(default_model_bytes()).run(None, {"image": x})[0].ravel()
     np.testing.assert_allclose(got["wasm"]["probs"], want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got["cpu"]["probs"], want, rtol=1e-5, atol=1e-6)
+
+
+def _mul_add_model():
+    from onnx import TensorProto, helper, numpy_helper
+    g = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "x"], ["y"])],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                          [numpy_helper.from_array(np.full(3, 2, np.float32), "w")])
+    return list(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+
+
+def test_gpu_buffer_outputs_need_a_device_ep(api_page):
+    got = js(api_page, """
+        try {
+          await ort.InferenceSession.create(new Uint8Array(arg), {preferredOutputLocation: 'gpu-buffer'});
+          return 'created';
+        } catch (e) { return e.message; }""", _mul_add_model())
+    assert "preferredOutputLocation 'gpu-buffer' needs a GPU execution provider" in got
+
+
+def test_outputs_stay_on_the_device_between_runs(api_page):
+    """The JS API runs through the async path; with a device EP (the mock device of tests/device/, installed into
+    the page's Pyodide) and preferredOutputLocation 'gpu-buffer', outputs stay on the device as Tensors with
+    location 'gpu-buffer', feed the next run without a transfer, and come to the CPU on getData()."""
+    if "host=page" not in api_page.url:
+        pytest.skip("the mock device is installed through the page host's Pyodide")
+    with open(os.path.join(ROOT, "tests", "device", "mock_device.py")) as f:
+        src = f.read()
+    got = js(api_page, """
+        const py = (await ort.getHost()).host.pyodide;
+        py.FS.writeFile('/home/pyodide/mock_device.py', arg.src);
+        py.runPython("import sys; sys.path.insert(0, '/home/pyodide'); import mock_device; d = mock_device.install()");
+        const count = () => py.runPython("[d.uploads, d.downloads, d.live_buffers()]").toJs();
+        const s = await ort.InferenceSession.create(new Uint8Array(arg.model), {
+          executionProviders: ['MockDeviceExecutionProvider'], preferredOutputLocation: 'gpu-buffer'});
+        const x = new ort.Tensor('float32', Float32Array.from([1, 2, 3]), [1, 3]);
+        const y1 = (await s.run({x})).y;
+        let dataError = '';
+        try { y1.data; } catch (e) { dataError = e.message; }
+        const afterFirst = count();
+        const y2 = (await s.run({x: y1})).y;  // the device value fed back
+        const afterSecond = count();
+        const where = [y1.location, y1.dataLocation, y2.location];
+        const first = Array.from(await y1.getData());
+        await y1.dispose();
+        const second = Array.from(await y2.getData(true));
+        const end = {count: count(), location: y2.location, data: Array.from(y2.data)};
+        await s.release();
+        return {where, dataError, afterFirst, afterSecond, first, second, end};""",
+        {"src": src, "model": _mul_add_model()})
+    assert got["where"] == ["gpu-buffer", "gpu-buffer", "gpu-buffer"]
+    assert "not on CPU" in got["dataError"]
+    assert got["afterFirst"] == [1, 0, 2]  # x uploaded; y1 kept (the weight and y1 alive)
+    assert got["afterSecond"] == [1, 0, 3]  # y1 fed back: no upload, no readback
+    np.testing.assert_array_equal(got["first"], [3, 6, 9])
+    np.testing.assert_array_equal(got["second"], [9, 18, 27])
+    assert got["end"]["count"] == [1, 2, 1] and got["end"]["location"] == "cpu"  # only the weight left
+    np.testing.assert_array_equal(got["end"]["data"], [9, 18, 27])
