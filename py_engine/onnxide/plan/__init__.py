@@ -77,6 +77,7 @@ class Plan:
         self.outer_keys = []     # enclosing slots the steps and bodies read
         self.owned_dev = {}      # device slots this plan creates -> Device (released at last use)
         self.devices = set()     # the non-host devices this plan (or a body) touches
+        self.types = {}          # name -> (element type, dims) as the graph fixes them
 
     def key(self, name, device):
         return name if self.homes.get(name) is device else (name, device)
@@ -109,7 +110,7 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
     outer_homes = outer_homes or {}
     in_devs = {v.name: (input_devices[i] if input_devices else HOST) for i, v in enumerate(graph.inputs)}
     wants = None if output_wants is None else {o.name: d for o, d in zip(graph.outputs, output_wants)}
-    types = graph_types(graph, outer_types)
+    types = plan.types = graph_types(graph, outer_types)
     placed = partition(graph, pc.opsets, pc.providers, types, in_devs, wants, outer_homes)
     homes = plan.homes
     for name in graph.initializers:

@@ -252,14 +252,16 @@ class InferenceSession:
         callback(results, user_data, err)
         return None
 
-    async def _run_awaitable(self, output_names, input_feed):
+    async def _run_awaitable(self, output_names, input_feed, fetch_devices=None):
+        """run_async's awaitable; `fetch_devices` {output name: Device} keeps those outputs on a device (the JS
+        API's preferredOutputLocation)."""
         names, feeds = self._prepare(output_names, input_feed)
         with self._threads:  # as `run`: the session's thread count for BLAS and the EPs' own kernels
             ex = self._executor_for(feeds)
             try:
-                outs = await ex.run_async(feeds, names)
+                outs = await ex.run_async(feeds, names, fetch_devices)
             except OnnxideError:
-                outs = await self._after_failure(ex, feeds).run_async(feeds, names)
+                outs = await self._after_failure(ex, feeds).run_async(feeds, names, fetch_devices)
             return [_owned(v) for v in outs]
 
     def _check_feeds(self, input_feed):
@@ -294,14 +296,15 @@ class InferenceSession:
 
 def _override_free_dims(graph, overrides):
     """SessionOptions.add_free_dimension_override_by_name / _by_denotation: the matching symbolic dims of the graph
-    inputs become static."""
+    inputs become static, and a dim named so anywhere in the declared types (the symbol is one value graph-wide)."""
     if not overrides:
         return
-    for vi in graph.inputs:
+    declared = list(graph.inputs) + list(graph.outputs) + list(graph.value_info.values())
+    for vi in declared:
         shape = vi.type.tensor_type.shape if vi.type is not None and vi.type.tensor_type is not None else None
         for d in (shape.dim if shape is not None else []):
             value = overrides.get(("name", d.dim_param)) if d.dim_param else None
-            if value is None and d.denotation:
+            if value is None and d.denotation and vi in graph.inputs:
                 value = overrides.get(("denotation", d.denotation))
             if value is not None:
                 d.dim_value, d.dim_param = value, None
