@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds the native CPU kernels (nx_*.c) into build/native/libonnxide_cpu.so for this machine's CPU (-march=native:
-# they are built where they run, at set-up). Installs gcc from apt when it is missing.
+# they are built where they run, at set-up). Installs gcc from apt when it is missing. The NX_ACT_* codes are generated
+# first from the activation table (py_engine/onnxide/ops/activations.py, standard library only) into $OUT.
 # usage: native_eps/cpu_kernels/build.sh [--no-install]
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 OUT="${ONNXIDE_NATIVE_DIR:-$ROOT/build/native}"
 CC="${CC:-gcc}"
+PYTHON="${PYTHON:-python3}"
 if ! command -v "$CC" >/dev/null 2>&1; then
     if [ "${1:-}" = "--no-install" ]; then echo "build.sh: $CC not found" >&2; exit 1; fi
     SUDO=""; [ "$(id -u)" != "0" ] && SUDO="sudo"
@@ -14,7 +16,9 @@ if ! command -v "$CC" >/dev/null 2>&1; then
         $SUDO apt-get install -y -q gcc libgomp1 >/dev/null; }
 fi
 mkdir -p "$OUT"
+"$PYTHON" -I "$ROOT/py_engine/onnxide/ops/activations.py" --c-enum NX > "$OUT/nx_act_codes.h.tmp"
+mv "$OUT/nx_act_codes.h.tmp" "$OUT/nx_act_codes.h"
 "$CC" -O3 -march=native -fno-math-errno -fno-trapping-math -mprefer-vector-width=512 -fopenmp -fPIC -shared -fvisibility=hidden -std=gnu11 \
-    -Wall -Wextra -Werror -o "$OUT/libonnxide_cpu.so.tmp" "$HERE"/nx_*.c
+    -Wall -Wextra -Werror -I"$OUT" -o "$OUT/libonnxide_cpu.so.tmp" "$HERE"/nx_*.c
 mv "$OUT/libonnxide_cpu.so.tmp" "$OUT/libonnxide_cpu.so"
 echo "native CPU kernels: $OUT/libonnxide_cpu.so"

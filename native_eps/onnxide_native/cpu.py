@@ -5,20 +5,15 @@ declines or falls back on runs in the numpy kernel."""
 import math
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import registry
-from onnxide.ops.conv import spatial_geometry
-from onnxide.runtime import activations
+from onnxide.ops import activations, registry
+from onnxide.ops.conv import ConvGeometry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
 from . import cpu_ops as K
 from . import lib as native_lib
 
 ACT = K.ACT
-# FusedConv's activation attribute -> (code, parameter defaults)
-FUSED_ACT = {"": (0, []), "Relu": (ACT["relu"], []), "LeakyRelu": (ACT["leaky"], [0.01]),
-             "Sigmoid": (ACT["sigmoid"], []), "Tanh": (ACT["tanh"], []),
-             "HardSigmoid": (ACT["hardsigmoid"], [0.2, 0.5]),
-             "Clip": (ACT["clip"], [-3.4028234663852886e+38, 3.4028234663852886e+38])}
+_FUSED_ATTRS = ("activation", "activation_params", "activation_alpha", "activation_beta", "activation_gamma")
 
 
 def _claim_unary(lib, node, opdef, attrs):
@@ -54,30 +49,30 @@ def _claim_batch_norm(lib, node, opdef, attrs):
     return guarded(lambda *xs, **kw: K.batch_norm(lib, *xs, **kw), opdef.kernel)
 
 
+def _fused_act(node, opdef, attrs):
+    """(code, a, b) of a FusedConv / FusedGemm node's activation (its activation attributes taken out of `attrs`),
+    (0, 0.0, 0.0) for a plain Conv / Gemm, None when the kernels lack it."""
+    if node.op_type not in ("FusedConv", "FusedGemm"):
+        return 0, 0.0, 0.0
+    p = activations.fused_activation(node.op_type, attrs, opdef.attrs, ACT)
+    for k in _FUSED_ATTRS:
+        attrs.pop(k, None)
+    return None if p is None else (ACT[p[0]], p[1], p[2])
+
+
 def _claim_conv(lib, node, opdef, attrs):
-    fused = node.op_type == "FusedConv"
-    act_name = attrs.pop("activation", "") if fused else ""
-    act_params = attrs.pop("activation_params", None) if fused else None
-    if set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"} or act_name not in FUSED_ACT:
+    act = _fused_act(node, opdef, attrs)
+    if set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"} or act is None:
         return None
-    code, defaults = FUSED_ACT[act_name]
-    p = list(act_params or []) + defaults[len(act_params or []):]
-    a, b = (float(p[0]) if p else 0.0), (float(p[1]) if len(p) > 1 else 0.0)
+    code, a, b = act
     return guarded(lambda *xs, activation=None, activation_params=None, **kw:
                    K.conv(lib, *xs, **kw, act_code=code, act_a=a, act_b=b), opdef.kernel)
 
 
 def _claim_gemm(lib, node, opdef, attrs):
-    act = (0, 0.0, 0.0)
-    if node.op_type == "FusedGemm":
-        name = attrs.pop("activation", "")
-        alpha, beta = attrs.pop("activation_alpha", None), attrs.pop("activation_beta", None)
-        attrs.pop("activation_gamma", None)
-        if name not in ("", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid"):
-            return None
-        act = (FUSED_ACT[name][0], 0.01 if alpha is None else float(alpha),  # the contrib schema's defaults
-               0.5 if beta is None else float(beta))
-    if set(attrs) - {"alpha", "beta", "transA", "transB"} or (node.op_type == "Gemm" and opdef.since < 7):
+    act = _fused_act(node, opdef, attrs)
+    if (act is None or set(attrs) - {"alpha", "beta", "transA", "transB"}
+            or (node.op_type == "Gemm" and opdef.since < 7)):
         return None
     return guarded(lambda *xs, activation=None, activation_alpha=None, activation_beta=None, activation_gamma=None,
                    **kw: K.gemm(lib, *xs, **kw, act=act), opdef.kernel)
@@ -122,15 +117,16 @@ CLAIMS = {
     "Resize": _claim_resize,
     "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
                                     "strides")),
-    **{name: _claim_unary for name in activations.UNARY},  # (those whose activation nx_math.h has)
+    **{name: _claim_unary for name in activations.BY_OP},  # (those whose activation nx_eltwise.c has)
     **{name: _claim_binary for name in K.BINARY},
 }
+_CONTRIB = {op: ACT[a.name] for op, a in activations.CONTRIB.items()}  # com.microsoft op -> activation code
 MS_CLAIMS = {
     "FusedConv": _claim_conv,
     "FusedGemm": _claim_gemm,
-    "Gelu": _simple(lambda lib, x, **kw: K.act(lib, x, ACT["gelu"])),
-    "BiasGelu": _simple(lambda lib, x, bias, **kw: K.act(lib, x, ACT["gelu"], bias=bias)),
-    "FastGelu": _simple(lambda lib, x, bias=None, **kw: K.act(lib, x, ACT["gelu_tanh"], bias=bias)),
+    "Gelu": _simple(lambda lib, x, **kw: K.act(lib, x, _CONTRIB["Gelu"])),
+    "BiasGelu": _simple(lambda lib, x, bias, **kw: K.act(lib, x, _CONTRIB["BiasGelu"], bias=bias)),
+    "FastGelu": _simple(lambda lib, x, bias=None, **kw: K.act(lib, x, _CONTRIB["FastGelu"], bias=bias)),
     "SkipLayerNormalization": _simple(K.skip_layer_norm, ("epsilon",)),
     "MultiHeadAttention": _claim_mha,
 }
@@ -151,8 +147,7 @@ def _small_conv(shapes, attrs):
     if math.prod(w) * math.prod(x) < K.SMALL_GEMM * w[1] or math.prod(x[2:]) < K.SMALL_N:
         return True
     try:  # few output positions (silero VAD's STFT conv: 3): the native kernel declines those at run time
-        out = spatial_geometry(list(x[2:]), attrs.get("kernel_shape") or list(w[2:]), attrs.get("strides"),
-                               attrs.get("dilations"), attrs.get("pads"), attrs.get("auto_pad"), "Conv")[0]
+        out = ConvGeometry.conv(x, w, "Conv", **attrs).out
     except InvalidArgument:
         return False  # the kernel reports it
     return math.prod(out) < K.SMALL_N

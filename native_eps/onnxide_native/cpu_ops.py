@@ -9,14 +9,15 @@ import math
 import numpy as np
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import conv_winograd, resize, weight_cache
-from onnxide.ops.conv import spatial_geometry
+from onnxide.ops import activations, conv_winograd, resize, weight_cache
+from onnxide.ops.conv import ConvGeometry
 from onnxide.runtime import threads as session_threads
 from onnxide.runtime.providers import FALLBACK
 
 F32 = np.dtype(np.float32)
-ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid": 5, "hardswish": 6, "clip": 7,
-       "erf": 8, "gelu": 9, "gelu_tanh": 10}  # nx_math.h's NX_ACT_* codes
+# the activations nx_eltwise.c's nx_act implements: name -> code (the table's; nx_act_codes.h is generated from it)
+ACT = activations.codes(("none", "relu", "leaky", "sigmoid", "tanh", "hardsigmoid", "hardswish", "clip", "erf", "gelu",
+                         "gelu_tanh"))
 # GEMMs (and convs) of fewer multiply-adds stay in numpy: the native call's fixed costs (packed-weight lookup, ctypes)
 # outweigh its speed there (silero VAD's 1-D convs and LSTM-side MatMuls)
 SMALL_GEMM = 1 << 17
@@ -315,24 +316,16 @@ def gemm(lib, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, act=(0, 
 
 # ---- convolution and pooling -------------------------------------------------------------------------------------
 
-def _geometry(x, w_shape, kernel_shape, strides, dilations, pads, auto_pad, name, ceil_mode=False):
-    """(x as 4-D, kernel, out, pads begin, pads end, strides, dilations) for a 1-D or 2-D window op, all 2-D, or
-    None (the numpy kernel decides, and reports what is wrong)."""
+def _geometry(parse, x, *args, **attrs):
+    """(x as 4-D, its ConvGeometry made 2-D) for a 1-D or 2-D window op, geometry by ConvGeometry.<parse>(x.shape,
+    *args, **attrs), or None (the numpy kernel decides, and reports what is wrong)."""
     if x.ndim not in (3, 4):
         return None
-    ks = [int(k) for k in kernel_shape] if kernel_shape else list(w_shape[2:])
-    if len(ks) != x.ndim - 2:
-        return None
     try:
-        out, pb, pe, st, dil = spatial_geometry(x.shape[2:], ks, strides, dilations, pads, auto_pad, name,
-                                                ceil_mode=ceil_mode)
+        g = parse(x.shape, *args, **attrs)
     except InvalidArgument:
         return None
-    if min(pb) < 0 or min(pe) < 0 or min(out) <= 0:
-        return None
-    if x.ndim == 3:
-        return x[:, :, None, :], [1] + ks, [1] + out, [0] + pb, [0] + pe, [1] + st, [1] + dil
-    return x, ks, out, pb, pe, st, dil
+    return (x[:, :, None, :] if x.ndim == 3 else x), g.as_2d()
 
 
 def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
@@ -343,15 +336,17 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
         return FALLBACK
     if w.size * x.size < SMALL_GEMM * w.shape[1] or math.prod(x.shape[2:]) < SMALL_N:
         return FALLBACK  # (bounds of the work, checked before any geometry)
-    geo = _geometry(x, w.shape, kernel_shape, strides, dilations, pads, auto_pad, "Conv")
+    geo = _geometry(ConvGeometry.conv, x, w.shape, "Conv", auto_pad=auto_pad, dilations=dilations, group=group,
+                    kernel_shape=kernel_shape, pads=pads, strides=strides)
     if geo is None:
         return FALLBACK
-    x4, ks, out, pb, pe, st, dil = geo
+    x4, g = geo
+    ks, out, pb, pe, st, dil = g.kernel, g.out, g.pads_begin, g.pads_end, g.strides, g.dilations
     n, c, hgt, wid = x4.shape
     m = w.shape[0]
     if b is not None and b.shape != (m,):
         return FALLBACK
-    y_shape = (n, m) + tuple(out[1:] if x.ndim == 3 else out)
+    y_shape = (n, m) + (out[1:] if x.ndim == 3 else out)
     if z is not None and z.shape != y_shape:
         return FALLBACK
     w4 = w if w.ndim == 4 else w.reshape(m, w.shape[1], ks[0], ks[1])  # w itself: Winograd caches by object
@@ -386,7 +381,7 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
         return FALLBACK
     ap = packed_a(lib, w, m, k)
     y = np.empty((n, m, oh, ow), F32)
-    plain = ks == [1, 1] and st == [1, 1] and pb == [0, 0] and out == [hgt, wid]
+    plain = ks == (1, 1) and st == (1, 1) and pb == (0, 0) and out == (hgt, wid)
     if not plain:  # each tap's row read in place from the input's stride-phase planes: no im2col matrix
         size = lib.nx_conv_shifted_scratch(c, ks[0], ks[1], st[0], st[1], dil[0], dil[1], oh, ow)
         scratch = conv_winograd.scratch("nx_conv_shifted", (size,), F32)
@@ -429,16 +424,18 @@ def max_pool(lib, x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_s
              strides=None, ctx=None):
     if not _f32(x) or _outputs(ctx) > 1 or not kernel_shape:
         return FALLBACK
-    geo = _geometry(x, None, kernel_shape, strides, dilations, pads, auto_pad, "MaxPool", ceil_mode=bool(ceil_mode))
+    geo = _geometry(ConvGeometry.pool, x, "MaxPool", auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                    kernel_shape=kernel_shape, pads=pads, strides=strides)
     if geo is None:
         return FALLBACK
-    x4, ks, out, pb, _, st, dil = geo
+    x4, g = geo
+    ks, out, pb, st, dil = g.kernel, g.out, g.pads_begin, g.strides, g.dilations
     x4 = np.ascontiguousarray(x4)
     n, c, hgt, wid = x4.shape
     y = np.empty((n, c) + tuple(out), F32)
     lib.nx_maxpool(n * c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], out[0], out[1],
                    x4.ctypes.data, y.ctypes.data, threads())
-    return y.reshape(x.shape[:2] + tuple(out[1:] if x.ndim == 3 else out))
+    return y.reshape(x.shape[:2] + (out[1:] if x.ndim == 3 else out))
 
 
 def upsample(lib, x, roi=None, scales=None, sizes=None, **attrs):
@@ -472,17 +469,21 @@ def conv_transpose(lib, x, w, b=None, *, auto_pad="NOTSET", dilations=None, grou
     (nx_place_taps); depthwise: one multiply-add per output (nx_dw_transpose)."""
     if not _f32(x, w) or (b is not None and not _f32(b)) or x.ndim != 4 or w.ndim != 4:
         return FALLBACK
+    geo = _geometry(ConvGeometry.conv_transpose, x, w.shape, "ConvTranspose", auto_pad=auto_pad, dilations=dilations,
+                    group=group, kernel_shape=kernel_shape, output_padding=output_padding, output_shape=output_shape,
+                    pads=pads, strides=strides)
+    if geo is None:
+        return FALLBACK
+    g = geo[1]
     c, m, kh, kw = w.shape
-    depthwise = group == c and m == 1 and x.shape[1] == c
+    depthwise = group == c and m == 1
     if group != 1 and not depthwise:
         return FALLBACK
     if depthwise:
         m = c
-    if ((auto_pad or "NOTSET") != "NOTSET" or output_shape or any(output_padding or []) or any(pads or [])
-            or any(d != 1 for d in dilations or []) or list(strides or [1, 1]) != [kh, kw]
-            or (kernel_shape and list(kernel_shape) != [kh, kw]) or x.shape[1] != c
-            or (b is not None and b.shape != (m,))):
-        return FALLBACK
+    if (g.strides != g.kernel or g.dilations != (1, 1) or any(g.pads_begin) or any(g.pads_end)
+            or any(g.output_padding) or (b is not None and b.shape != (m,))):
+        return FALLBACK  # (taps overlap or the output is cropped / grown)
     n, _, h, wd = x.shape
     rows, p = m * kh * kw, h * wd
     x = np.ascontiguousarray(x)

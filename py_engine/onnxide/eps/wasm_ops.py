@@ -10,16 +10,17 @@ import weakref
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..ops.conv import spatial_geometry, window_end_pads
-from ..ops.fused import apply_activation
+from ..ops import activations
+from ..ops.conv import ConvGeometry
+from ..ops.fused import activate
 from ..runtime.providers import FALLBACK, guarded  # noqa: F401  (wasm_ops_* import them from here)
 from .wasm_runtime import In, Out, Scratch
 
 F32 = np.dtype(np.float32)
 
-ACT = {"none": 0, "relu": 1, "leaky": 2, "sigmoid": 3, "tanh": 4, "hardsigmoid": 5, "hardswish": 6, "clip": 7,
-       "exp": 8, "sqrt": 9, "erf": 10, "gelu": 11, "gelu_tanh": 12, "elu": 13, "abs": 14, "neg": 15, "swish": 16,
-       "selu": 17}
+# the activations ox_common.h's v_act implements: name -> code (the table's; ox_act_codes.h is generated from it)
+ACT = activations.codes(("none", "relu", "leaky", "sigmoid", "tanh", "hardsigmoid", "hardswish", "clip", "exp", "sqrt",
+                         "erf", "gelu", "gelu_tanh", "elu", "abs", "neg", "swish", "selu"))
 BINOP = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "PRelu": 6}
 
 
@@ -176,29 +177,22 @@ def claim_fused_matmul(rt, node, opdef, attrs):
                                                                                     pack), opdef.kernel)
 
 
-# com.microsoft fused activations (ops/fused.py): name -> (code, parameter defaults)
-FUSED_ACTS = {"": (0, ()), "Relu": (1, ()), "LeakyRelu": (2, (0.01,)), "Sigmoid": (3, ()), "Tanh": (4, ()),
-              "HardSigmoid": (5, (0.2, 0.5)), "Clip": (7, (-np.inf, np.inf))}
+def _act_code(p):
+    """(act code, a0, a1) for an activation table's (name, a, b), or None."""
+    return None if p is None else (ACT[p[0]], p[1], p[2])
 
 
 def fused_act(name, params):
-    """(act code, a0, a1) for a fused activation and its parameters, or None when the kernels lack it."""
-    if name not in FUSED_ACTS:
-        return None
-    code, defaults = FUSED_ACTS[name]
-    p = list(params or []) + list(defaults[len(params or []):])
-    p = [float(v) for v in p] + [0.0, 0.0]
-    return code, p[0], p[1]
+    """(act code, a0, a1) for FusedConv's activation `name` and activation_params, or None when the kernels lack it."""
+    return _act_code(activations.fused_activation("FusedConv", {"activation": name, "activation_params": params},
+                                                  {}, ACT))
 
 
 def claim_fused_gemm(rt, node, opdef, attrs):
     if set(attrs) - {"alpha", "beta", "transA", "transB", "activation", "activation_alpha", "activation_beta",
                      "activation_gamma"}:
         return None
-    name = attrs.get("activation", "")
-    params = {"LeakyRelu": ["activation_alpha"], "HardSigmoid": ["activation_alpha", "activation_beta"],
-              "Clip": ["activation_alpha", "activation_beta"]}.get(name, [])
-    act = fused_act(name, [attrs.get(p, opdef.attrs.get(p)) for p in params])
+    act = _act_code(activations.fused_activation("FusedGemm", attrs, opdef.attrs, ACT))
     if act is None:
         return None
     pack = PackedB()
@@ -219,32 +213,19 @@ def conv_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     if not _is_f32(x, w) or (b is not None and not _is_f32(b)) or x.ndim not in (3, 4) or w.ndim != x.ndim:
         return FALLBACK
     nd = x.ndim - 2
-    ks = list(w.shape[2:])
-    if kernel_shape and [int(v) for v in kernel_shape] != ks:
-        return FALLBACK
     n, c = x.shape[:2]
     m = w.shape[0]
-    if group <= 0 or c % group or m % group or w.shape[1] * group != c or min(ks) <= 0:
-        return FALLBACK
     if b is not None and b.shape != (m,):
         return FALLBACK
-    try:
-        out, pb, pe, st, dil = spatial_geometry(list(x.shape[2:]), ks, strides, dilations, pads, auto_pad, "Conv")
+    try:  # (what it rejects, the numpy kernel reports)
+        g = ConvGeometry.conv(x.shape, w.shape, "Conv", auto_pad=auto_pad, dilations=dilations, group=group,
+                              kernel_shape=kernel_shape, pads=pads, strides=strides)
     except InvalidArgument:
         return FALLBACK
-    if min(pb) < 0 or min(pe) < 0 or min(st) <= 0 or min(dil) <= 0:
-        return FALLBACK
-    if nd == 1:
-        h, wd, kh, kw, sh, sw = 1, x.shape[2], 1, ks[0], 1, st[0]
-        dh, dw, pt, pl, oh, ow = 1, dil[0], 0, pb[0], 1, out[0]
-    else:
-        h, wd = x.shape[2:]
-        kh, kw = ks
-        sh, sw = st
-        dh, dw = dil
-        pt, pl = pb
-        oh, ow = out
-    y = np.empty((n, m) + tuple(out), F32)
+    g2 = g.as_2d()
+    (h, wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = (g2.in_shape, g2.kernel, g2.strides, g2.dilations,
+                                                                 g2.pads_begin, g2.out)
+    y = np.empty((n, m) + g.out, F32)
     if y.size == 0:
         return FALLBACK
     if use_winograd(nd, kh, kw, sh, sw, dh, dw, group, c, m, oh, ow):
@@ -288,45 +269,38 @@ def claim_fused_conv(rt, node, opdef, attrs):
         return None
     if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", ""):
         return None
-    act = fused_act(attrs.get("activation", ""), attrs.get("activation_params"))
-    if act is None:
+    p = activations.fused_activation("FusedConv", attrs, opdef.attrs, ACT)
+    if p is None:
         return None
     if len(node.inputs) > 3 and node.inputs[3]:  # the Z (residual) input: added, then activated, in numpy
-        return guarded(lambda x, w, b=None, z=None, **kw: conv_sum_fast(rt, x, w, b, z, **kw), opdef.kernel)
+        return guarded(lambda x, w, b=None, z=None, **kw: conv_sum_fast(rt, x, w, b, z, p, **kw), opdef.kernel)
+    act = _act_code(p)
     return guarded(lambda *a, **kw: conv_fast(rt, *a, **{**kw, "act": act}), opdef.kernel)
 
 
-def conv_sum_fast(rt, x, w, b, z, *, activation="", activation_params=None, **kw):
-    """FusedConv with Z: the convolution in WASM, the sum and the activation by numpy (ops.fused)."""
+def conv_sum_fast(rt, x, w, b, z, act, *, activation="", activation_params=None, **kw):
+    """FusedConv with Z: the convolution in WASM, the sum and the activation `act` (name, a, b) by numpy
+    (ops.fused)."""
     y = conv_fast(rt, x, w, b, **kw)
     if y is FALLBACK or z is None or not _is_f32(z) or z.shape != y.shape:
         return FALLBACK
     y += z
-    return apply_activation(y, activation, activation_params)
+    return activate(y, *act)
 
 
 def pool_fast(rt, is_max, x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None,
               kernel_shape=None, pads=None, strides=None, **_):
-    if not _is_f32(x) or x.ndim not in (3, 4) or not kernel_shape or len(kernel_shape) != x.ndim - 2:
+    if not _is_f32(x) or x.ndim not in (3, 4):
         return FALLBACK
-    ks = [int(k) for k in kernel_shape]
-    ins = list(x.shape[2:])
-    try:
-        out, pb, pe, st, dil = spatial_geometry(ins, ks, strides, dilations, pads, auto_pad, "Pool",
-                                                ceil_mode=bool(ceil_mode))
+    try:  # (what it rejects, the numpy kernel reports)
+        g = ConvGeometry.pool(x.shape, "Pool", auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                              kernel_shape=kernel_shape, pads=pads, strides=strides)
     except InvalidArgument:
         return FALLBACK
-    if min(pb) < 0 or min(pe) < 0 or min(st) <= 0 or min(dil) <= 0 or min(ks) <= 0:
-        return FALLBACK
-    pe_full = window_end_pads(ins, out, pb, pe, st, ks, dil)
-    if min(pe_full) < 0:
-        return FALLBACK
-    if x.ndim == 3:
-        geo = [1, ins[0], 1, ks[0], 1, st[0], 1, dil[0], 0, pb[0], 0, pe[0], 1, out[0]]
-    else:
-        geo = [ins[0], ins[1], ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], pe[0], pe[1], out[0], out[1]]
-    h, w, kh, kw, sh, sw, dh, dw, pt, pl, pbot, pr, oh, ow = geo
-    y = np.empty(x.shape[:2] + tuple(out), F32)
+    g2 = g.as_2d()
+    (h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (pbot, pr), (oh, ow) = (
+        g2.in_shape, g2.kernel, g2.strides, g2.dilations, g2.pads_begin, g2.pads_end, g2.out)
+    y = np.empty(x.shape[:2] + g.out, F32)
     if y.size == 0:
         return FALLBACK
     nc = x.shape[0] * x.shape[1]

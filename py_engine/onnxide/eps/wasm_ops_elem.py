@@ -2,7 +2,7 @@
 activations and broadcasting binary arithmetic (same claim/fallback contract as wasm_ops.py)."""
 import numpy as np
 
-from ..runtime import activations
+from ..ops import activations
 from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, guarded
 from .wasm_runtime import In, Out
 
@@ -126,7 +126,7 @@ def unary_fast(rt, x, act, a0=0.0, a1=0.0):
     return y
 
 
-UNARY = activations.UNARY  # the ops claim_unary takes (Clip from opset 11 on: its own kernel)
+UNARY = activations.UNARY  # the ops claim_unary takes (Clip from opset 11 on: clip11_fast)
 
 
 def clip11_fast(rt, x, lo=None, hi=None):

@@ -4,19 +4,14 @@ import itertools
 
 import numpy as np
 
-from ..ops import resize as R
+from ..errors import InvalidArgument
+from ..ops import activations, resize as R
+from ..ops.conv import ConvGeometry
 from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, gemm_call, guarded
 from .wasm_ops_elem import binary_fast, unary_fast
 from .wasm_runtime import In, Out
 
 # ---- ConvTranspose --------------------------------------------------------------------------------------------
-
-
-def _ints(v, n, fill):
-    if v is None or len(v) == 0:
-        return [fill] * n
-    v = [int(a) for a in v]
-    return v if len(v) == n else None
 
 
 def conv_transpose_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
@@ -25,26 +20,23 @@ def conv_transpose_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, 
         return FALLBACK
     if output_shape or (auto_pad or "NOTSET") not in ("NOTSET", "VALID"):
         return FALLBACK
+    try:  # (what it rejects, the numpy kernel reports)
+        geo = ConvGeometry.conv_transpose(x.shape, w.shape, "ConvTranspose", auto_pad=auto_pad,
+                                          dilations=dilations, group=group, kernel_shape=kernel_shape,
+                                          output_padding=output_padding, pads=pads, strides=strides)
+    except InvalidArgument:
+        return FALLBACK
     n, c = x.shape[:2]
-    ins = list(x.shape[2:])
+    ins, ks, st, dil, pb, out = list(geo.in_shape), list(geo.kernel), list(geo.strides), list(geo.dilations), \
+        list(geo.pads_begin), list(geo.out)
     nd = len(ins)
-    ks = list(w.shape[2:])
-    if kernel_shape and [int(k) for k in kernel_shape] != ks:
-        return FALLBACK
-    if group <= 0 or w.shape[0] != c or c % group or min(ks) <= 0:
-        return FALLBACK
-    st, dil, opad = _ints(strides, nd, 1), _ints(dilations, nd, 1), _ints(output_padding, nd, 0)
-    p = [0] * (2 * nd) if auto_pad == "VALID" else _ints(pads, 2 * nd, 0)
-    if None in (st, dil, opad, p) or min(st) <= 0 or min(dil) <= 0 or min(p) < 0 or min(opad) < 0:
-        return FALLBACK
     cg, mg = c // group, w.shape[1]
     m = mg * group
     if b is not None and b.shape != (m,):
         return FALLBACK
-    dk = [(k - 1) * d + 1 for k, d in zip(ks, dil)]
-    out = [s * (i - 1) + o + k - p[a] - p[nd + a] for a, (s, i, o, k) in enumerate(zip(st, ins, opad, dk))]
-    if min(out) <= 0 or min(ins) <= 0 or n == 0:
+    if min(ins) <= 0 or n == 0:
         return FALLBACK
+    dk = [(k - 1) * d + 1 for k, d in zip(ks, dil)]
     kp, pin = int(np.prod(ks)), int(np.prod(ins))
     xc, wc = _contig(x), _contig(w)
     # cols[n, g*mg*kp + r, p] = sum_c W[g*cg + c, r] X[n, g*cg + c, p]: A = W_g^T (strided), B = X_g
@@ -62,7 +54,7 @@ def conv_transpose_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, 
         if group > 1:
             cg_out[...] = tmp
     cols = cols.reshape((n, m) + tuple(ks) + tuple(ins))
-    if st == ks and dil == [1] * nd and p == [0] * (2 * nd) and opad == [0] * nd:
+    if st == ks and dil == [1] * nd and not any(pb) and not any(geo.pads_end) and not any(geo.output_padding):
         # non-overlapping taps: col2im is one transposed copy
         if nd == 2:
             y = np.empty((n, m, ins[0], ks[0], ins[1], ks[1]), F32)
@@ -73,13 +65,13 @@ def conv_transpose_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, 
         y = y.reshape((n, m) + tuple(out))
     else:
         full = [(i - 1) * s + k for i, s, k in zip(ins, st, dk)]
-        buf_shape = [max(f, b_ + o) for f, b_, o in zip(full, p[:nd], out)]
+        buf_shape = [max(f, b_ + o) for f, b_, o in zip(full, pb, out)]
         buf = np.zeros((n, m) + tuple(buf_shape), F32)
         for kidx in itertools.product(*[range(k) for k in ks]):
             sl = tuple(slice(k * d, k * d + (i - 1) * s + 1, s) for k, d, i, s in zip(kidx, dil, ins, st))
             buf[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + kidx]
         y = np.ascontiguousarray(buf[(slice(None), slice(None)) + tuple(slice(b_, b_ + o)
-                                                                      for b_, o in zip(p[:nd], out))])
+                                                                      for b_, o in zip(pb, out))])
     if b is not None:
         y = binary_fast(rt, BINOP["Add"], y, _contig(b).reshape((m,) + (1,) * nd))
     return y
@@ -128,7 +120,7 @@ def _bias_act(rt, x, bias, act):
 def claim_ms_gelu(rt, node, opdef, attrs):
     if attrs:
         return None
-    act = ACT["gelu_tanh"] if node.op_type == "FastGelu" else ACT["gelu"]
+    act = ACT[activations.CONTRIB[node.op_type].name]
     return guarded(lambda x, bias=None, **kw: _bias_act(rt, x, bias, act), opdef.kernel)
 
 

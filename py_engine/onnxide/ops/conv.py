@@ -2,6 +2,7 @@
 (conv_winograd), the direct paths (conv_direct) or im2col on strided views."""
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,59 +19,222 @@ def compute_dtype(dtype):
 
 def _ints(v, n, fill, what, name):
     if v is None or len(v) == 0:
-        return [fill] * n
-    v = [int(a) for a in v]
+        return (fill,) * n
+    v = tuple(int(a) for a in v)
     if len(v) != n:
         raise InvalidArgument(f"{name}: attribute '{what}' has {len(v)} values, expected {n}")
     return v
 
 
-def spatial_geometry(in_shape, kernel, strides, dilations, pads, auto_pad, name, ceil_mode=False):
-    """Output spatial shape and (begin, end) pads, per ONNX's conv/pool rules.
+def _positive(v, n, what, name):
+    v = _ints(v, n, 1, what, name)
+    if min(v, default=1) <= 0:
+        raise InvalidArgument(f"{name}: {what} must be positive, got {list(v)}")
+    return v
 
-    `pads` is the ONNX attribute (begin..., end...) or None.  Returns (out, pad_begin, pad_end, strides,
-    dilations); with ceil_mode the last window may reach past pad_end (see `window_end_pads`).
-    """
-    nd = len(in_shape)
-    strides = _ints(strides, nd, 1, "strides", name)
-    dilations = _ints(dilations, nd, 1, "dilations", name)
-    dk = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
-    auto_pad = auto_pad or "NOTSET"
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out = [-(-i // s) for i, s in zip(in_shape, strides)]
-        total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(out, strides, dk, in_shape)]
-        if auto_pad == "SAME_UPPER":
-            pb = [t // 2 for t in total]
+
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """The Conv-family geometry of one node, parsed once from its attributes and input shapes, read by every EP's
+    kernels (numpy, WASM, native): spatial dims of the input, kernel, strides, dilations, begin / end pads (auto_pad
+    resolved), output spatial dims, group, ceil_mode, ConvTranspose's output_padding. The constructors (conv, pool,
+    conv_transpose, window) raise a one-line InvalidArgument naming what is wrong."""
+    in_shape: tuple
+    kernel: tuple
+    strides: tuple
+    dilations: tuple
+    pads_begin: tuple
+    pads_end: tuple        # ConvTranspose: what the output window leaves of the full result (< 0: it grows there)
+    out: tuple
+    group: int = 1
+    ceil_mode: bool = False
+    output_padding: tuple = ()
+
+    @classmethod
+    def window(cls, in_shape, kernel, name, *, auto_pad="NOTSET", strides=None, dilations=None, pads=None,
+               ceil_mode=False, group=1):
+        """A window of `kernel` sliding over spatial dims `in_shape` (the rule Conv and the pools share)."""
+        nd = len(in_shape)
+        in_shape, kernel = tuple(in_shape), tuple(int(k) for k in kernel)
+        if len(kernel) != nd:
+            raise InvalidArgument(f"{name}: kernel_shape {list(kernel)} does not match the input's {nd} spatial dims")
+        if min(kernel, default=1) <= 0:
+            raise InvalidArgument(f"{name}: kernel_shape must be positive, got {list(kernel)}")
+        st = _positive(strides, nd, "strides", name)
+        dil = _positive(dilations, nd, "dilations", name)
+        dk = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
+        auto_pad = auto_pad or "NOTSET"
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out = tuple(-(-i // s) for i, s in zip(in_shape, st))
+            total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(out, st, dk, in_shape)]
+            pb = tuple(t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total)
+            pe = tuple(t - b for t, b in zip(total, pb))
+            return cls(in_shape, kernel, st, dil, pb, pe, out, group, bool(ceil_mode))
+        if auto_pad == "VALID":
+            pb = pe = (0,) * nd
+        elif auto_pad == "NOTSET":
+            p = _ints(pads, 2 * nd, 0, "pads", name)
+            if min(p, default=0) < 0:
+                raise InvalidArgument(f"{name}: pads must be non-negative, got {list(p)}")
+            pb, pe = p[:nd], p[nd:]
         else:
-            pb = [t - t // 2 for t in total]
-        pe = [t - b for t, b in zip(total, pb)]
-        return out, pb, pe, strides, dilations
-    if auto_pad == "VALID":
-        pb = pe = [0] * nd
-    elif auto_pad == "NOTSET":
-        p = _ints(pads, 2 * nd, 0, "pads", name)
-        pb, pe = p[:nd], p[nd:]
+            raise InvalidArgument(f"{name}: unsupported auto_pad '{auto_pad}'")
+        padded = [i + b + e for i, b, e in zip(in_shape, pb, pe)]
+        out = []
+        for i, p, k, s, b in zip(in_shape, padded, dk, st, pb):
+            if ceil_mode:
+                o = -(-(p - k) // s) + 1
+                if (o - 1) * s >= i + b:  # the last window must start inside the input or its begin pad
+                    o -= 1
+            else:
+                o = (p - k) // s + 1
+            if o <= 0:
+                raise InvalidArgument(f"{name}: the kernel {list(kernel)} (dilated: {dk}) is larger than the padded "
+                                      f"input {padded}")
+            out.append(o)
+        return cls(in_shape, kernel, st, dil, pb, pe, tuple(out), group, bool(ceil_mode))
+
+    @classmethod
+    def conv(cls, x_shape, w_shape, name="Conv", *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+             pads=None, strides=None, **_other_attributes):
+        """Conv / FusedConv / ConvInteger / QLinearConv / DeformConv: X (N, C, *S), W (M, C/group, *K)."""
+        kernel = _conv_kernel(x_shape, w_shape, kernel_shape, name)
+        c, m = x_shape[1], w_shape[0]
+        if group <= 0 or c % group or m % group or w_shape[1] * group != c:
+            raise InvalidArgument(f"{name}: X channels {c}, W shape {tuple(w_shape)} and group {group} are "
+                                  "inconsistent")
+        return cls.window(x_shape[2:], kernel, name, auto_pad=auto_pad, strides=strides, dilations=dilations,
+                          pads=pads, group=int(group))
+
+    @classmethod
+    def pool(cls, x_shape, name="Pool", *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None,
+             pads=None, strides=None, **_other_attributes):
+        """MaxPool / AveragePool / LpPool: X (N, C, *S), kernel_shape required."""
+        if len(x_shape) < 3:
+            raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {tuple(x_shape)}")
+        if not kernel_shape:
+            raise InvalidArgument(f"{name}: attribute 'kernel_shape' is required")
+        return cls.window(x_shape[2:], kernel_shape, name, auto_pad=auto_pad, strides=strides, dilations=dilations,
+                          pads=pads, ceil_mode=bool(ceil_mode))
+
+    @classmethod
+    def conv_transpose(cls, x_shape, w_shape, name="ConvTranspose", *, auto_pad="NOTSET", dilations=None, group=1,
+                       kernel_shape=None, output_padding=None, output_shape=None, pads=None, strides=None,
+                       **_other_attributes):
+        """ConvTranspose: X (N, C, *S), W (C, M/group, *K); the output from output_shape, auto_pad or pads (ONNX's
+        rule: with output_shape or SAME_* the total padding splits as auto_pad says, begin pads clamped at 0, so a
+        larger output than the natural one grows at the end, as onnxruntime does)."""
+        kernel = _conv_kernel(x_shape, w_shape, kernel_shape, name)
+        c, ins, nd = x_shape[1], tuple(x_shape[2:]), len(x_shape) - 2
+        if group <= 0 or w_shape[0] != c or c % group:
+            raise InvalidArgument(f"{name}: X channels {c}, W shape {tuple(w_shape)} and group {group} are "
+                                  "inconsistent")
+        st = _positive(strides, nd, "strides", name)
+        dil = _positive(dilations, nd, "dilations", name)
+        opad = _ints(output_padding, nd, 0, "output_padding", name)
+        if min(opad, default=0) < 0:
+            raise InvalidArgument(f"{name}: output_padding must be non-negative, got {list(opad)}")
+        natural = [s * (i - 1) + o + (k - 1) * d + 1 for s, i, o, k, d in zip(st, ins, opad, kernel, dil)]
+        auto_pad = auto_pad or "NOTSET"
+        if auto_pad not in _AUTO_PADS:
+            raise InvalidArgument(f"{name}: unsupported auto_pad '{auto_pad}'")
+        target = None
+        if output_shape:
+            target = [int(v) for v in output_shape][-nd:] if len(output_shape) in (nd, nd + 2) else None
+            if target is None:
+                raise InvalidArgument(f"{name}: output_shape {list(output_shape)} does not have {nd} spatial dims")
+        elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            target = [i * s for i, s in zip(ins, st)]
+        if target is not None:
+            total = [nat - o for nat, o in zip(natural, target)]
+            pb = tuple(max(0, t // 2 if auto_pad == "SAME_UPPER" else t - t // 2) for t in total)
+            out = tuple(target)
+        else:
+            p = (0,) * (2 * nd) if auto_pad == "VALID" else _ints(pads, 2 * nd, 0, "pads", name)
+            if min(p, default=0) < 0:
+                raise InvalidArgument(f"{name}: pads must be non-negative, got {list(p)}")
+            pb = p[:nd]
+            out = tuple(nat - p[a] - p[nd + a] for a, nat in enumerate(natural))
+        if min(out, default=1) <= 0:
+            raise InvalidArgument(f"{name}: computed output shape {list(out)} is not positive")
+        pe = tuple(nat - b - o for nat, b, o in zip(natural, pb, out))
+        return cls(ins, kernel, st, dil, pb, pe, out, int(group), False, opad)
+
+    @property
+    def window_pads_end(self):
+        """End pads large enough for every window of `out` to fit (ceil_mode windows may overrun pads_end)."""
+        return tuple(max(e, (o - 1) * s + (k - 1) * d + 1 - i - b) for i, o, b, e, s, k, d in zip(
+            self.in_shape, self.out, self.pads_begin, self.pads_end, self.strides, self.kernel, self.dilations))
+
+    def as_2d(self):
+        """This geometry with 1-D made 2-D (a leading unit axis), for the 2-D kernels; 2-D stays as it is."""
+        if len(self.kernel) != 1:
+            return self
+        one = lambda v, f: (f,) + tuple(v)  # noqa: E731
+        return ConvGeometry(one(self.in_shape, 1), one(self.kernel, 1), one(self.strides, 1),
+                            one(self.dilations, 1), one(self.pads_begin, 0), one(self.pads_end, 0), one(self.out, 1),
+                            self.group, self.ceil_mode, one(self.output_padding, 0) if self.output_padding else ())
+
+
+def _conv_kernel(x_shape, w_shape, kernel_shape, name):
+    if len(x_shape) < 3:
+        raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {tuple(x_shape)}")
+    if len(w_shape) != len(x_shape):
+        raise InvalidArgument(f"{name}: W shape {tuple(w_shape)} does not have X's rank {len(x_shape)}")
+    kernel = tuple(w_shape[2:])
+    if kernel_shape and tuple(int(k) for k in kernel_shape) != kernel:
+        raise InvalidArgument(f"{name}: kernel_shape {list(kernel_shape)} does not match W shape {tuple(w_shape)}")
+    return kernel
+
+
+_SHAPE_RULES = {"Conv": ConvGeometry.conv, "FusedConv": ConvGeometry.conv, "ConvInteger": ConvGeometry.conv,
+                "ConvTranspose": ConvGeometry.conv_transpose}
+_UNKNOWN_DIM = 1 << 30  # stands in for an unknown spatial dim: axes are independent, so the others stay exact
+
+
+def conv_output_shape(op_type, attrs, x_shape, w_shape=None):
+    """The output shape type / shape inference gives a Conv, FusedConv, ConvInteger, ConvTranspose, MaxPool,
+    AveragePool or LpPool node with attributes `attrs` and input shapes X `x_shape`, W `w_shape` (dims: ints,
+    symbolic names or None; a shape None when unknown): batch as X's, channels and each spatial dim where the
+    known dims fix them, else None. None when X's rank is unknown; unknown spatial dims (not an error) where the
+    geometry is invalid: the kernel reports that at run time."""
+    if x_shape is None or len(x_shape) < 3:
+        return None
+    nd = len(x_shape) - 2
+    pool = op_type not in _SHAPE_RULES
+    unknown = [a for a, d in enumerate(x_shape[2:]) if not isinstance(d, int)]
+    if pool:
+        channels = x_shape[1]
+    elif w_shape is None or len(w_shape) != len(x_shape):
+        channels = None
+    elif op_type == "ConvTranspose":
+        channels = w_shape[1] * attrs.get("group", 1) if isinstance(w_shape[1], int) else None
     else:
-        raise InvalidArgument(f"{name}: unsupported auto_pad '{auto_pad}'")
-    out = []
-    for a in range(nd):
-        span = in_shape[a] + pb[a] + pe[a] - dk[a]
-        if ceil_mode:
-            o = -(-span // strides[a]) + 1
-            if (o - 1) * strides[a] >= in_shape[a] + pb[a]:
-                o -= 1
-        else:
-            o = span // strides[a] + 1
-        if o <= 0:
-            raise InvalidArgument(f"{name}: input spatial shape {tuple(in_shape)} too small for kernel {kernel}")
-        out.append(o)
-    return out, list(pb), pe, strides, dilations
+        channels = w_shape[0]
+    shape = [x_shape[0], channels] + [None] * nd
+    group = attrs.get("group", 1)
+    if not pool:  # the kernel from W's spatial dims (else kernel_shape); channels made consistent: not checked here
+        kernel = w_shape[2:] if w_shape is not None and len(w_shape) == len(x_shape) else attrs.get("kernel_shape")
+        if not kernel or any(not isinstance(d, int) for d in kernel):
+            return shape
+        ws = [group, 1] + list(kernel)
+    xs = [1, 1 if pool else group] + [_UNKNOWN_DIM if a in unknown else d for a, d in enumerate(x_shape[2:])]
+    try:
+        g = ConvGeometry.pool(xs, op_type, **attrs) if pool else _SHAPE_RULES[op_type](xs, ws, op_type, **attrs)
+    except (InvalidArgument, TypeError, ValueError):
+        return shape
+    return shape[:2] + [None if a in unknown else o for a, o in enumerate(g.out)]
 
 
-def window_end_pads(in_shape, out, pb, pe, strides, kernel, dilations):
-    """End pads large enough for every window of `out` to fit (ceil_mode windows may overrun the pads)."""
-    return [max(e, (o - 1) * s + (k - 1) * d + 1 - i - b)
-            for i, o, b, e, s, k, d in zip(in_shape, out, pb, pe, strides, kernel, dilations)]
+def spatial_geometry(in_shape, kernel, strides, dilations, pads, auto_pad, name, ceil_mode=False):
+    """(out, pads begin, pads end, strides, dilations) as lists: ConvGeometry.window's, for callers taking them
+    apart (ops/quant.py's QLinearConv, tests)."""
+    g = ConvGeometry.window(in_shape, kernel, name, auto_pad=auto_pad, strides=strides, dilations=dilations,
+                            pads=pads, ceil_mode=ceil_mode)
+    return list(g.out), list(g.pads_begin), list(g.pads_end), list(g.strides), list(g.dilations)
 
 
 def pad_spatial(x, pb, pe, value=0):
@@ -232,10 +396,8 @@ def _conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, dtype):
 
 
 def _kernel_shape(kernel_shape, w, name):
-    ks = [int(k) for k in kernel_shape] if kernel_shape else list(w.shape[2:])
-    if list(w.shape[2:]) != ks:
-        raise InvalidArgument(f"{name}: kernel_shape {ks} does not match W shape {w.shape}")
-    return ks
+    """W's kernel checked against kernel_shape, for ops/quant.py's QLinearConv (the others use ConvGeometry.conv)."""
+    return list(_conv_kernel(w.shape, w.shape, kernel_shape, name))
 
 
 def _float_in(a):
@@ -248,12 +410,10 @@ def _float_in(a):
 def conv(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
          ctx=None):
     name = f"Conv node '{ctx.node_name}'" if ctx is not None else "Conv"
-    if x.ndim < 3:
-        raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {x.shape}")
-    ks = _kernel_shape(kernel_shape, w, name)
-    out, pb, pe, st, dil = spatial_geometry(x.shape[2:], ks, strides, dilations, pads, auto_pad, name)
-    y = conv_nd(_float_in(x), _float_in(w), group, ks, st, dil, pb, pe, out, name, fast=True,
-                bias=None if b is None else _float_in(b).reshape(-1))
+    g = ConvGeometry.conv(x.shape, w.shape, name, auto_pad=auto_pad, dilations=dilations, group=group,
+                          kernel_shape=kernel_shape, pads=pads, strides=strides)
+    y = conv_nd(_float_in(x), _float_in(w), g.group, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
+                g.out, name, fast=True, bias=None if b is None else _float_in(b).reshape(-1))
     return y.astype(x.dtype, copy=False)
 
 
@@ -261,8 +421,8 @@ def conv(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
 def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET", dilations=None, group=1,
                  kernel_shape=None, pads=None, strides=None, ctx=None):
     name = f"ConvInteger node '{ctx.node_name}'" if ctx is not None else "ConvInteger"
-    ks = _kernel_shape(kernel_shape, w, name)
-    out, pb, pe, st, dil = spatial_geometry(x.shape[2:], ks, strides, dilations, pads, auto_pad, name)
+    g = ConvGeometry.conv(x.shape, w.shape, name, auto_pad=auto_pad, dilations=dilations, group=group,
+                          kernel_shape=kernel_shape, pads=pads, strides=strides)
     xf = x.astype(np.float64)
     if x_zero_point is not None:
         xf -= np.asarray(x_zero_point).astype(np.float64).reshape(())
@@ -270,7 +430,7 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET
     if w_zero_point is not None:
         wz = np.asarray(w_zero_point).astype(np.float64)
         wf -= wz.reshape((-1,) + (1,) * (w.ndim - 1)) if wz.size > 1 else wz.reshape(())
-    y = conv_nd(xf, wf, group, ks, st, dil, pb, pe, out, name)
+    y = conv_nd(xf, wf, g.group, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end, g.out, name)
     return np.rint(y).astype(np.int32)
 
 
@@ -279,45 +439,14 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET
 def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                    output_padding=None, output_shape=None, pads=None, strides=None, ctx=None):
     name = f"ConvTranspose node '{ctx.node_name}'" if ctx is not None else "ConvTranspose"
-    if x.ndim < 3:
-        raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {x.shape}")
+    g = ConvGeometry.conv_transpose(x.shape, w.shape, name, auto_pad=auto_pad, dilations=dilations, group=group,
+                                    kernel_shape=kernel_shape, output_padding=output_padding,
+                                    output_shape=output_shape, pads=pads, strides=strides)
     n, c = x.shape[:2]
-    ins = list(x.shape[2:])
+    ins, ks, st, dil, pb, out = list(g.in_shape), list(g.kernel), list(g.strides), list(g.dilations), \
+        list(g.pads_begin), list(g.out)
     nd = len(ins)
-    ks = _kernel_shape(kernel_shape, w, name)
-    if w.shape[0] != c or c % group:
-        raise InvalidArgument(f"{name}: X channels {c}, W shape {w.shape} and group {group} are inconsistent")
-    st = _ints(strides, nd, 1, "strides", name)
-    dil = _ints(dilations, nd, 1, "dilations", name)
-    opad = _ints(output_padding, nd, 0, "output_padding", name)
     dk = [(k - 1) * d + 1 for k, d in zip(ks, dil)]
-    natural = [s * (i - 1) + o + k for s, i, o, k in zip(st, ins, opad, dk)]
-    auto_pad = auto_pad or "NOTSET"
-    if output_shape:
-        os_ = [int(v) for v in output_shape]
-        if len(os_) == nd + 2:
-            os_ = os_[2:]
-        if len(os_) != nd:
-            raise InvalidArgument(f"{name}: output_shape {output_shape} does not have {nd} spatial dims")
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        os_ = [i * s for i, s in zip(ins, st)]
-    else:
-        os_ = None
-    if os_ is not None:
-        total = [nat - o for nat, o in zip(natural, os_)]
-        if auto_pad == "SAME_UPPER":
-            pb = [t // 2 for t in total]
-        else:
-            pb = [t - t // 2 for t in total]
-        # a larger output than the natural one (implied output_padding) grows at the end, as onnxruntime does
-        pb = [max(0, b) for b in pb]
-        out = os_
-    else:
-        p = [0] * (2 * nd) if auto_pad == "VALID" else _ints(pads, 2 * nd, 0, "pads", name)
-        pb = p[:nd]
-        out = [nat - p[a] - p[nd + a] for a, nat in enumerate(natural)]
-    if min(out) <= 0:
-        raise InvalidArgument(f"{name}: computed output shape {out} is not positive")
     cg = c // group
     mg = w.shape[1]
     m = mg * group
@@ -340,14 +469,13 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
                 else:
                     np.add(cols[:, :, ki, kj], bias, out=dst[:, :, :, ki, :, kj])
         return y.astype(x.dtype, copy=False)
-    # place the full (uncropped) result into a buffer covering both it and the requested window
-    off = [max(0, -b) for b in pb]
-    buf_shape = [max(o + f, o + b + ou) for o, f, b, ou in zip(off, full, pb, out)]
+    # place the full (uncropped) result into a buffer covering both it and the requested window (pads_begin >= 0)
+    buf_shape = [max(f, b + ou) for f, b, ou in zip(full, pb, out)]
     buf = np.zeros((n, m) + tuple(buf_shape), dtype=xf.dtype)
     for kidx in itertools.product(*[range(k) for k in ks]):
-        sl = tuple(slice(o + k * d, o + k * d + (i - 1) * s + 1, s) for o, k, d, i, s in zip(off, kidx, dil, ins, st))
+        sl = tuple(slice(k * d, k * d + (i - 1) * s + 1, s) for k, d, i, s in zip(kidx, dil, ins, st))
         buf[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + kidx]
-    y = buf[(slice(None), slice(None)) + tuple(slice(o + b, o + b + ou) for o, b, ou in zip(off, pb, out))]
+    y = buf[(slice(None), slice(None)) + tuple(slice(b, b + ou) for b, ou in zip(pb, out))]
     if b is not None:
         y = y + _float_in(b).reshape((1, -1) + (1,) * nd)
     return np.ascontiguousarray(y).astype(x.dtype, copy=False)
@@ -362,17 +490,13 @@ def col2im(x, image_shape, block_shape, *, dilations=None, pads=None, strides=No
     nd = len(img)
     if len(blk) != nd:
         raise InvalidArgument(f"{name}: image_shape and block_shape lengths differ")
-    st = _ints(strides, nd, 1, "strides", name)
-    dil = _ints(dilations, nd, 1, "dilations", name)
-    p = _ints(pads, 2 * nd, 0, "pads", name)
-    pb, pe = p[:nd], p[nd:]
+    g = ConvGeometry.window(img, blk, name, strides=strides, dilations=dilations, pads=pads)  # blocks: its out
+    st, dil, pb, pe, nb = g.strides, g.dilations, g.pads_begin, g.pads_end, list(g.out)
     kp = math.prod(blk)
     n, ck, length = x.shape
     if ck % kp:
         raise InvalidArgument(f"{name}: input dim 1 ({ck}) is not a multiple of prod(block_shape) {kp}")
     c = ck // kp
-    dk = [(k - 1) * d + 1 for k, d in zip(blk, dil)]
-    nb = [(i + b + e - k) // s + 1 for i, b, e, k, s in zip(img, pb, pe, dk, st)]
     if math.prod(nb) != length:
         raise InvalidArgument(f"{name}: input dim 2 ({length}) does not match the {nb} blocks the shapes give")
     cols = x.reshape((n, c) + tuple(blk) + tuple(nb))
@@ -419,18 +543,15 @@ def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, ker
     n, c = x.shape[:2]
     sp = list(x.shape[2:])
     nd = len(sp)
-    ks = _kernel_shape(kernel_shape, w, name)
-    st = _ints(strides, nd, 1, "strides", name)
-    dil = _ints(dilations, nd, 1, "dilations", name)
-    p = _ints(pads, 2 * nd, 0, "pads", name)
+    g = ConvGeometry.conv(x.shape, w.shape, name, dilations=dilations, group=group, kernel_shape=kernel_shape,
+                          pads=pads, strides=strides)
+    ks, st, dil, p = list(g.kernel), g.strides, g.dilations, g.pads_begin
     out = list(offset.shape[2:])
     kp = math.prod(ks)
     og = offset_group
     if og <= 0 or c % og or offset.shape[1] != og * kp * nd:
         raise InvalidArgument(f"{name}: offset shape {offset.shape} inconsistent with offset_group {og}, kernel {ks}")
     m = w.shape[0]
-    if c % group or m % group or w.shape[1] * group != c:
-        raise InvalidArgument(f"{name}: X channels {c}, W shape {w.shape} and group {group} are inconsistent")
     xf = _float_in(x)
     ct = xf.dtype
     off = offset.astype(ct).reshape((n, og) + tuple(ks) + (nd,) + tuple(out))

@@ -1,11 +1,12 @@
 """com.microsoft fused ops the optimizer emits (FusedConv, FusedGemm, FusedMatMul): compositions of the registered
-Conv / Gemm / MatMul kernels with an activation kernel — no op math is defined twice."""
+Conv / Gemm / MatMul kernels with an activation of the activation table (ops/activations.py) — no op math is defined
+twice."""
 import numpy as np
 
+from ..errors import InvalidArgument
+from . import activations
 from .math import unlifted, via_float32
 from .registry import MS_DOMAIN, lookup, op
-
-_ACT_OPSET = 22
 
 
 def _primitive(op_type, opset):
@@ -14,42 +15,45 @@ def _primitive(op_type, opset):
     return unlifted(lookup("", op_type, opset).kernel)
 
 
-def apply_activation(y, activation, params):
-    """Apply ORT's fused `activation` (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, Clip) via its own kernel."""
-    if not activation:
+def activate(y, name, a=0.0, b=0.0):
+    """y through the activation table's `name` with parameters a, b: its ai.onnx op's registered kernel (at the
+    table's opset), so no activation math is defined twice."""
+    act = activations.BY_NAME[name]
+    if not act.op:
         return y
-    k = _primitive(activation, _ACT_OPSET)
-    p = list(params or [])
-    if activation == "LeakyRelu":
-        return k(y, alpha=p[0] if p else 0.01)
-    if activation == "HardSigmoid":
-        return k(y, alpha=p[0] if p else 0.2, beta=p[1] if len(p) > 1 else 0.5)
-    if activation == "Clip":
-        lo = np.asarray(p[0] if p else -np.inf, y.dtype)
-        hi = np.asarray(p[1] if len(p) > 1 else np.inf, y.dtype)
-        return k(y, lo, hi)
-    return k(y)
+    attrs = dict(act.when)
+    attrs.update(zip((p for p, _ in act.params), (a, b)))
+    return _primitive(act.op, act.since)(y, **attrs)
+
+
+def _fused_activation(op_type, attrs):
+    """(name, a, b) of a FusedConv / FusedGemm node's activation attributes (activations.fused_activation)."""
+    p = activations.fused_activation(op_type, attrs, {}, activations.BY_NAME)
+    if p is None:
+        raise InvalidArgument(f"{op_type}: unsupported activation '{attrs.get('activation')}'")
+    return p
 
 
 @op("FusedConv", since=1, domain=MS_DOMAIN)
 @via_float32
 def fused_conv(x, w, b=None, z=None, *, activation="", activation_params=None, auto_pad="NOTSET", dilations=None,
                group=1, kernel_shape=None, pads=None, strides=None, ctx=None):
+    act = _fused_activation("FusedConv", {"activation": activation, "activation_params": activation_params})
     y = _primitive("Conv", 11)(x, w, b, auto_pad=auto_pad, dilations=dilations, group=group,
                                kernel_shape=kernel_shape, pads=pads, strides=strides, ctx=ctx)
     if z is not None:
         y = y + z
-    return apply_activation(y, activation, activation_params)
+    return activate(y, *act)
 
 
 @op("FusedGemm", since=1, domain=MS_DOMAIN)
 @via_float32
 def fused_gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, activation="", activation_alpha=0.01,
                activation_beta=0.5, activation_gamma=0.0, ctx=None):
+    act = _fused_activation("FusedGemm", {"activation": activation, "activation_alpha": activation_alpha,
+                                          "activation_beta": activation_beta})
     y = _primitive("Gemm", 13)(a, b, c, alpha=alpha, beta=beta, transA=transA, transB=transB, ctx=ctx)
-    params = {"LeakyRelu": [activation_alpha], "HardSigmoid": [activation_alpha, activation_beta],
-              "Clip": [activation_alpha, activation_beta]}.get(activation)
-    return apply_activation(y, activation, params)
+    return activate(y, *act)
 
 
 @op("FusedMatMul", since=1, domain=MS_DOMAIN)

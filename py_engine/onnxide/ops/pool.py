@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 
 from ..errors import InvalidArgument
-from .conv import compute_dtype, pad_spatial, spatial_geometry, window_end_pads
+from .conv import ConvGeometry, compute_dtype, pad_spatial
 from .math import via_float32
 from .registry import op
 
@@ -14,18 +14,10 @@ def _name(kind, ctx):
 
 
 def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode, name):
-    if x.ndim < 3:
-        raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {x.shape}")
-    if not kernel_shape:
-        raise InvalidArgument(f"{name}: attribute 'kernel_shape' is required")
-    ks = [int(k) for k in kernel_shape]
-    ins = list(x.shape[2:])
-    if len(ks) != len(ins):
-        raise InvalidArgument(f"{name}: kernel_shape {ks} does not match input rank {x.ndim}")
-    out, pb, pe, st, dil = spatial_geometry(ins, ks, strides, dilations, pads, auto_pad, name,
-                                            ceil_mode=bool(ceil_mode))
-    pe_full = window_end_pads(ins, out, pb, pe, st, ks, dil)
-    return ks, out, pb, pe, pe_full, st, dil
+    """(kernel, out, pads begin, pads end, pads end every window fits in, strides, dilations) of ConvGeometry.pool."""
+    g = ConvGeometry.pool(x.shape, name, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                          kernel_shape=kernel_shape, pads=pads, strides=strides)
+    return g.kernel, g.out, g.pads_begin, g.pads_end, g.window_pads_end, g.strides, g.dilations
 
 
 def _taps(ks, out, st, dil):
