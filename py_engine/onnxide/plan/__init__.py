@@ -113,8 +113,10 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
     types = plan.types = graph_types(graph, outer_types)
     placed = partition(graph, pc.opsets, pc.providers, types, in_devs, wants, outer_homes)
     homes = plan.homes
-    for name in graph.initializers:
+    for name, value in graph.initializers.items():
         homes[name] = HOST
+        if isinstance(value, np.ndarray):  # constants: no kernel may write them, so EPs may cache derived forms
+            value.flags.writeable = False
     plan.const_env.update(graph.initializers)
     homes.update(in_devs)
     for p in placed:
