@@ -4,11 +4,12 @@ yields `(step, awaitable)` where a kernel or a transfer returned an awaitable (G
 generators too (`yield from ctx.run_graph(...)`), so the same holds inside If / Loop / Scan bodies. Each run has
 its own environment of slots, so threads may share a session."""
 import inspect
+import time
 import weakref
 
 import numpy as np
 
-from ..errors import EPFail, OnnxideError, RuntimeException
+from ..errors import EPFail, Fail, OnnxideError, RuntimeException
 from ..plan import PlanContext, build_plan, node_label, plain_names
 from ..runtime.devices import HOST, location_of
 from .context import KernelContext
@@ -45,6 +46,35 @@ async def drive_async(gen):
             error = e if step is None else node_error(step, e)
 
 
+TIMEOUT_KEY = "onnxide.run_timeout_seconds"  # a RunOptions config entry: stop the run after this many seconds
+
+
+class RunControl:
+    """What may stop a run between two steps (bodies and Loop / Scan iterations included): `RunOptions.terminate`,
+    set from another thread, and the run's timeout. `check()` raises onnxruntime's Fail."""
+
+    __slots__ = ("options", "deadline", "timeout", "fired")
+
+    def __init__(self, run_options):
+        self.options, self.fired = run_options, False
+        cfg = getattr(run_options, "_config", {})
+        self.timeout = float(cfg[TIMEOUT_KEY]) if TIMEOUT_KEY in cfg else None
+        self.deadline = time.monotonic() + self.timeout if self.timeout is not None else None
+
+    @classmethod
+    def of(cls, run_options):
+        """A RunControl for `run_options`, or None when nothing can stop the run (the loop checks nothing)."""
+        return cls(run_options) if run_options is not None else None
+
+    def check(self):
+        if self.options.terminate:
+            self.fired = True
+            raise Fail("Exiting due to terminate flag being set to true.")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.fired = True
+            raise Fail(f"Exiting: the run exceeded its timeout of {self.timeout:g} s ({TIMEOUT_KEY})")
+
+
 class Executor:
     """Runs a model's main graph (bodies on demand) with the session's providers. Building one plans every graph
     and places the initializers its devices read (the session's `prepare`)."""
@@ -59,22 +89,23 @@ class Executor:
             weakref.finalize(self, _free_constants, list(_device_constants(self.main_plan)))
 
     # --- the two drivers ---------------------------------------------------------------------------------------
-    def run(self, feeds, output_names, fetch_devices=None):
-        """Output values for `output_names` (host arrays, or values on `fetch_devices[name]`)."""
-        return drive_sync(self._run(feeds, output_names, fetch_devices))
+    def run(self, feeds, output_names, fetch_devices=None, control=None):
+        """Output values for `output_names` (host arrays, or values on `fetch_devices[name]`); `control` (a
+        RunControl) may stop the run between steps."""
+        return drive_sync(self._run(feeds, output_names, fetch_devices, control))
 
-    async def run_async(self, feeds, output_names, fetch_devices=None):
-        return await drive_async(self._run(feeds, output_names, fetch_devices))
+    async def run_async(self, feeds, output_names, fetch_devices=None, control=None):
+        return await drive_async(self._run(feeds, output_names, fetch_devices, control))
 
     # --- one run -----------------------------------------------------------------------------------------------
-    def _run(self, feeds, output_names, fetch_devices):
+    def _run(self, feeds, output_names, fetch_devices, control):
         plan = self.main_plan
         env = dict(plan.const_env)
         extra = []
         try:
             yield from self._bind(plan, [feeds.get(n) if n in feeds else env.get(n) for n in plan.input_names],
                                   env, extra)
-            yield from self.execute(plan, env)
+            yield from self.execute(plan, env, control)
             outs = yield from self._fetch(plan, env, output_names, fetch_devices or {})
         except BaseException:
             self._clean(plan, env, extra)
@@ -82,8 +113,10 @@ class Executor:
         self._clean(plan, env, extra)
         return outs
 
-    def run_body(self, step, graph, inputs, outer_env):
+    def run_body(self, step, graph, inputs, outer_env, control=None):
         """Generator: the body `graph` of `step` run on `inputs`; its outputs, owned by the caller."""
+        if control is not None:
+            control.check()  # (a Loop of empty bodies still stops)
         plan = step.bodies[id(graph)]
         if len(inputs) < len(plan.input_names):
             raise RuntimeException(f"Subgraph '{graph.name}' expects {len(plan.input_names)} inputs, got "
@@ -94,7 +127,7 @@ class Executor:
         extra = []
         try:
             yield from self._bind(plan, inputs, env, extra)
-            yield from self.execute(plan, env)
+            yield from self.execute(plan, env, control)
             outs = []
             for key, owned in zip(plan.output_keys, plan.output_owned):
                 v = env[key]
@@ -181,14 +214,16 @@ class Executor:
             dev.release(value)
 
     # --- the loop ----------------------------------------------------------------------------------------------
-    def execute(self, plan, env):
+    def execute(self, plan, env, control=None):
         """Generator running `plan`'s steps over `env`; yields (step, awaitable) where one must be awaited."""
         prof = self.profiler
         for step in plan.steps:  # this loop is the per-node overhead of every run
+            if control is not None:
+                control.check()
             args = [env[k] if k is not None else None for k in step.in_keys]
             kwargs = step.call_kwargs
             if step.bodies is not None and step.wants_ctx:
-                kwargs = dict(kwargs, ctx=KernelContext(step, self, env))
+                kwargs = dict(kwargs, ctx=KernelContext(step, self, env, control))
             if prof is not None:
                 t0 = prof.now_us()
             try:

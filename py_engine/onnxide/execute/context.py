@@ -5,20 +5,21 @@ from ..runtime.devices import location_of
 
 
 class KernelContext:
-    __slots__ = ("num_outputs", "opset", "node_name", "input_types", "array_ops", "_executor", "_step", "_env")
+    __slots__ = ("num_outputs", "opset", "node_name", "input_types", "array_ops", "_executor", "_step", "_env",
+                 "_control")
 
-    def __init__(self, step, executor=None, env=None):
+    def __init__(self, step, executor=None, env=None, control=None):
         self.num_outputs = step.num_outputs
         self.opset = step.opset
         self.node_name = step.node.name
         self.input_types = step.input_types
         self.array_ops = step.device.array_ops  # take / stack / zeros where the node's values live
-        self._executor, self._step, self._env = executor, step, env
+        self._executor, self._step, self._env, self._control = executor, step, env, control
 
     def run_graph(self, graph, inputs):
         """A generator running the body `graph` with positional `inputs`; returns its outputs (owned by the
-        caller). Values of the enclosing graphs are visible to it."""
-        return self._executor.run_body(self._step, graph, list(inputs), self._env)
+        caller). Values of the enclosing graphs are visible to it; the run's terminate flag stops it."""
+        return self._executor.run_body(self._step, graph, list(inputs), self._env, self._control)
 
     def call_graph(self, graph, inputs):
         """run_graph for kernels that are not generators (a body of host-only work)."""

@@ -63,7 +63,7 @@ class IOBinding:
         where = {}
         for name, target in self._outputs.items():
             where[name] = target.device if isinstance(target, OrtValue) else target
-        values = session._run_bound(names, self._inputs, where, run_options)
+        values = session._run(names, self._inputs, where, run_options)
         self._results = []
         for name, v in zip(names, values):
             target = self._outputs.get(name)

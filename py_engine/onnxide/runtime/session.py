@@ -13,7 +13,7 @@ from ..ir.infer import infer_bodies, infer_shapes, tensor_type
 from ..optimizer import optimize
 from . import providers as eps
 from . import specialize
-from ..execute import Executor
+from ..execute import Executor, RunControl
 from . import devices
 from .iobinding import IOBinding
 from .ortvalue import OrtValue, from_external, now
@@ -198,10 +198,11 @@ class InferenceSession:
         ex = self._specialized.executor_for(feeds) if self._specialized is not None else None
         return ex if ex is not None else self._executor
 
-    def _after_failure(self, ex, feeds):
+    def _after_failure(self, ex, feeds, control=None):
         """Called while `ex`'s error is being handled: the general executor's errors are the model's or the input's
-        (re-raised); a specialized executor hands these shapes back to the general one for good, returned to rerun."""
-        if ex is self._executor:
+        (re-raised), as is a stopped run; a specialized executor hands these shapes back to the general one for
+        good, returned to rerun."""
+        if ex is self._executor or (control is not None and control.fired):
             raise  # (the error being handled)
         self._specialized.give_up(feeds)
         return self._executor
@@ -215,15 +216,22 @@ class InferenceSession:
 
     # --- running -------------------------------------------------------------------------------
     def run(self, output_names, input_feed, run_options=None):
-        """Outputs (numpy arrays; lists for sequences) for `output_names` (None: all) given `input_feed`."""
+        """Outputs (numpy arrays; lists for sequences) for `output_names` (None: all) given `input_feed`.
+        `run_options.terminate` (set from another thread) or its "onnxide.run_timeout_seconds" config entry stops
+        the run between nodes with Fail."""
+        return self._run(output_names, input_feed, None, run_options)
+
+    def _run(self, output_names, input_feed, fetch_devices, run_options):
+        """run, and IO binding's run: outputs made or read back on `fetch_devices[name]` (the host when absent)."""
         names, feeds = self._prepare(output_names, input_feed)
+        control = RunControl.of(run_options)
         try:
             with self._threads:
                 ex = self._executor_for(feeds)
                 try:
-                    outs = ex.run(feeds, names)
+                    outs = ex.run(feeds, names, fetch_devices, control)
                 except OnnxideError:
-                    outs = self._after_failure(ex, feeds).run(feeds, names)
+                    outs = self._after_failure(ex, feeds, control).run(feeds, names, fetch_devices, control)
                 return [_owned(v) for v in outs]
         except RecursionError:
             raise Fail("Model execution exceeded the maximum nesting depth") from None
@@ -244,7 +252,7 @@ class InferenceSession:
         onnxide's addition: without one, return an awaitable of the results — how runs whose EPs await GPU work
         or readback (WebGPU in the page) are driven."""
         if callback is None:
-            return self._run_awaitable(output_names, input_feed)
+            return self._run_awaitable(output_names, input_feed, None, run_options)
         try:
             results, err = self.run(output_names, input_feed, run_options), ""
         except OnnxideError as e:
@@ -252,16 +260,17 @@ class InferenceSession:
         callback(results, user_data, err)
         return None
 
-    async def _run_awaitable(self, output_names, input_feed, fetch_devices=None):
+    async def _run_awaitable(self, output_names, input_feed, fetch_devices=None, run_options=None):
         """run_async's awaitable; `fetch_devices` {output name: Device} keeps those outputs on a device (the JS
         API's preferredOutputLocation)."""
         names, feeds = self._prepare(output_names, input_feed)
+        control = RunControl.of(run_options)
         with self._threads:  # as `run`: the session's thread count for BLAS and the EPs' own kernels
             ex = self._executor_for(feeds)
             try:
-                outs = await ex.run_async(feeds, names, fetch_devices)
+                outs = await ex.run_async(feeds, names, fetch_devices, control)
             except OnnxideError:
-                outs = await self._after_failure(ex, feeds).run_async(feeds, names, fetch_devices)
+                outs = await self._after_failure(ex, feeds, control).run_async(feeds, names, fetch_devices, control)
             return [_owned(v) for v in outs]
 
     def _check_feeds(self, input_feed):
@@ -286,12 +295,6 @@ class InferenceSession:
     def run_with_iobinding(self, binding, run_options=None):
         binding._run(run_options)
 
-    def _run_bound(self, output_names, input_feed, fetch_devices, run_options=None):
-        """IO binding's run: outputs made or read back on `fetch_devices[name]` (the host when absent)."""
-        names, feeds = self._prepare(output_names, input_feed)
-        with self._threads:
-            outs = self._executor.run(feeds, names, fetch_devices)
-        return [_owned(v) for v in outs]
 
 
 def _override_free_dims(graph, overrides):
