@@ -1,0 +1,55 @@
+"""One session serves concurrent runs exactly: each run (and each body call inside it) has its own values, so
+threads sharing a session with If / Loop get the outputs a lone run gets, bit for bit."""
+import threading
+
+import numpy as np
+from onnx import TensorProto, helper
+
+import onnxide as ort
+
+
+def _if_loop_model():
+    then_b = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4])])
+    else_b = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, [4])])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["h", "y"], ["h2"]), helper.make_node("Identity", ["c"], ["c2"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("c2", TensorProto.BOOL, []), helper.make_tensor_value_info("h2", TensorProto.FLOAT, [4])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["pos"]),
+             helper.make_node("If", ["pos"], ["y"], then_branch=then_b, else_branch=else_b),
+             helper.make_node("Loop", ["n", "", "x"], ["out"], body=body)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+                                       helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def test_eight_threads_share_a_session_with_if_and_loop():
+    sess = ort.InferenceSession(_if_loop_model())
+    rng = np.random.default_rng(0)
+    feeds = [{"x": rng.standard_normal(4).astype(np.float32), "n": np.array(k % 5 + 1, np.int64)} for k in range(8)]
+    want = [sess.run(None, f)[0] for f in feeds]
+    bad, start = [], threading.Barrier(8)
+
+    def work(k):
+        start.wait()
+        for _ in range(150):
+            try:
+                got = sess.run(None, feeds[k])[0]
+            except Exception as e:  # noqa: BLE001 - any exception is a failure of the test
+                bad.append(repr(e))
+                continue
+            if not np.array_equal(got, want[k]):
+                bad.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad, bad[:5]
