@@ -206,6 +206,7 @@ def conv_output_shape(op_type, attrs, x_shape, w_shape=None):
     nd = len(x_shape) - 2
     pool = op_type not in _SHAPE_RULES
     unknown = [a for a, d in enumerate(x_shape[2:]) if not isinstance(d, int)]
+    fixed = op_type == "ConvTranspose" and bool(attrs.get("output_shape"))  # no output dim depends on the input's
     if pool:
         channels = x_shape[1]
     elif w_shape is None or len(w_shape) != len(x_shape):
@@ -226,7 +227,7 @@ def conv_output_shape(op_type, attrs, x_shape, w_shape=None):
         g = ConvGeometry.pool(xs, op_type, **attrs) if pool else _SHAPE_RULES[op_type](xs, ws, op_type, **attrs)
     except (InvalidArgument, TypeError, ValueError):
         return shape
-    return shape[:2] + [None if a in unknown else o for a, o in enumerate(g.out)]
+    return shape[:2] + [None if a in unknown and not fixed else o for a, o in enumerate(g.out)]
 
 
 def spatial_geometry(in_shape, kernel, strides, dilations, pads, auto_pad, name, ceil_mode=False):
