@@ -4,8 +4,6 @@ defaults, and the ai.onnx op, com.microsoft ops and FusedConv / FusedGemm `activ
 definition is its ai.onnx op's registered kernel (ops/fused.py applies it). Each EP lists the names its kernels run.
 
 Standard library only: the kernel builds run it as a script, `python3 -I activations.py --c-enum NX`."""
-import argparse
-import sys
 from dataclasses import dataclass
 from functools import partial
 
@@ -139,6 +137,9 @@ def _check_codes():
 _check_codes()
 
 if __name__ == "__main__":
+    import argparse
+    import sys
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--c-enum", metavar="PREFIX", required=True, help="print the C enum header (NX, OX)")
     sys.stdout.write(c_enum(parser.parse_args().c_enum))

@@ -20,28 +20,35 @@ def compute_dtype(dtype):
 def _ints(v, n, fill, what, name):
     if v is None or len(v) == 0:
         return (fill,) * n
-    v = tuple(int(a) for a in v)
+    v = tuple(map(int, v))
     if len(v) != n:
         raise InvalidArgument(f"{name}: attribute '{what}' has {len(v)} values, expected {n}")
     return v
 
 
-def _positive(v, n, what, name):
-    v = _ints(v, n, 1, what, name)
-    if min(v, default=1) <= 0:
-        raise InvalidArgument(f"{name}: {what} must be positive, got {list(v)}")
-    return v
+def _invalid_window(name, in_shape, kernel, strides, dilations, pb, pe):
+    """The InvalidArgument for a window whose values (or output) are out of range."""
+    for what, v, low in (("kernel_shape", kernel, 1), ("strides", strides, 1), ("dilations", dilations, 1)):
+        if min(v, default=low) < low:
+            return InvalidArgument(f"{name}: {what} must be positive, got {list(v)}")
+    if min(pb + pe, default=0) < 0:
+        return InvalidArgument(f"{name}: pads must be non-negative, got {list(pb + pe)}")
+    dk = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    padded = [i + b + e for i, b, e in zip(in_shape, pb, pe)]
+    return InvalidArgument(f"{name}: the kernel {list(kernel)} (dilated: {dk}) is larger than the padded input "
+                           f"{padded}")
 
 
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ConvGeometry:
     """The Conv-family geometry of one node, parsed once from its attributes and input shapes, read by every EP's
     kernels (numpy, WASM, native): spatial dims of the input, kernel, strides, dilations, begin / end pads (auto_pad
-    resolved), output spatial dims, group, ceil_mode, ConvTranspose's output_padding. The constructors (conv, pool,
-    conv_transpose, window) raise a one-line InvalidArgument naming what is wrong."""
+    resolved), output spatial dims, group, ceil_mode, ConvTranspose's output_padding; read-only (tuples; not frozen:
+    that costs every kernel call ~1.5 µs). The constructors (conv, pool, conv_transpose, window) raise a one-line
+    InvalidArgument naming what is wrong."""
     in_shape: tuple
     kernel: tuple
     strides: tuple
@@ -58,42 +65,41 @@ class ConvGeometry:
                ceil_mode=False, group=1):
         """A window of `kernel` sliding over spatial dims `in_shape` (the rule Conv and the pools share)."""
         nd = len(in_shape)
-        in_shape, kernel = tuple(in_shape), tuple(int(k) for k in kernel)
+        in_shape, kernel = tuple(in_shape), tuple(map(int, kernel))
         if len(kernel) != nd:
             raise InvalidArgument(f"{name}: kernel_shape {list(kernel)} does not match the input's {nd} spatial dims")
-        if min(kernel, default=1) <= 0:
-            raise InvalidArgument(f"{name}: kernel_shape must be positive, got {list(kernel)}")
-        st = _positive(strides, nd, "strides", name)
-        dil = _positive(dilations, nd, "dilations", name)
-        dk = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
-        auto_pad = auto_pad or "NOTSET"
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            out = tuple(-(-i // s) for i, s in zip(in_shape, st))
-            total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(out, st, dk, in_shape)]
-            pb = tuple(t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total)
-            pe = tuple(t - b for t, b in zip(total, pb))
-            return cls(in_shape, kernel, st, dil, pb, pe, out, group, bool(ceil_mode))
-        if auto_pad == "VALID":
-            pb = pe = (0,) * nd
-        elif auto_pad == "NOTSET":
+        st = _ints(strides, nd, 1, "strides", name)
+        dil = _ints(dilations, nd, 1, "dilations", name)
+        out = []
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):  # out = ceil(in / stride), the total pad split begin / end
+            upper = auto_pad == "SAME_UPPER"
+            pb, pe = [], []
+            for i, k, s, d in zip(in_shape, kernel, st, dil):
+                if k <= 0 or s <= 0 or d <= 0:
+                    raise _invalid_window(name, in_shape, kernel, st, dil, (), ())
+                o = -(-i // s)
+                t = max(0, (o - 1) * s + (k - 1) * d + 1 - i)
+                pb.append(t // 2 if upper else t - t // 2)
+                pe.append(t - pb[-1])
+                out.append(o)
+            return cls(in_shape, kernel, st, dil, tuple(pb), tuple(pe), tuple(out), group, bool(ceil_mode))
+        if not auto_pad or auto_pad == "NOTSET":
             p = _ints(pads, 2 * nd, 0, "pads", name)
-            if min(p, default=0) < 0:
-                raise InvalidArgument(f"{name}: pads must be non-negative, got {list(p)}")
             pb, pe = p[:nd], p[nd:]
+        elif auto_pad == "VALID":
+            pb = pe = (0,) * nd
         else:
             raise InvalidArgument(f"{name}: unsupported auto_pad '{auto_pad}'")
-        padded = [i + b + e for i, b, e in zip(in_shape, pb, pe)]
-        out = []
-        for i, p, k, s, b in zip(in_shape, padded, dk, st, pb):
+        for i, k, s, d, b, e in zip(in_shape, kernel, st, dil, pb, pe):
+            span = i + b + e - (k - 1) * d - 1
             if ceil_mode:
-                o = -(-(p - k) // s) + 1
+                o = -(-span // s) + 1 if s > 0 else 0
                 if (o - 1) * s >= i + b:  # the last window must start inside the input or its begin pad
                     o -= 1
             else:
-                o = (p - k) // s + 1
-            if o <= 0:
-                raise InvalidArgument(f"{name}: the kernel {list(kernel)} (dilated: {dk}) is larger than the padded "
-                                      f"input {padded}")
+                o = span // s + 1 if s > 0 else 0
+            if o <= 0 or k <= 0 or d <= 0 or b < 0 or e < 0:
+                raise _invalid_window(name, in_shape, kernel, st, dil, pb, pe)
             out.append(o)
         return cls(in_shape, kernel, st, dil, pb, pe, tuple(out), group, bool(ceil_mode))
 
@@ -132,8 +138,10 @@ class ConvGeometry:
         if group <= 0 or w_shape[0] != c or c % group:
             raise InvalidArgument(f"{name}: X channels {c}, W shape {tuple(w_shape)} and group {group} are "
                                   "inconsistent")
-        st = _positive(strides, nd, "strides", name)
-        dil = _positive(dilations, nd, "dilations", name)
+        st = _ints(strides, nd, 1, "strides", name)
+        dil = _ints(dilations, nd, 1, "dilations", name)
+        if min(kernel + st + dil, default=1) <= 0:
+            raise _invalid_window(name, ins, kernel, st, dil, (), ())
         opad = _ints(output_padding, nd, 0, "output_padding", name)
         if min(opad, default=0) < 0:
             raise InvalidArgument(f"{name}: output_padding must be non-negative, got {list(opad)}")
