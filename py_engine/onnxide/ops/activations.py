@@ -119,9 +119,9 @@ def fused_activation(op_type, attrs, defaults, supported):
 
 
 def c_enum(prefix):
-    """The table as a C header: `enum { <PREFIX>_ACT_<NAME> = <code>, ... }` (written at build time, never committed)."""
+    """The table as a C header, `enum { <PREFIX>_ACT_<NAME> = <code>, ... }` (written at build time, not committed)."""
     guard = f"{prefix}_ACT_CODES_H"
-    lines = [f"/* Generated from py_engine/onnxide/ops/activations.py (--c-enum {prefix}) at build time: do not edit. */",
+    lines = [f"/* Generated from py_engine/onnxide/ops/activations.py (--c-enum {prefix}) at build time */",
              f"#ifndef {guard}", f"#define {guard}", "", "enum {"]
     lines += [f"    {prefix}_ACT_{a.name.upper()} = {a.code}," for a in ACTIVATIONS]
     lines += ["};", "", f"#endif /* {guard} */", ""]
