@@ -13,7 +13,9 @@ from . import cpu_ops as K
 from . import lib as native_lib
 
 ACT = K.ACT
-_FUSED_ATTRS = ("activation", "activation_params", "activation_alpha", "activation_beta", "activation_gamma")
+# the activation attributes of the fused ops (no activation in the table takes FusedGemm's activation_gamma)
+_FUSED_ATTRS = {"FusedConv": ("activation", "activation_params"),
+                "FusedGemm": ("activation", "activation_alpha", "activation_beta", "activation_gamma")}
 
 
 def _claim_unary(lib, node, opdef, attrs):
@@ -55,7 +57,7 @@ def _fused_act(node, opdef, attrs):
     if node.op_type not in ("FusedConv", "FusedGemm"):
         return 0, 0.0, 0.0
     p = activations.fused_activation(node.op_type, attrs, opdef.attrs, ACT)
-    for k in _FUSED_ATTRS:
+    for k in _FUSED_ATTRS[node.op_type]:
         attrs.pop(k, None)
     return None if p is None else (ACT[p[0]], p[1], p[2])
 
