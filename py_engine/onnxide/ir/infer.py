@@ -1,54 +1,21 @@
-"""Type and shape inference over the main graph: element types and (symbolic) dims for the ops that dominate real
-models, so get_outputs() can describe undeclared outputs and the optimizer can check ranks and fold shapes.
+"""Type and shape inference over a graph: each node's rule — registered next to its op's kernel, in the vocabulary of
+ops/inference.py — runs in graph order, so get_outputs() can describe undeclared outputs, the optimizer can check
+ranks and fold shapes, and the partitioner knows each node's input types at plan time.
 
-A shape is a list of int (static), str (symbolic) or None (unknown) per dim; None for an unknown rank. Unknown
-ops leave their outputs unknown — inference never guesses.
+A shape is a list of int (static), str (symbolic) or None (unknown) per dim; None for an unknown rank. Ops without a
+rule leave their outputs unknown — inference never guesses. The rules of ops/conv.py, ops/pool.py, ops/fused.py and
+ops/control.py are still kept here (`_NOT_MOVED`), until those modules can take them.
 """
 import numpy as np
 
 from .. import dtypes as dt
-from .. import proto as P
-from ..ops.util import slice_bounds
+from ..errors import OnnxideError
+from ..ops.inference import UNKNOWN, Facts, SequenceOf, entry_of, positive_axis, type_proto, unknown_dims
+from ..ops.inference import tensor_type  # noqa: F401 - the session types its inputs with it
+from ..ops.conv import conv_output_shape
+from ..ops.linalg import gemm_rule, matmul_rule
+from ..ops.registry import MS_DOMAIN, ONNX_DOMAIN, resolve_opdef
 from .model import ValueInfo, subgraphs, type_dims
-
-_SAME = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
-         "Softsign", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Ceil", "Floor", "Round",
-         "Sin", "Cos", "Tan", "Identity", "Dropout", "Softmax", "LogSoftmax", "Hardmax", "Clip",
-         "BatchNormalization", "InstanceNormalization", "LayerNormalization", "LRN", "Mish", "Sign",
-         "Shrink", "ThresholdedRelu", "PRelu", "CumSum", "FusedConv_", "FastGelu", "QuickGelu", "BiasGelu",
-         "SkipLayerNormalization", "GroupNormalization", "RMSNormalization", "MeanVarianceNormalization",
-         "LpNormalization", "Not", "BitwiseNot", "IsNaN", "IsInf"}
-_BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod", "And", "Or", "Xor", "Equal",
-              "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Where", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}
-_BOOL_OUT = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN",
-             "IsInf"}
-_INT64_OUT = {"Shape": 0, "Size": 0, "NonZero": 0, "ArgMax": 0, "ArgMin": 0}
-
-
-def _broadcast(shapes):
-    if any(s is None for s in shapes):
-        return None
-    rank = max(len(s) for s in shapes)
-    out = []
-    for i in range(rank):
-        dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
-        known = [d for d in dims if d != 1]
-        if not known:
-            out.append(1)
-        elif all(d == known[0] for d in known) and known[0] is not None:
-            out.append(known[0])
-        else:
-            ints = {d for d in known if isinstance(d, int)}
-            out.append(ints.pop() if len(ints) == 1 and len(set(known)) > 1 and None not in known else None)
-    return out
-
-
-def _norm_axis(a, rank):
-    return a + rank if a < 0 else a
-
-
-def _const(consts, name):
-    return consts.get(name) if name else None
 
 
 def dims_of(g, name):
@@ -56,268 +23,194 @@ def dims_of(g, name):
     return type_dims(g.value_type(name))
 
 
-def _shape_value(n, types, sv):
-    """The entries (int / symbolic dim / None) of a small int64 shape tensor the node computes, with a scalar flag."""
-    op, ins = n.op_type, n.inputs
-    if op == "Shape":
-        d = types.get(ins[0], (None, None))[1]
-        if d is not None:
-            r = len(d)
-            s, e = n.attrs.get("start", 0), n.attrs.get("end", r)
-            s, e = max(0, min(r, s + r if s < 0 else s)), max(0, min(r, e + r if e < 0 else e))
-            return d[s:e], False
-    elif op == "Gather" and ins[0] in sv and len(ins) > 1 and ins[1] in sv and n.attrs.get("axis", 0) == 0:
-        vals, _ = sv[ins[0]]
-        idx, scalar = sv[ins[1]]
-        if all(isinstance(i, int) and -len(vals) <= i < len(vals) for i in idx):
-            return [vals[i] for i in idx], scalar
-    elif op == "Unsqueeze" and ins[0] in sv and sv[ins[0]][1]:
-        return sv[ins[0]][0], False
-    elif op == "Squeeze" and ins[0] in sv and len(sv[ins[0]][0]) == 1:
-        return sv[ins[0]][0], True
-    elif op == "Concat" and ins and all(x in sv and not sv[x][1] for x in ins):
-        return [v for x in ins for v in sv[x][0]], False
-    elif op == "Cast" and ins[0] in sv and n.attrs.get("to") in (dt.INT64, dt.INT32):
-        return sv[ins[0]]
-    return None
+# ---------------------------------------------------------------------------------------------------------------
+# rules still to move next to their kernels (ops/conv.py, ops/pool.py, ops/fused.py, ops/control.py)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _conv_rule(f):
+    """Conv / FusedConv / ConvTranspose: X's type; the window geometry's dims (ops/conv.py's conv_output_shape)."""
+    return [(f.common_type([0, 1]), conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0), f.dims(1)))]
 
 
-def _infer_node(n, types, consts, opset, sv):
-    """[(elem_type, shape)] for the node's outputs, or None where unknown."""
-    ins = [types.get(x, (None, None)) if x else (None, None) for x in n.inputs]
-    t0, s0 = ins[0] if ins else (None, None)
-    op, a = n.op_type, n.attrs
-    if op in _SAME:
-        return [(t0, s0)]
-    if op in _BROADCAST:
-        elem = dt.BOOL if op in _BOOL_OUT else (ins[1][0] if op == "Where" else t0)
-        return [(elem, _broadcast([s for _, s in ins]))]
-    if op == "Cast":
-        return [(a.get("to"), s0)]
-    if op == "CastLike":
-        return [(ins[1][0], s0)]
-    if op in _INT64_OUT:
-        if op == "Shape":
-            r = None if s0 is None else len(s0)
-            if r is not None:
-                start, end = a.get("start", 0), a.get("end", r)
-                start, end = max(0, min(r, _norm_axis(start, r))), max(0, min(r, _norm_axis(end, r)))
-                r = max(0, end - start)
-            return [(dt.INT64, None if r is None else [r])]
-        if op == "Size":
-            return [(dt.INT64, [])]
-        if op in ("ArgMax", "ArgMin") and s0 is not None:
-            ax, keep = _norm_axis(a.get("axis", 0), len(s0)), a.get("keepdims", 1)
-            return [(dt.INT64, [1 if i == ax else d for i, d in enumerate(s0)] if keep else
-                     [d for i, d in enumerate(s0) if i != ax])]
-        return [(dt.INT64, None)]
-    if op in ("MatMul", "FusedMatMul") and s0 is not None and ins[1][1] is not None:
-        s1 = ins[1][1]
-        if len(s0) >= 2 and len(s1) >= 2 and not a.get("transA") and not a.get("transB"):
-            batch = _broadcast([s0[:-2], s1[:-2]])
-            return [(t0, None if batch is None else batch + [s0[-2], s1[-1]])]
-        if len(s0) >= 1 and len(s1) == 2:
-            return [(t0, s0[:-1] + [s1[-1]])]
-        return [(t0, None)]
-    if op in ("Gemm", "FusedGemm") and s0 is not None and ins[1][1] is not None and len(s0) == 2:
-        m = s0[1] if a.get("transA") else s0[0]
-        nn = ins[1][1][0] if a.get("transB") else ins[1][1][1]
-        return [(t0, [m, nn])]
-    if op in ("Conv", "FusedConv", "MaxPool", "AveragePool") and s0 is not None and len(s0) >= 3:
-        return [(t0, _conv_shape(n, s0, ins[1][1] if op in ("Conv", "FusedConv") else None))] + \
-            [(dt.INT64, None)] * (len(n.outputs) - 1)
-    if op in ("GlobalAveragePool", "GlobalMaxPool") and s0 is not None:
-        return [(t0, s0[:2] + [1] * (len(s0) - 2))]
-    if op == "Flatten" and s0 is not None:
-        ax = _norm_axis(a.get("axis", 1), len(s0))
-        return [(t0, [_prod(s0[:ax]), _prod(s0[ax:])])]
-    if op == "Transpose" and s0 is not None:
-        perm = a.get("perm") or list(range(len(s0)))[::-1]
-        return [(t0, [s0[p] for p in perm])]
-    if op == "Reshape":
-        shape = _const(consts, n.inputs[1]) if len(n.inputs) > 1 else np.asarray(a.get("shape", []))
-        if shape is None and len(n.inputs) > 1 and n.inputs[1] in sv:
-            entries = sv[n.inputs[1]][0]
-            return [(t0, [(s0[i] if s0 is not None and i < len(s0) else None) if e == 0 and not a.get("allowzero")
-                          else (e if isinstance(e, str) or (isinstance(e, int) and e > 0) else None)
-                          for i, e in enumerate(entries)])]
-        return [(t0, _reshape(s0, shape, a.get("allowzero", 0)))]
-    if op == "Range" and all(x in sv for x in n.inputs[:3]):
-        (start,), (limit,), (delta,) = (sv[x][0] for x in n.inputs[:3])
-        if start == 0 and delta == 1 and limit is not None:
-            return [(t0, [limit])]
-        return [(t0, [None])]
-    if op == "Expand" and len(n.inputs) > 1 and n.inputs[1] in sv and s0 is not None:
-        return [(t0, _broadcast([s0, [e if isinstance(e, (str, int)) and e != -1 else None
-                                      for e in sv[n.inputs[1]][0]]]))]
-    if op in ("Unsqueeze", "Squeeze"):
-        axes = a.get("axes")
-        if axes is None and len(n.inputs) > 1:
-            v = _const(consts, n.inputs[1])
-            axes = None if v is None else [int(x) for x in v.reshape(-1)]
-        if s0 is None or (axes is None and op == "Unsqueeze"):
-            return [(t0, None)]
-        if op == "Unsqueeze":
-            r = len(s0) + len(axes)
-            ax = {_norm_axis(x, r) for x in axes}
-            it = iter(s0)
-            return [(t0, [1 if i in ax else next(it) for i in range(r)])]
-        if axes is None:
-            return [(t0, [d for d in s0 if d != 1]) if all(isinstance(d, int) for d in s0) else (t0, None)]
-        ax = {_norm_axis(x, len(s0)) for x in axes}
-        return [(t0, [d for i, d in enumerate(s0) if i not in ax])]
-    if op == "Concat" and all(s is not None for _, s in ins):
-        ax = _norm_axis(a.get("axis", 1), len(s0))
-        dims = [s[ax] for _, s in ins]
-        total = sum(dims) if all(isinstance(d, int) for d in dims) else None
-        return [(t0, [total if i == ax else d for i, d in enumerate(s0)])]
-    if op == "Gather" and s0 is not None and ins[1][1] is not None:
-        ax = _norm_axis(a.get("axis", 0), len(s0))
-        return [(t0, s0[:ax] + ins[1][1] + s0[ax + 1:])]
-    if op.startswith("Reduce") and s0 is not None:
-        axes = a.get("axes")
-        if axes is None and len(n.inputs) > 1 and n.inputs[1]:
-            v = _const(consts, n.inputs[1])
-            if v is None:
-                return [(t0, None)]
-            axes = [int(x) for x in v.reshape(-1)]
-        if not axes:
-            if a.get("noop_with_empty_axes", 0):
-                return [(t0, s0)]
-            axes = list(range(len(s0)))
-        ax = {_norm_axis(x, len(s0)) for x in axes}
-        keep = a.get("keepdims", 1)
-        return [(t0, [1 if i in ax else d for i, d in enumerate(s0)] if keep else
-                 [d for i, d in enumerate(s0) if i not in ax])]
-    if op == "Constant":
-        v = next(iter(a.values()), None)
-        if isinstance(v, np.ndarray):
-            return [(dt.code_of(v.dtype), list(v.shape))]
-    if op == "ConstantOfShape":
-        v = a.get("value")
-        shape = _const(consts, n.inputs[0])
-        return [(dt.code_of(v.dtype) if isinstance(v, np.ndarray) else dt.FLOAT,
-                 None if shape is None else [int(x) for x in shape.reshape(-1)])]
-    if op == "Pad" and s0 is not None and len(n.inputs) > 1:
-        pads = _const(consts, n.inputs[1])
-        axes = _const(consts, n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] else None
-        if pads is not None and (len(n.inputs) <= 3 or not n.inputs[3] or axes is not None):
-            return [(t0, _padded(s0, [int(p) for p in pads.reshape(-1)],
-                                 None if axes is None else [int(x) for x in axes.reshape(-1)]))]
-    if op == "Slice" and s0 is not None and len(n.inputs) >= 3:
-        params = [_const(consts, x) if x else None for x in (list(n.inputs[1:5]) + ["", ""])[:4]]
-        if all(p is not None for p in params[:2]) and all(p is not None or not x for p, x in
-                                                            zip(params[2:], n.inputs[3:5])):
-            return [(t0, _sliced(s0, *[None if p is None else [int(v) for v in p.reshape(-1)] for p in params]))]
-    if op in ("LSTM", "GRU", "RNN") and s0 is not None and len(s0) == 3 and a.get("hidden_size"):
-        dirs = 2 if a.get("direction") == "bidirectional" else 1
-        hs = a["hidden_size"]
-        t, b = (s0[1], s0[0]) if a.get("layout") else (s0[0], s0[1])
-        y = [b, t, dirs, hs] if a.get("layout") else [t, dirs, b, hs]
-        state = [b, dirs, hs] if a.get("layout") else [dirs, b, hs]
-        return [(t0, y)] + [(t0, state)] * (len(n.outputs) - 1)
-    if op in ("Split", "Slice", "Expand", "Tile", "Pad", "Resize", "TopK", "Range", "Einsum", "Upsample"):
-        elems = [t0] * len(n.outputs)
-        if op == "TopK" and len(elems) > 1:
-            elems[1] = dt.INT64
-        rank = 1 if op == "Range" else None if s0 is None or op in ("Einsum", "Expand") else len(s0)
-        return [(e, None if rank is None else [None] * rank) for e in elems]
-    return None
+def _conv_integer_rule(f):
+    return [(dt.INT32, conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0), f.dims(1)))]
 
 
-def _prod(dims):
-    if all(isinstance(d, int) for d in dims):
-        return int(np.prod(dims, dtype=np.int64))
-    return None
+def _pool_rule(f):
+    """MaxPool / AveragePool / LpPool: X's type and the window geometry's dims; MaxPool's indices are int64."""
+    dims = conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0))
+    return [(f.type(0), dims)] + [(dt.INT64, dims)] * (f.n_outputs - 1)
 
 
-def _reshape(s0, shape, allowzero):
-    if shape is None:
+def _global_pool_rule(f):
+    s0 = f.dims(0)
+    return [(f.type(0), None if s0 is None else s0[:2] + [1] * (len(s0) - 2))]
+
+
+def _rank_kept_rule(f):
+    """X's type and rank (DeformConv, MaxUnpool)."""
+    return [(f.type(0), unknown_dims(f.rank(0)))]
+
+
+def _causal_conv_rule(f):
+    s0, w = f.dims(0), f.dims(1)
+    k = w[2] if w is not None and len(w) == 3 else None
+    state = None if s0 is None or len(s0) != 3 else [s0[0], s0[1], k - 1 if isinstance(k, int) else None]
+    return [(f.type(0), s0), (f.type(0), state)]
+
+
+def _max_roi_pool_rule(f):
+    return [(f.type(0), unknown_dims(4))]
+
+
+def _col2im_rule(f):
+    return [(f.type(0), None)]
+
+
+def _merged(a, b):
+    """The entry two branches' outputs agree on: the type when equal, each dim where equal."""
+    if a is None or b is None or a[0] != b[0]:
+        return UNKNOWN
+    da, db = a[1], b[1]
+    same_rank = da is not None and db is not None and len(da) == len(db)
+    return (a[0], [x if x == y else None for x, y in zip(da, db)] if same_rank else None)
+
+
+def _if_rule(f):
+    """If: each output as both branches declare it."""
+    then, other = f.attr("then_branch"), f.attr("else_branch")
+    return [_merged(entry_of(x.type), entry_of(y.type)) for x, y in zip(then.outputs, other.outputs)]
+
+
+def _body_output(body, i):
+    """The entry body output i has (declared, or inferred with its node), UNKNOWN when none."""
+    return (entry_of(body.outputs[i].type) if i < len(body.outputs) else None) or UNKNOWN
+
+
+def _stacked(entry, axis, count=None):
+    """A scan output: the body's per-iteration entry stacked along `axis` (`count` entries)."""
+    t, d = entry
+    return (t, None if d is None else d[:positive_axis(axis, len(d) + 1)] + [count] +
+            d[positive_axis(axis, len(d) + 1):])
+
+
+def _loop_rule(f):
+    """Loop: loop-carried values keep their initial values' types; scan outputs stack the body's outputs."""
+    carried = max(len(f.ins) - 2, 0)
+    body = f.attr("body")
+    return [(f.type(2 + i), None) for i in range(carried)] + \
+        [_stacked(_body_output(body, 1 + carried + j), 0) for j in range(f.n_outputs - carried)]
+
+
+def _loop_body_inputs(f):
+    """Loop's body reads the iteration number, the condition and the loop-carried values."""
+    return [(dt.INT64, []), (dt.BOOL, [])] + [(f.type(2 + i), None) for i in range(max(len(f.ins) - 2, 0))]
+
+
+def _scan_states(f):
+    """(index of the first state input, number of state variables): Scan 8 takes sequence_lens first."""
+    return (1 if f.opset < 9 else 0), len(f.attr("body").inputs) - f.attr("num_scan_inputs", 0)
+
+
+def _scan_rule(f):
+    """Scan: state variables keep their initial values' types; scan outputs stack the body's outputs (along
+    scan_output_axes, as many as the first scan input has along its axis)."""
+    body = f.attr("body")
+    first, states = _scan_states(f)
+    if f.opset < 9:
+        return [(f.type(first + i), None) for i in range(states)] + \
+            [(_body_output(body, states + j)[0], None) for j in range(f.n_outputs - states)]
+    in_axes = f.attr("scan_input_axes") or [0] * f.attr("num_scan_inputs", 0)
+    out_axes = f.attr("scan_output_axes") or [0] * (f.n_outputs - states)
+    x = f.dims(states)
+    count = x[positive_axis(in_axes[0], len(x))] if x is not None and in_axes else None
+    return [(f.type(i), None) for i in range(states)] + \
+        [_stacked(_body_output(body, states + j), out_axes[j], count) for j in range(f.n_outputs - states)]
+
+
+def _scan_body_inputs(f):
+    """Scan's body reads the state variables and one slice of each scan input (without its scan axis)."""
+    first, states = _scan_states(f)
+    if f.opset < 9:
+        return [(f.type(first + i), None) for i in range(len(f.ins) - first)]
+    in_axes = f.attr("scan_input_axes") or [0] * (len(f.ins) - states)
+    sliced = []
+    for j, a in enumerate(in_axes):
+        t, d = f.ins[states + j]
+        sliced.append((t, None if d is None else d[:positive_axis(a, len(d))] + d[positive_axis(a, len(d)) + 1:]))
+    return list(f.ins[:states]) + sliced
+
+
+def _sequence_map_rule(f):
+    body = f.attr("body")
+    return [(SequenceOf((_body_output(body, j)[0], None)), None) for j in range(f.n_outputs)]
+
+
+def _sequence_map_body_inputs(f):
+    """SequenceMap's body reads one element of each sequence input (other inputs as they are)."""
+    return [t.of if isinstance(t, SequenceOf) else (t, d) for t, d in f.ins]
+
+
+_NOT_MOVED = {
+    (ONNX_DOMAIN, "Conv"): _conv_rule, (MS_DOMAIN, "FusedConv"): _conv_rule,
+    (ONNX_DOMAIN, "MaxPool"): _pool_rule, (ONNX_DOMAIN, "AveragePool"): _pool_rule, (ONNX_DOMAIN, "LpPool"): _pool_rule,
+    (ONNX_DOMAIN, "GlobalAveragePool"): _global_pool_rule, (ONNX_DOMAIN, "GlobalMaxPool"): _global_pool_rule,
+    (ONNX_DOMAIN, "GlobalLpPool"): _global_pool_rule,
+    (ONNX_DOMAIN, "ConvTranspose"): _conv_rule, (ONNX_DOMAIN, "DeformConv"): _rank_kept_rule,
+    (ONNX_DOMAIN, "MaxUnpool"): _rank_kept_rule, (ONNX_DOMAIN, "ConvInteger"): _conv_integer_rule,
+    (ONNX_DOMAIN, "CausalConvWithState"): _causal_conv_rule, (ONNX_DOMAIN, "MaxRoiPool"): _max_roi_pool_rule,
+    (ONNX_DOMAIN, "Col2Im"): _col2im_rule,
+    (MS_DOMAIN, "FusedGemm"): gemm_rule, (MS_DOMAIN, "FusedMatMul"): matmul_rule,
+    (ONNX_DOMAIN, "If"): _if_rule, (ONNX_DOMAIN, "Loop"): _loop_rule, (ONNX_DOMAIN, "Scan"): _scan_rule,
+    (ONNX_DOMAIN, "SequenceMap"): _sequence_map_rule,
+}
+_BODY_INPUTS = {"Loop": _loop_body_inputs, "Scan": _scan_body_inputs, "SequenceMap": _sequence_map_body_inputs}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the pass
+# ---------------------------------------------------------------------------------------------------------------
+
+def _rule_of(node, opsets):
+    """(rule, opset version) for `node`: its op's registered rule (or one still kept here); (None, None) without."""
+    try:
+        opdef, version = resolve_opdef(node, opsets)
+    except OnnxideError:
+        return None, None
+    return opdef.infer or _NOT_MOVED.get((opdef.domain, node.op_type)), version
+
+
+_FAILURES = (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError)  # (a malformed node)
+
+
+def _facts(node, opsets, types, consts, sv):
+    """(the node's rule, its Facts); (None, None) for an op without a rule."""
+    rule, version = _rule_of(node, opsets)
+    if rule is None:
+        return None, None
+    return rule, Facts(node, [types.get(x, UNKNOWN) if x else UNKNOWN for x in node.inputs], version, consts, sv)
+
+
+def _apply(rule, facts):
+    """(output entries or None, shape entries output 0 holds or None) of one node."""
+    try:
+        return rule(facts), facts.value
+    except _FAILURES:
+        return None, None
+
+
+def _body_inputs(node, facts):
+    """The entries a node's body inputs get from the node (Loop, Scan, SequenceMap), or None."""
+    given = _BODY_INPUTS.get(node.op_type) if facts is not None and node.domain in ("", "ai.onnx") else None
+    try:
+        return None if given is None else given(facts)
+    except _FAILURES:
         return None
-    shape = [int(x) for x in np.asarray(shape).reshape(-1)]
-    out = []
-    for i, d in enumerate(shape):
-        if d == 0 and not allowzero:
-            out.append(s0[i] if s0 is not None and i < len(s0) else None)
-        else:
-            out.append(d if d != -1 else None)
-    if -1 in shape and s0 is not None and _prod(s0) is not None and all(isinstance(d, int) for d in out if d != None):
-        known = _prod([d for d in out if d is not None])
-        if known:
-            out[shape.index(-1)] = _prod(s0) // known
-    return out
 
 
-def _padded(s0, pads, axes):
-    """Pad's output dims: pads (begin..., end...) over `axes` (all when None); unknown dims stay unknown."""
-    r = len(s0)
-    axes = list(range(r)) if axes is None else [x + r if x < 0 else x for x in axes]
-    if len(pads) != 2 * len(axes) or any(not 0 <= x < r for x in axes):
-        return None
-    out = list(s0)
-    for i, x in enumerate(axes):
-        size = out[x] + pads[i] + pads[i + len(axes)] if isinstance(out[x], int) else -1
-        out[x] = size if size >= 0 else None  # (cropping past the whole axis: the kernel reports it)
-    return out
-
-
-def _sliced(s0, starts, ends, axes, steps):
-    """Slice's output dims (the kernel's bounds, ops.util.slice_bounds); unknown dims stay unknown."""
-    r = len(s0)
-    axes = list(range(len(starts))) if axes is None else [x + r if x < 0 else x for x in axes]
-    steps = [1] * len(starts) if steps is None else steps
-    if not len(starts) == len(ends) == len(axes) == len(steps) or any(not 0 <= x < r for x in axes) or 0 in steps:
-        return None
-    out = list(s0)
-    for x, st, en, sp in zip(axes, starts, ends, steps):
-        out[x] = len(range(*slice_bounds(out[x], st, en, sp).indices(out[x]))) if isinstance(out[x], int) else None
-    return out
-
-
-def _conv_shape(n, s0, wshape):
-    a = n.attrs
-    nd = len(s0) - 2
-    k = a.get("kernel_shape") or (list(wshape[2:]) if wshape is not None else None)
-    if k is None or any(not isinstance(d, int) for d in s0[2:]) or a.get("auto_pad", "NOTSET") != "NOTSET" \
-            or a.get("ceil_mode", 0):
-        return [s0[0], wshape[0] if wshape is not None else (s0[1] if n.op_type.endswith("Pool") else None)] + \
-            [None] * nd
-    pads = a.get("pads") or [0] * (2 * nd)
-    st = a.get("strides") or [1] * nd
-    dil = a.get("dilations") or [1] * nd
-    out = [(s0[2 + i] + pads[i] + pads[nd + i] - dil[i] * (k[i] - 1) - 1) // st[i] + 1 for i in range(nd)]
-    c = s0[1] if n.op_type.endswith("Pool") else (wshape[0] if wshape is not None else None)
-    return [s0[0], c] + out
-
-
-def tensor_type(elem, shape):
-    """A tensor TypeProto of element type `elem` and dims `shape` (int / symbolic name / None each, or None)."""
-    tt = P.TypeProtoTensor(elem_type=elem or 0)
-    if shape is not None:
-        tt.shape = P.TensorShapeProto(dim=[P.Dimension(dim_value=d) if isinstance(d, int) else
-                                           P.Dimension(dim_param=d) if isinstance(d, str) else P.Dimension()
-                                           for d in shape])
-    return P.TypeProto(tensor_type=tt)
-
-
-def _known(vi):
-    if vi is None or vi.type is None or vi.type.tensor_type is None:
-        return None
-    return (vi.elem_type or None, vi.shape)
-
-
-def infer_shapes(model):
-    """Fill graph.value_info (and untyped graph outputs) with inferred types; declared types win.
-
-    Returns (types, shape_values): name -> (elem_type, dims), and name -> (entries, is_scalar) for the small
-    int64 tensors that hold shapes (entries are ints, symbolic dim names or None)."""
-    g = model.graph
-    for name in [k for k, v in g.value_info.items() if v.inferred]:
-        del g.value_info[name]
-    for o in g.outputs:
-        if o.inferred:
-            o.type, o.inferred = None, False
-    types, consts, sv = {}, {}, {}
+def _constants(g, types, consts, sv):
+    """Record the initializers' types, and the small ones that are not overridable inputs as constants (the int
+    vectors among them as shape values)."""
     overridable = {v.name for v in g.inputs}
     for name, arr in g.initializers.items():
         if isinstance(arr, np.ndarray):
@@ -329,6 +222,23 @@ def infer_shapes(model):
                 consts[name] = arr
                 if arr.dtype.kind in "iu" and arr.ndim <= 1:
                     sv[name] = ([int(v) for v in arr.reshape(-1)], arr.ndim == 0)
+
+
+def infer_shapes(model):
+    """Fill graph.value_info (and untyped graph outputs, and a body's untyped inputs) with inferred types; declared
+    types win. The bodies of If / Loop / Scan nodes are inferred on the way (before their node: its rule reads their
+    outputs), with what the node hands their inputs and the enclosing graphs' types visible.
+
+    Returns (types, shape_values): name -> (elem_type, dims), and name -> (entries, is_scalar) for the small
+    int64 tensors that hold shapes (entries are ints, symbolic dim names or None)."""
+    g = model.graph
+    for name in [k for k, v in g.value_info.items() if v.inferred]:
+        del g.value_info[name]
+    for o in list(g.inputs) + list(g.outputs):
+        if o.inferred:
+            o.type, o.inferred = None, False
+    types, consts, sv = {}, {}, {}
+    _constants(g, types, consts, sv)
     outer_type = getattr(model, "outer_type", None)  # a body: the enclosing graphs' values it reads
     if outer_type is not None:
         local = {o for n in g.nodes for o in n.outputs}  # (a name the body defines hides the enclosing value)
@@ -338,27 +248,32 @@ def infer_shapes(model):
                     t = outer_type(x)
                     if t is not None:
                         types[x] = t
-    for vi in list(g.inputs) + list(g.value_info.values()):
-        k = _known(vi)
+    given = getattr(model, "given_inputs", None) or []  # a body: what its node hands its inputs
+    for i, vi in enumerate(g.inputs):
+        k = entry_of(vi.type)
+        if k is None and i < len(given) and given[i][0] is not None:
+            k, vi.type, vi.inferred = given[i], type_proto(*given[i]), True
+        if k is not None:
+            types[vi.name] = k
+    for vi in g.value_info.values():
+        k = entry_of(vi.type)
         if k is not None:
             types[vi.name] = k
     for n in g.nodes:
-        try:
-            res = _infer_node(n, types, consts, model.opsets.get("", 1), sv)
-            value = _shape_value(n, types, sv) if n.domain in ("", "ai.onnx") and n.outputs else None
-        except (KeyError, IndexError, TypeError, ValueError):
-            res, value = None, None
-        if value is not None:
+        rule, facts = _facts(n, model.opsets, types, consts, sv)
+        _infer_bodies_of(n, model.opsets, types, outer_type, _body_inputs(n, facts))
+        res, value = _apply(rule, facts) if rule is not None else (None, None)
+        if value is not None and n.outputs:
             sv[n.outputs[0]] = value
         for i, name in enumerate(n.outputs):
             if not name or name in types:
                 continue
-            if res is not None and i < len(res) and res[i][0]:
+            if res is not None and i < len(res) and res[i] is not None and res[i][0]:
                 types[name] = res[i]
-                g.value_info[name] = ValueInfo(name, tensor_type(*res[i]), inferred=True)
+                g.value_info[name] = ValueInfo(name, type_proto(*res[i]), inferred=True)
     for o in g.outputs:
         if o.type is None and o.name in types:
-            o.type, o.inferred = tensor_type(*types[o.name]), True
+            o.type, o.inferred = type_proto(*types[o.name]), True
     return types, sv
 
 
@@ -373,33 +288,37 @@ def value_types(graph):
             except KeyError:
                 pass
     for vi in list(graph.value_info.values()) + list(graph.outputs) + list(graph.inputs):
-        k = _known(vi)
+        k = entry_of(vi.type)
         if k is not None and k[0]:
             out[vi.name] = k
     return out
 
 
 class _Body:
-    """A body seen by infer_shapes: its graph, the model's opsets, the enclosing graphs' value types."""
+    """A body seen by infer_shapes: its graph, the model's opsets, and the enclosing graph's value types (`types`,
+    then what that graph sees of its own enclosing graphs), less the names the body defines as inputs or
+    initializers."""
 
-    def __init__(self, graph, opsets, outer):
-        self.graph, self.opsets, self._outer = graph, opsets, outer
+    def __init__(self, graph, opsets, types, enclosing, given_inputs=None):
+        self.graph, self.opsets, self._types, self._enclosing = graph, opsets, types, enclosing
+        self.given_inputs = given_inputs  # entries for the body's inputs where it does not declare them
+        self._local = {v.name for v in graph.inputs} | set(graph.initializers)
 
     def outer_type(self, name):
-        return self._outer.get(name)
+        if name in self._local:
+            return None
+        t = self._types.get(name)
+        return t if t is not None or self._enclosing is None else self._enclosing(name)
+
+
+def _infer_bodies_of(node, opsets, types, enclosing, given_inputs=None):
+    for body in subgraphs(node):
+        infer_shapes(_Body(body, opsets, types, enclosing, given_inputs))
 
 
 def infer_bodies(model):
-    """Infer types inside every If / Loop / Scan body (outermost first), the enclosing graphs' types visible, so the
-    partitioner knows what a body's values are even when the optimizer did not run."""
-
-    def visit(graph, outer):
-        seen = dict(outer)
-        seen.update(value_types(graph))
-        for n in graph.nodes:
-            for body in subgraphs(n):
-                local = {v.name for v in body.inputs} | set(body.initializers)
-                infer_shapes(_Body(body, model.opsets, {k: v for k, v in seen.items() if k not in local}))
-                visit(body, seen)
-
-    visit(model.graph, {})
+    """Infer a graph with If / Loop / Scan bodies again, bodies included (infer_shapes infers them with their node,
+    the enclosing graphs' types visible), so the partitioner knows what a body's values are after passes that
+    changed them."""
+    if any(next(subgraphs(n), None) is not None for n in model.graph.nodes):
+        infer_shapes(model)

@@ -3,6 +3,7 @@ import inspect
 
 import numpy as np
 
+from .inference import rule, same_as_input
 from .math import erf_array, half_erfc_single, lift32, lower
 from .registry import op
 
@@ -18,7 +19,7 @@ def _act(name, fn, versions):
     `versions` maps since -> dict of attribute defaults (None for consumed_inputs, which is accepted and ignored).
     """
     for since, defaults in versions.items():
-        op(name, since=since)(_make(fn, defaults))
+        op(name, since=since, infer=same_as_input)(_make(fn, defaults))
 
 
 def _make(fn, defaults):
@@ -190,3 +191,6 @@ def shrink(x, *, bias=0.0, lambd=0.5):
         return y.astype(x.dtype)
     y = np.where(xf < -lambd, xf + _c(bias, xf), np.where(xf > lambd, xf - _c(bias, xf), np.zeros((), xf.dtype)))
     return lower(y.astype(xf.dtype, copy=False), dt)
+
+
+rule("Gelu", "PRelu", "Shrink")(same_as_input)  # (PRelu's slope broadcasts onto X)

@@ -3,6 +3,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from .inference import rule, same_as_input
 from .math import is_exotic_float, lift, lower, step_rounder, step_sum, via_float32
 from .linalg import blas_matmul
 from .registry import op
@@ -233,6 +234,14 @@ def attention_25(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad
 # RotaryEmbedding, SwiGLU
 # ---------------------------------------------------------------------------------------------------------------------
 
+@rule("Attention")
+def _attention_rule(f):
+    """Y and the QK output of Q's type; the present key / value of K's / V's type, when it is Q's (the kernel
+    rounds an emulated Q's type onto them)."""
+    q = f.type(0)
+    return [(q, None)] + [(f.type(i) if f.type(i) == q else None, None) for i in (1, 2)] + [(q, None)]
+
+
 @op("RotaryEmbedding", since=23)
 @via_float32
 def rotary_embedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved=0, num_heads=None,
@@ -290,6 +299,9 @@ def swiglu(a, b, *, alpha=1.0):
     with np.errstate(over="ignore"):
         sig = cd.type(1) / (cd.type(1) + np.exp(-cd.type(alpha) * af))
     return (af * sig * b.astype(cd)).astype(a.dtype)
+
+
+rule("RotaryEmbedding", "SwiGLU")(same_as_input)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -362,6 +374,12 @@ def linear_attention(query, key, value, past_state=None, decay=None, beta=None, 
 # FlexAttention (ai.onnx.preview)
 # ---------------------------------------------------------------------------------------------------------------------
 
+@rule("LinearAttention")
+def _linear_attention_rule(f):
+    """Y of the query's type; the present state of past_state's type (the query's without one)."""
+    return [(f.type(0), None), (f.type(3) if f.has(3) else f.type(0), None)]
+
+
 @op("FlexAttention", since=1, domain=PREVIEW_DOMAIN)
 def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softmax_precision=None, ctx=None):
     name = "FlexAttention"
@@ -397,3 +415,9 @@ def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softma
     if prob_mod is not None:
         probs = np.asarray(ctx.call_graph(prob_mod, [probs])[0]).astype(sd)
     return lower(np.matmul(probs, v.astype(sd)), out_dt) if rnd else np.matmul(probs, v.astype(sd)).astype(v.dtype)
+
+
+@rule("FlexAttention", domain=PREVIEW_DOMAIN)
+def _flex_attention_rule(f):
+    """V's type."""
+    return [(f.type(2), None)]

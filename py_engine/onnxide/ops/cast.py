@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgument
+from .inference import rule
 from .registry import op
 
 _FORMATS = _dt.FLOAT_FORMATS
@@ -230,6 +231,16 @@ def cast(x, *, to, saturate=1, round_mode="up", ctx):
     return cast_array(x, elem_code(x, ctx, 0), int(to), saturate, round_mode)
 
 
+@rule("Cast")
+def _cast_rule(f):
+    """`to` with the input's dims; cast int shape entries stay shape entries."""
+    to = _target_code(f.attr("to"))
+    value = f.shape_value(0)
+    if value is not None and to in (_dt.INT64, _dt.INT32):
+        f.holds(*value)
+    return [(to, f.dims(0))]
+
+
 @op("CastLike", since=15, meta_inputs=(1,))
 def cast_like_v15(x, target_type, *, ctx):
     return cast_array(x, elem_code(x, ctx, 0), elem_code(target_type, ctx, 1))
@@ -243,6 +254,11 @@ def cast_like_v19(x, target_type, *, saturate=1, ctx):
 @op("CastLike", since=24, meta_inputs=(1,))
 def cast_like(x, target_type, *, saturate=1, round_mode="up", ctx):
     return cast_array(x, elem_code(x, ctx, 0), elem_code(target_type, ctx, 1), saturate, round_mode)
+
+
+@rule("CastLike")
+def _cast_like_rule(f):
+    return [(f.type(1), f.dims(0))]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -306,3 +322,8 @@ def bit_cast(x, *, to, ctx):
     if src == to:
         return np.asarray(x).copy()
     return _from_raw(_raw_bits(x, src), to)
+
+
+@rule("BitCast")
+def _bit_cast_rule(f):
+    return [(int(f.attr("to")), f.dims(0))]

@@ -1,7 +1,9 @@
 """Constant kernels: Constant (value, sparse_value and every value_* attribute) and ConstantOfShape."""
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import InvalidArgument
+from .inference import rule, unknown_dims
 from .registry import op
 
 
@@ -51,6 +53,22 @@ def constant(*, value=None, sparse_value=None, value_float=None, value_floats=No
                      value_strings=value_strings)
 
 
+_LISTED = {"value_float": (dt.FLOAT, False), "value_floats": (dt.FLOAT, True), "value_int": (dt.INT64, False),
+           "value_ints": (dt.INT64, True), "value_string": (dt.STRING, False), "value_strings": (dt.STRING, True)}
+
+
+@rule("Constant")
+def _constant_rule(f):
+    """The type and dims of the value attribute (a tensor, or a float / int / string scalar or list)."""
+    for name, v in f.node.attrs.items():
+        if isinstance(v, np.ndarray):
+            return [(dt.code_of(v.dtype), list(v.shape))]
+        if name in _LISTED:
+            code, listed = _LISTED[name]
+            return [(code, [len(v)] if listed else [])]
+    return None
+
+
 @op("ConstantOfShape", since=9, host_inputs=(0,))
 def constant_of_shape(input, *, value=None):  # noqa: A002
     shape = np.asarray(input).astype(np.int64).reshape(-1).tolist()
@@ -62,3 +80,16 @@ def constant_of_shape(input, *, value=None):  # noqa: A002
     if v.size != 1:
         raise InvalidArgument("ConstantOfShape: 'value' must hold exactly one element")
     return np.full(shape, v.reshape(-1)[0], dtype=v.dtype)
+
+
+@rule("ConstantOfShape")
+def _constant_of_shape_rule(f):
+    """value's type (float without one); dims from a constant shape or its shape entries, else only the rank."""
+    v = f.attr("value")
+    elem = dt.code_of(v.dtype) if isinstance(v, np.ndarray) else dt.FLOAT
+    shape, entries, d = f.ints(0), f.shape_value(0), f.dims(0)
+    if shape is not None:
+        return [(elem, shape)]
+    if entries is not None:
+        return [(elem, [e if isinstance(e, str) or (isinstance(e, int) and e >= 0) else None for e in entries[0]])]
+    return [(elem, unknown_dims(d[0]) if d is not None and len(d) == 1 and isinstance(d[0], int) else None)]

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from .activation import sigmoid_array
+from .inference import rule, same_as_input
 from .math import lift32, lower
 from .registry import MS_DOMAIN, lookup, op
 
@@ -75,3 +76,14 @@ def bias_split_gelu(x, bias):
     lf, dt = lift32(left)
     gf, _ = lift32(g)
     return lower((lf * gf).astype(lf.dtype, copy=False), dt)
+
+
+rule("Gelu", "BiasGelu", "FastGelu", "QuickGelu", "BiasAdd", domain=MS_DOMAIN)(same_as_input)  # (biases: 1-D, last dim)
+
+
+@rule("BiasSplitGelu", domain=MS_DOMAIN)
+def _bias_split_gelu_rule(f):
+    """X's type; (N, S, D/2)."""
+    d = f.dims(0)
+    half = None if d is None or len(d) != 3 else d[:2] + [d[2] // 2 if isinstance(d[2], int) else None]
+    return [(f.type(0), half)]

@@ -5,6 +5,7 @@ import numpy as np
 from ..errors import InvalidArgument
 from ..errors import NotImplemented as OrtNotImplemented
 from .attention import _attention
+from .inference import rule, same_as_input
 from .math import lift32, lower
 from .registry import MS_DOMAIN, lookup, op
 
@@ -173,6 +174,15 @@ def ms_attention(x, weights, bias=None, mask_index=None, past=None, attention_bi
     return _trim((out, present), ctx)
 
 
+@rule("Attention", domain=MS_DOMAIN)
+def _ms_attention_rule(f):
+    """output [batch, sequence, v_hidden] and present of the input's type."""
+    s0, w, sizes = f.dims(0), f.dims(1), f.attr("qkv_hidden_sizes")
+    total = w[1] if w is not None and len(w) == 2 else None
+    dv = int(sizes[2]) if sizes else (total // 3 if isinstance(total, int) else None)
+    return [(f.type(0), None if s0 is None or len(s0) != 3 else s0[:2] + [dv]), (f.type(0), None)]
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # MultiHeadAttention
 # ---------------------------------------------------------------------------------------------------------------------
@@ -250,6 +260,12 @@ def multi_head_attention(query, key=None, value=None, bias=None, key_padding_mas
     back = dt if dt != cd else None
     out = lower(_merge(y), back)
     return _trim((out, lower(k4, back), lower(v4, back), None if qk is None else lower(qk, back)), ctx)
+
+
+@rule("MultiHeadAttention", domain=MS_DOMAIN)
+def _query_typed_rule(f):
+    """Every output of the query's type (attention outputs, present key / value, QK scores)."""
+    return [(f.type(0), None)] * f.n_outputs
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -434,3 +450,7 @@ def group_query_attention(query, key, value, past_key, past_value, seqlens_k, to
     back = dt if dt != cd else None
     return _trim((lower(_merge(y), back), lower(pk, back), lower(pv, back),
                   None if qk is None else lower(qk, back)), ctx)
+
+
+rule("RotaryEmbedding", domain=MS_DOMAIN)(same_as_input)
+rule("GroupQueryAttention", domain=MS_DOMAIN)(_query_typed_rule)

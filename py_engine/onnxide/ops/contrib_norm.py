@@ -3,8 +3,11 @@ EmbedLayerNormalization) and onnxruntime's ai.onnx-domain SimplifiedLayerNormali
 LayerNormalization / RMSNormalization kernels."""
 import numpy as np
 
+from ..dtypes import DOUBLE, FLOAT, INT32
 from ..errors import InvalidArgument
+from .inference import rule
 from .math import lift32, lower
+from .norm import stat_dims
 from .registry import MS_DOMAIN, lookup, op
 
 
@@ -51,6 +54,11 @@ def rms_norm(x, gamma, epsilon, out_dtype, with_stats, axis=-1):
     return y, (sd.type(1) / np.sqrt(ms + sd.type(epsilon))).astype(sd)
 
 
+def _stat_type(x_type):
+    """The element type of RMS statistics of an input of `x_type` (double stays double, the rest is float)."""
+    return None if x_type is None else DOUBLE if x_type == DOUBLE else FLOAT
+
+
 def _skip_sum(x, skip, bias, name):
     if x.ndim not in (2, 3):
         raise InvalidArgument(f"{name}: input must be 2D or 3D, got shape {x.shape}")
@@ -87,6 +95,13 @@ def skip_layer_norm(x, skip, gamma, beta=None, bias=None, *, epsilon=1e-12, ctx=
     return _trim((y, mean, inv, s_out), ctx)
 
 
+@rule("SkipLayerNormalization", domain=MS_DOMAIN)
+def _skip_layer_norm_rule(f):
+    """output and input+skip(+bias) like the input; mean and inv_std_var float, reduced over the last axis."""
+    stat = (FLOAT, stat_dims(f.dims(0), -1))
+    return [f.ins[0], stat, stat, f.ins[0]]
+
+
 @op("SkipSimplifiedLayerNormalization", since=1, domain=MS_DOMAIN)
 def skip_simplified_layer_norm(x, skip, gamma, bias=None, *, epsilon=1e-12, ctx=None):
     name = "SkipSimplifiedLayerNormalization"
@@ -99,6 +114,13 @@ def skip_simplified_layer_norm(x, skip, gamma, bias=None, *, epsilon=1e-12, ctx=
     return _trim((y, mean, inv, s_out), ctx)
 
 
+@rule("SkipSimplifiedLayerNormalization", domain=MS_DOMAIN)
+def _skip_simplified_layer_norm_rule(f):
+    """output and input+skip(+bias) like the input; mean (zeros) and inv_std_var in the statistics' type."""
+    stat = (_stat_type(f.type(0)), stat_dims(f.dims(0), -1))
+    return [f.ins[0], stat, stat, f.ins[0]]
+
+
 @op("SimplifiedLayerNormalization", since=1)
 def simplified_layer_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None):
     """onnxruntime's RMS normalization (registered in the ai.onnx domain by onnxruntime); Y has scale's type."""
@@ -107,6 +129,12 @@ def simplified_layer_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=
     n = ctx.num_outputs if ctx is not None else 1
     y, inv = rms_norm(x, scale, epsilon, scale.dtype, n > 1, axis=axis)
     return _trim((y, inv), ctx)
+
+
+@rule("SimplifiedLayerNormalization")
+def _simplified_layer_norm_rule(f):
+    """Y of the scale's type and X's dims; inv_std_var in the statistics' type, reduced from `axis` on."""
+    return [(f.type(1), f.dims(0)), (_stat_type(f.type(0)), stat_dims(f.dims(0), f.attr("axis", -1)))]
 
 
 @op("EmbedLayerNormalization", since=1, domain=MS_DOMAIN)
@@ -142,3 +170,12 @@ def embed_layer_norm(input_ids, segment_ids, word_embedding, position_embedding,
     else:
         mask_index = np.zeros((b,), dtype=np.int32)
     return _trim((y.astype(dt), mask_index, emb.astype(dt)), ctx)
+
+
+@rule("EmbedLayerNormalization", domain=MS_DOMAIN)
+def _embed_layer_norm_rule(f):
+    """output and embedding sum of the word embedding's type, [batch, sequence, hidden]; int32 mask_index [batch]."""
+    ids, table = f.dims(0), f.dims(2)
+    hidden = table[1] if table is not None and len(table) == 2 else None
+    out = ids + [hidden] if ids is not None and len(ids) == 2 else None
+    return [(f.type(2), out), (INT32, None if out is None else out[:1]), (f.type(2), out)]

@@ -5,8 +5,12 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..errors import NotImplemented as OrtNotImplemented
+from .inference import broadcast, rule, same_as_input
+from .linalg import matmul_dims
 from .math import lift32
+from .quant import dequantize_rule, qlinear_conv_rule, quantize_rule
 from .registry import MS_DOMAIN, lookup, op
+from .rnn import recurrent_outputs
 
 _RANGES = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127), np.dtype(np.uint16): (0, 65535),
            np.dtype(np.int16): (-32768, 32767)}
@@ -124,6 +128,12 @@ def qlinear_mul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_z
                            _name("QLinearMul", ctx))
 
 
+@rule("QLinearAdd", "QLinearMul", domain=MS_DOMAIN)
+def _qlinear_binary_rule(f):
+    """A's type; A and B broadcast."""
+    return [(f.type(0), broadcast([f.dims(0), f.dims(3)]))]
+
+
 def _qlinear_unary(fn, x, x_scale, x_zp, y_scale, y_zp, name):
     _check_type(x, x_zp, name)
     if x.dtype.itemsize != 1:
@@ -148,6 +158,9 @@ def qlinear_leaky_relu(x, x_scale, x_zero_point, y_scale, y_zero_point=None, *, 
     return _qlinear_unary(fn, x, x_scale, x_zero_point, y_scale, y_zero_point, _name("QLinearLeakyRelu", ctx))
 
 
+rule("QLinearSigmoid", "QLinearLeakyRelu", domain=MS_DOMAIN)(same_as_input)
+
+
 @op("QLinearGlobalAveragePool", since=1, domain=MS_DOMAIN)
 def qlinear_global_average_pool(x, x_scale, x_zero_point, y_scale, y_zero_point, *, channels_last=0, ctx=None):
     name = _name("QLinearGlobalAveragePool", ctx)
@@ -160,6 +173,17 @@ def qlinear_global_average_pool(x, x_scale, x_zero_point, y_scale, y_zero_point,
     acc = np.sum(x.astype(np.int64), axis=axes, keepdims=True) - zx * size
     mult = np.float32(_scalar(x_scale, "x_scale", name) / (_scalar(y_scale, "y_scale", name) * np.float32(size)))
     return quant(acc.astype(np.float32) * mult, np.float32(1), y_zero_point, x.dtype)
+
+
+@rule("QLinearGlobalAveragePool", domain=MS_DOMAIN)
+def _qlinear_global_average_pool_rule(f):
+    """x's type; the spatial dims pooled to 1 (channels first, or last with channels_last)."""
+    d = f.dims(0)
+    if d is None:
+        return [(f.type(0), None)]
+    if f.attr("channels_last", 0):
+        return [(f.type(0), d[:1] + [1] * (len(d) - 2) + d[-1:])]
+    return [(f.type(0), d[:2] + [1] * (len(d) - 2))]
 
 
 @op("QLinearConcat", since=1, domain=MS_DOMAIN)
@@ -186,6 +210,11 @@ def qlinear_concat(y_scale, y_zero_point, *inputs, axis, ctx=None):
     return np.concatenate(parts, axis=axis)
 
 
+@rule("QLinearConcat", domain=MS_DOMAIN)
+def _qlinear_concat_rule(f):
+    return [(f.type(1), None)]
+
+
 @op("QLinearConv", since=1, domain=MS_DOMAIN)
 def ms_qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, b=None, *,
                     auto_pad="NOTSET", channels_last=0, dilations=None, group=1, kernel_shape=None, pads=None,
@@ -206,6 +235,11 @@ def ms_quantize_linear(x, y_scale, y_zero_point=None, *, axis=1, ctx=None):
 @op("DequantizeLinear", since=1, domain=MS_DOMAIN)
 def ms_dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, ctx=None):
     return _k("DequantizeLinear")(x, x_scale, x_zero_point, axis=axis, ctx=ctx)
+
+
+rule("QLinearConv", domain=MS_DOMAIN)(qlinear_conv_rule)
+rule("QuantizeLinear", domain=MS_DOMAIN)(quantize_rule)
+rule("DequantizeLinear", domain=MS_DOMAIN)(dequantize_rule)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -250,6 +284,17 @@ def dynamic_quantize_matmul(a, b, b_scale, b_zero_point=None, bias=None, *, ctx=
                                   _per_column(b_zero_point, n, "b_zero_point", name), ctx=ctx)
     mult = np.asarray(a_scale, np.float32) * _per_column(b_scale, n, "b_scale", name).astype(np.float32)
     return _finish(acc, mult, bias, a.dtype)
+
+
+@rule("MatMulIntegerToFloat", domain=MS_DOMAIN)
+def _matmul_integer_to_float_rule(f):
+    """a_scale's type; matmul dims."""
+    return [(f.type(2), matmul_dims(f.dims(0), f.dims(1)))]
+
+
+@rule("DynamicQuantizeMatMul", domain=MS_DOMAIN)
+def _dynamic_quantize_matmul_rule(f):
+    return [(f.type(0), matmul_dims(f.dims(0), f.dims(1)))]
 
 
 def unpack_bits(packed, bits, count):
@@ -317,6 +362,13 @@ def matmul_nbits(a, b, scales, zero_points=None, g_idx=None, bias=None, *, K, N,
     return y.astype(a.dtype)
 
 
+@rule("MatMulNBits", domain=MS_DOMAIN)
+def _matmul_nbits_rule(f):
+    """A's type; A's dims with the last one N."""
+    d = f.dims(0)
+    return [(f.type(0), None if d is None else d[:-1] + [f.attr("N")])]
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # DynamicQuantizeLSTM
 # ---------------------------------------------------------------------------------------------------------------------
@@ -369,3 +421,8 @@ def dynamic_quantize_lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, i
     return rnn._run(name, xq, wf, rf, b, sequence_lens, [initial_h, initial_c], pp, 0, hidden_size, direction, 4,
                     ["Sigmoid", "Tanh", "Tanh"], activations, activation_alpha, activation_beta, step_factory,
                     ctx.num_outputs if ctx is not None else 3, dt)
+
+
+@rule("DynamicQuantizeLSTM", domain=MS_DOMAIN)
+def _dynamic_quantize_lstm_rule(f):
+    return recurrent_outputs(f, f.attr("hidden_size"))

@@ -3,7 +3,9 @@ import itertools
 
 import numpy as np
 
+from ..dtypes import INT64
 from ..errors import InvalidArgument
+from .inference import rule
 from .math import via_float32
 from .registry import op
 
@@ -288,3 +290,31 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
                         break
                     alive[i + 1:] &= ~(iou[k, order[i + 1:]] > iou_t)
     return np.array(result, dtype=np.int64).reshape(-1, 3)
+
+
+@rule("GridSample")
+def _grid_sample_rule(f):
+    """X's type; [N, C, *grid's spatial dims]."""
+    x, grid = f.dims(0), f.dims(1)
+    return [(f.type(0), None if x is None or grid is None else x[:2] + grid[1:-1])]
+
+
+@rule("AffineGrid")
+def _affine_grid_rule(f):
+    """theta's type; [N, *spatial size, spatial rank] from a constant size."""
+    size = f.ints(1)
+    return [(f.type(0), None if size is None or len(size) < 3 else [size[0]] + size[2:] + [len(size) - 2])]
+
+
+@rule("RoiAlign")
+def _roi_align_rule(f):
+    """X's type; [number of rois, C, output_height, output_width]."""
+    x, rois = f.dims(0), f.dims(1)
+    return [(f.type(0), [rois[0] if rois else None, x[1] if x is not None and len(x) > 1 else None,
+                         f.attr("output_height", 1), f.attr("output_width", 1)])]
+
+
+@rule("NonMaxSuppression")
+def _nms_rule(f):
+    """int64 [selected, 3] (batch, class, box index)."""
+    return [(INT64, [None, 3])]

@@ -5,7 +5,9 @@ import zlib
 
 import numpy as np
 
+from ..dtypes import UINT8
 from ..errors import Fail, InvalidArgument
+from .inference import rule
 from .registry import op
 
 
@@ -244,3 +246,9 @@ def image_decoder(encoded_stream, *, pixel_format="RGB"):
     if px.shape[2] in (1, 2):
         return np.ascontiguousarray(px[:, :, :1])
     return _gray(rgb)
+
+
+@rule("ImageDecoder")
+def _image_decoder_rule(f):
+    """uint8 [height, width, channels] (3, or 1 for Grayscale)."""
+    return [(UINT8, [None, None, 1 if f.attr("pixel_format", "RGB") == "Grayscale" else 3])]

@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 
-from ..dtypes import np_dtype
+from ..dtypes import INT64, np_dtype
 from ..errors import InvalidArgument
+from .inference import positive_axis, rule, same_as_input, unknown_dims
 from .math import lift, via_float32
 from .registry import op
 from .util import ints, norm_axis, slice_bounds
@@ -58,10 +59,30 @@ def gather(data, indices, *, axis=0):
     return np.take(data, _norm_indices(indices, data.shape[a], "Gather"), axis=a)
 
 
+@rule("Gather")
+def _gather_rule(f):
+    """data's type; indices' dims in place of the axis. Gathering shape entries along axis 0 gives shape entries."""
+    data, picks = f.shape_value(0), f.shape_value(1)
+    if data is not None and picks is not None and f.attr("axis", 0) == 0:
+        vals, (idx, scalar) = data[0], picks
+        if all(isinstance(i, int) and -len(vals) <= i < len(vals) for i in idx):
+            f.holds([vals[i] for i in idx], scalar)
+    s0, si = f.dims(0), f.dims(1)
+    if s0 is None or si is None:
+        return [(f.type(0), None)]
+    ax = positive_axis(f.attr("axis", 0), len(s0))
+    return [(f.type(0), s0[:ax] + si + s0[ax + 1:])]
+
+
 @op("GatherElements", since=11)
 def gather_elements(data, indices, *, axis=0):
     a = norm_axis(axis, data.ndim, "GatherElements")
     return data[_elements_index(indices, a, data.shape, "GatherElements")]
+
+
+@rule("GatherElements")
+def _gather_elements_rule(f):
+    return [(f.type(0), f.dims(1))]
 
 
 def _nd_setup(data, indices, batch_dims, name):
@@ -92,6 +113,14 @@ def gather_nd(data, indices, *, batch_dims=0):
     else:
         out = flat[key]  # (nb, m, *rest)
     return out.reshape(indices.shape[:-1] + data.shape[b + k:])
+
+
+@rule("GatherND")
+def _gather_nd_rule(f):
+    """data's type; indices' leading dims, then data's dims past the batch dims and the indexed ones."""
+    s0, si, b = f.dims(0), f.dims(1), f.attr("batch_dims", 0)
+    k = si[-1] if si else None
+    return [(f.type(0), si[:-1] + s0[b + k:] if s0 is not None and isinstance(k, int) else None)]
 
 
 _REDUCERS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -192,6 +221,9 @@ def tensor_scatter(past_cache, update, write_indices=None, *, axis=-2, mode="lin
     return out
 
 
+rule("Scatter", "ScatterElements", "ScatterND", "TensorScatter")(same_as_input)
+
+
 # ---------------------------------------------------------------------------------------------------- Slice
 
 def _slice(data, starts, ends, axes, steps):
@@ -221,6 +253,40 @@ def slice_(data, starts, ends, axes=None, steps=None):
     return _slice(data, ints(starts), ints(ends), ints(axes), ints(steps))
 
 
+def _sliced(s0, starts, ends, axes, steps):
+    """Slice's output dims (the kernel's bounds, ops.util.slice_bounds); unknown dims stay unknown."""
+    r = len(s0)
+    axes = list(range(len(starts))) if axes is None else [x + r if x < 0 else x for x in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps) or any(not 0 <= x < r for x in axes) or 0 in steps:
+        return None
+    out = list(s0)
+    for x, st, en, sp in zip(axes, starts, ends, steps):
+        out[x] = len(range(*slice_bounds(out[x], st, en, sp).indices(out[x]))) if isinstance(out[x], int) else None
+    return out
+
+
+def _slice_params(f):
+    """(starts, ends, axes, steps) from the attributes (Slice-1) or the constant inputs; None when not known."""
+    if f.opset < 10:
+        return list(f.attr("starts")), list(f.attr("ends")), f.attr("axes"), None
+    starts, ends, axes, steps = f.ints(1), f.ints(2), f.ints(3), f.ints(4)
+    if starts is None or ends is None or (f.has(3) and axes is None) or (f.has(4) and steps is None):
+        return None
+    return starts, ends, axes, steps
+
+
+@rule("Slice")
+def _slice_rule(f):
+    """data's type and rank; the sliced dims where the bounds are known."""
+    t0, s0 = f.type(0), f.dims(0)
+    if s0 is None:
+        return [(t0, None)]
+    params = _slice_params(f)
+    dims = None if params is None else _sliced(s0, *params)
+    return [(t0, dims if dims is not None else unknown_dims(len(s0)))]
+
+
 # ---------------------------------------------------------------------------------------------------- Compress / NonZero
 
 @op("Compress", since=9, host_inputs=(1,))
@@ -241,6 +307,23 @@ def nonzero(X):  # noqa: N803
     if x.dtype == object:
         x = x.astype(bool)
     return np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
+
+
+@rule("Compress")
+def _compress_rule(f):
+    """input's type; 1-D without an axis, else its dims with the axis dim unknown."""
+    s0, axis = f.dims(0), f.attr("axis")
+    if axis is None:
+        return [(f.type(0), [None])]
+    ax = None if s0 is None else positive_axis(axis, len(s0))
+    return [(f.type(0), None if s0 is None else [None if i == ax else d for i, d in enumerate(s0)])]
+
+
+@rule("NonZero")
+def _non_zero_rule(f):
+    """int64 [rank (a scalar counts as rank 1), number of non-zeros]."""
+    r = f.rank(0)
+    return [(INT64, [None if r is None else max(r, 1), None])]
 
 
 # ---------------------------------------------------------------------------------------------------- Unique
@@ -293,6 +376,17 @@ def unique(X, *, axis=None, sorted=1):  # noqa: N803, A002
     return y, first, inverse.astype(np.int64), counts
 
 
+@rule("Unique")
+def _unique_rule(f):
+    """Y: X's type (1-D without an axis, else X's dims with the axis dim unknown); the index outputs: int64 1-D."""
+    s0, axis = f.dims(0), f.attr("axis")
+    if axis is None:
+        y = [None]
+    else:
+        y = None if s0 is None else [None if i == positive_axis(axis, len(s0)) else d for i, d in enumerate(s0)]
+    return [(f.type(0), y)] + [(INT64, [None])] * 3
+
+
 # ---------------------------------------------------------------------------------------------------- ReverseSequence
 
 @op("ReverseSequence", since=10)
@@ -313,6 +407,9 @@ def reverse_sequence(input, sequence_lens, *, batch_axis=1, time_axis=0):  # noq
     shape[ta], shape[ba] = nt, nb
     idx = np.broadcast_to(src.reshape(shape), input.shape)
     return np.take_along_axis(input, idx, axis=ta)
+
+
+rule("ReverseSequence")(same_as_input)
 
 
 # ---------------------------------------------------------------------------------------------------- OneHot
@@ -336,6 +433,18 @@ def one_hot(indices, depth, values, *, axis=-1):
     shape[a] = d
     hot = np.expand_dims(idx, a) == np.arange(d, dtype=np.int64).reshape(shape)
     return np.where(hot, v[1], v[0]).astype(v.dtype, copy=False)
+
+
+@rule("OneHot")
+def _one_hot_rule(f):
+    """values' type; indices' dims with the depth inserted at the axis (unknown unless depth is constant)."""
+    si, depth = f.dims(0), f.const(1)
+    if si is None:
+        return [(f.type(2), None)]
+    d = int(np.asarray(depth).reshape(-1)[0]) if depth is not None and depth.size == 1 and \
+        depth.dtype.kind in "iuf" else None
+    a = positive_axis(f.attr("axis", -1), len(si) + 1)
+    return [(f.type(2), si[:a] + [d] + si[a:])]
 
 
 # ---------------------------------------------------------------------------------------------------- TopK / Arg*
@@ -368,6 +477,18 @@ def top_k_v10(X, K, *, axis=-1):  # noqa: N803
 @op("TopK", since=11, host_inputs=(1,))
 def top_k(X, K, *, axis=-1, largest=1, sorted=1):  # noqa: N803, A002
     return _topk(X, ints(K)[0], axis, largest)
+
+
+@rule("TopK")
+def _top_k_rule(f):
+    """Values of X's type, int64 indices; X's dims with k along the axis (unknown unless k is constant)."""
+    s0 = f.dims(0)
+    if s0 is None:
+        return [(f.type(0), None), (INT64, None)]
+    k = f.attr("k") if f.opset < 10 else (f.ints(1) or [None])[0]
+    ax = positive_axis(f.attr("axis", -1), len(s0))
+    dims = [k if i == ax else d for i, d in enumerate(s0)]
+    return [(f.type(0), dims), (INT64, dims)]
 
 
 def _arg(data, axis, keepdims, select_last_index, fn, name):
@@ -407,6 +528,17 @@ def arg_min(data, *, axis=0, keepdims=1, select_last_index=0):
     return _arg(data, axis, keepdims, select_last_index, np.argmin, "ArgMin")
 
 
+@rule("ArgMax", "ArgMin")
+def _arg_rule(f):
+    """int64; the data's dims without the axis (kept as 1 with keepdims)."""
+    s0 = f.dims(0)
+    if s0 is None:
+        return [(INT64, None)]
+    ax, keep = positive_axis(f.attr("axis", 0), len(s0)), f.attr("keepdims", 1)
+    return [(INT64, [1 if i == ax else d for i, d in enumerate(s0)] if keep else
+             [d for i, d in enumerate(s0) if i != ax])]
+
+
 # ---------------------------------------------------------------------------------------------------- CumSum / CumProd
 
 def _cum(x, axis, exclusive, reverse, fn, ident, name):
@@ -429,6 +561,9 @@ def cum_sum(x, axis, *, exclusive=0, reverse=0):
 @via_float32
 def cum_prod(x, axis, *, exclusive=0, reverse=0):
     return _cum(x, axis, exclusive, reverse, np.cumprod, 1, "CumProd")
+
+
+rule("CumSum", "CumProd")(same_as_input)
 
 
 # ---------------------------------------------------------------------------------------------------- Range
@@ -463,3 +598,18 @@ def range_v11(start, limit, delta):
 @via_float32
 def range_(start, limit, delta, *, stash_type=1):
     return _range(start, limit, delta, stash_type)
+
+
+@rule("Range")
+def _range_rule(f):
+    """The inputs' type; 1-D of ceil((limit - start) / delta) entries when those are known integers (a symbolic
+    limit when start is 0 and delta 1)."""
+    known = [f.shape_value(i) for i in range(3)]
+    length = None
+    if all(v is not None and len(v[0]) == 1 for v in known):
+        (start,), (limit,), (delta,) = (v[0] for v in known)
+        if all(isinstance(v, int) for v in (start, limit, delta)) and delta:
+            length = max(-((start - limit) // delta), 0)
+        elif start == 0 and delta == 1 and isinstance(limit, str):
+            length = limit
+    return [(f.common_type([0, 1, 2]), [length])]

@@ -1,7 +1,9 @@
 """Linear algebra: MatMul, Gemm (incl. the opset<7 `broadcast` form), MatMulInteger, Einsum, Det."""
 import numpy as np
 
+from ..dtypes import INT32
 from ..errors import InvalidArgument
+from .inference import broadcast, rule
 from .math import is_exotic_float, via_float32
 from .registry import op
 
@@ -49,6 +51,30 @@ def matmul(a, b, *, ctx=None):
     if a.dtype != b.dtype:
         raise InvalidArgument(f"{_name('MatMul', ctx)}: input types differ ({a.dtype} vs {b.dtype})")
     return np.asarray(_matmul(a, b, _name("MatMul", ctx)))
+
+
+def matmul_dims(a, b):
+    """numpy matmul's output dims for operand dims `a` and `b` (None when a rank is unknown)."""
+    if a is None or b is None or not a or not b:
+        return None
+    if len(a) == 1:
+        return [] if len(b) == 1 else b[:-2] + [b[-1]]
+    if len(b) == 1:
+        return a[:-1]
+    batch = broadcast([a[:-2], b[:-2]])
+    return None if batch is None else batch + [a[-2], b[-1]]
+
+
+def _transposed(dims, flag):
+    """`dims` with the last two swapped when `flag` (FusedMatMul's transA / transB)."""
+    return dims[:-2] + [dims[-1], dims[-2]] if flag and dims is not None and len(dims) >= 2 else dims
+
+
+@rule("MatMul")
+def matmul_rule(f):
+    """MatMul (and FusedMatMul, with its transA / transB): A's type, matmul dims."""
+    a, b = _transposed(f.dims(0), f.attr("transA")), _transposed(f.dims(1), f.attr("transB"))
+    return [(f.common_type([0, 1]), matmul_dims(a, b))]
 
 
 def _gemm(a, b, c, alpha, beta, trans_a, trans_b, name):
@@ -104,6 +130,15 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, ctx=None):
     return _gemm(a, b, c, alpha, beta, transA, transB, name)
 
 
+@rule("Gemm")
+def gemm_rule(f):
+    """Gemm (and FusedGemm): A's type, [M, N] (each dim unknown unless A / B fix it)."""
+    a, b = f.dims(0), f.dims(1)
+    m = (a[1] if f.attr("transA") else a[0]) if a is not None and len(a) == 2 else None
+    n = (b[0] if f.attr("transB") else b[1]) if b is not None and len(b) == 2 else None
+    return [(f.common_type([0, 1, 2]), [m, n])]
+
+
 @op("MatMulInteger", since=10)
 def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, *, ctx=None):
     name = _name("MatMulInteger", ctx)
@@ -119,6 +154,11 @@ def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, *, ctx=None):
         bf -= bz  # per-column of B broadcasts as (N,)
     y = _matmul(af, bf, name)
     return np.rint(y).astype(np.int64).astype(np.int32)
+
+
+@rule("MatMulInteger")
+def _matmul_integer_rule(f):
+    return [(INT32, matmul_dims(f.dims(0), f.dims(1)))]
 
 
 @op("Einsum", since=12)
@@ -137,6 +177,11 @@ def einsum(*inputs, equation, ctx=None):
     return np.asarray(res).astype(dt, copy=False)
 
 
+@rule("Einsum")
+def _einsum_rule(f):
+    return [(f.common_type(), None)]
+
+
 @op("Det", since=11)
 @via_float32
 def det(x, *, ctx=None):
@@ -144,3 +189,9 @@ def det(x, *, ctx=None):
         raise InvalidArgument(f"{_name('Det', ctx)}: input must be [..., M, M], got {x.shape}")
     ct = np.float64 if x.dtype == np.float64 else np.float32
     return np.asarray(np.linalg.det(x.astype(ct, copy=False))).astype(x.dtype, copy=False)
+
+
+@rule("Det")
+def _det_rule(f):
+    d = f.dims(0)
+    return [(f.type(0), None if d is None else d[:-2])]

@@ -1,6 +1,8 @@
 """Logical and comparison kernels: And Or Xor Not, Equal Greater(OrEqual) Less(OrEqual), strings where allowed."""
 import numpy as np
 
+from ..dtypes import BOOL
+from .inference import fixed_type, predicate
 from .math import legacy_broadcast, lift
 from .registry import op
 
@@ -30,10 +32,10 @@ def _binary(name, fn, since_list, prep=_prep):
         return kernel(a, b)
 
     if since_list[0] == 1:
-        op(name, since=1)(kernel_v1)
-        op(name, since=7)(kernel)
+        op(name, since=1, infer=predicate)(kernel_v1)
+        op(name, since=7, infer=predicate)(kernel)
     else:
-        op(name, since=since_list[0])(kernel)
+        op(name, since=since_list[0], infer=predicate)(kernel)
     return kernel
 
 
@@ -46,7 +48,7 @@ logical_or = _binary("Or", np.logical_or, [1], _logical_prep)
 logical_xor = _binary("Xor", np.logical_xor, [1], _logical_prep)
 
 
-@op("Not", since=1)
+@op("Not", since=1, infer=fixed_type(BOOL))
 def logical_not(x):
     return _bool(np.logical_not(_bool(x)))
 

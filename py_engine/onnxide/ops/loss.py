@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .inference import rule
 from .math import via_float32
 from .registry import op
 from .softmax import compute_dtype, log_softmax_along
@@ -59,3 +60,19 @@ def softmax_cross_entropy_loss(scores, labels, weights=None, *, ignore_index=Non
     if ctx is not None and ctx.num_outputs > 1:
         return loss, logp.astype(scores.dtype, copy=False)
     return loss
+
+
+def _loss_dims(f):
+    """The loss's dims: the target's without reduction, a scalar with one."""
+    return f.dims(1) if f.attr("reduction", "mean") == "none" else []
+
+
+@rule("NegativeLogLikelihoodLoss")
+def _nll_loss_rule(f):
+    return [(f.type(0), _loss_dims(f))]
+
+
+@rule("SoftmaxCrossEntropyLoss")
+def _softmax_cross_entropy_rule(f):
+    """The loss and the log-probabilities (scores' dims) of the scores' type."""
+    return [(f.type(0), _loss_dims(f)), f.ins[0]]

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgument
+from .inference import broadcast, broadcast_inputs, elementwise, fixed_type, rule, same_as_input
 from .registry import op
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -198,10 +199,10 @@ def _unary(name, fn, since, legacy=False, errstate=True):
         def kernel_v1(x, *, consumed_inputs=None):
             return kernel(x)
 
-        op(name, since=1)(kernel_v1)
-        op(name, since=6)(kernel)
+        op(name, since=1, infer=same_as_input)(kernel_v1)
+        op(name, since=6, infer=same_as_input)(kernel)
     else:
-        op(name, since=since)(kernel)
+        op(name, since=since, infer=same_as_input)(kernel)
     return kernel
 
 
@@ -349,7 +350,7 @@ def erf_array(x):
     return out.astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
 
 
-@op("Erf", since=9)
+@op("Erf", since=9, infer=same_as_input)
 @floatwise
 def erf(x):
     return _as(erf_array(x), x.dtype)
@@ -407,9 +408,9 @@ def _arith(name, fn):
     def kernel_v1(a, b, *, broadcast=0, axis=None, consumed_inputs=None):
         return kernel_v6(a, b, broadcast=broadcast, axis=axis)
 
-    op(name, since=1)(kernel_v1)
-    op(name, since=6)(kernel_v6)
-    op(name, since=7)(kernel)
+    op(name, since=1, infer=elementwise)(kernel_v1)
+    op(name, since=6, infer=elementwise)(kernel_v6)
+    op(name, since=7, infer=elementwise)(kernel)
     return kernel
 
 
@@ -451,7 +452,13 @@ def pow_(x, y):
     return _pow(x, y)
 
 
-@op("Mod", since=10)
+@rule("Pow")
+def _pow_rule(f):
+    """The base's type (the exponent may be of another type), broadcast dims."""
+    return [(f.type(0), broadcast_inputs(f))]
+
+
+@op("Mod", since=10, infer=elementwise)
 @floatwise
 def mod(a, b, *, fmod=0):
     a, b = np.asarray(a), np.asarray(b)
@@ -484,8 +491,8 @@ def _variadic(name, fn, finish=None):
     def kernel_v1(*inputs, consumed_inputs=None):
         return kernel(*inputs)
 
-    op(name, since=1)(kernel_v1)
-    op(name, since=6)(kernel)
+    op(name, since=1, infer=elementwise)(kernel_v1)
+    op(name, since=6, infer=elementwise)(kernel)
     return kernel
 
 
@@ -505,7 +512,7 @@ min_ = _variadic("Min", np.minimum)
 # bitwise
 # ---------------------------------------------------------------------------------------------------------------
 
-@op("BitShift", since=11)
+@op("BitShift", since=11, infer=elementwise)
 def bit_shift(x, y, *, direction):
     """Shifts wrap within the type's width; a shift count < 0 or >= width gives 0 (or -1 for a right shift of a
     negative value: arithmetic shift fills with the sign bit)."""
@@ -530,7 +537,7 @@ def _bitwise(name, fn):
         a, b = np.asarray(a), np.asarray(b)
         return _as(fn(a, b), a.dtype)
 
-    op(name, since=18)(kernel)
+    op(name, since=18, infer=elementwise)(kernel)
     return kernel
 
 
@@ -539,7 +546,7 @@ bitwise_or = _bitwise("BitwiseOr", np.bitwise_or)
 bitwise_xor = _bitwise("BitwiseXor", np.bitwise_xor)
 
 
-@op("BitwiseNot", since=18)
+@op("BitwiseNot", since=18, infer=same_as_input)
 def bitwise_not(x):
     x = np.asarray(x)
     return _as(np.invert(x), x.dtype)
@@ -549,7 +556,7 @@ def bitwise_not(x):
 # predicates, Clip, Where
 # ---------------------------------------------------------------------------------------------------------------
 
-@op("IsInf", since=10)
+@op("IsInf", since=10, infer=fixed_type(_dt.BOOL))
 def is_inf(x, *, detect_negative=1, detect_positive=1):
     x, _ = lift(x)
     if x.dtype.kind not in "fc":
@@ -562,7 +569,7 @@ def is_inf(x, *, detect_negative=1, detect_positive=1):
     return np.asarray(inf, dtype=bool)
 
 
-@op("IsNaN", since=9)
+@op("IsNaN", since=9, infer=fixed_type(_dt.BOOL))
 def is_nan(x):
     x, _ = lift(x)
     if x.dtype.kind not in "fc":
@@ -602,6 +609,9 @@ def clip(x, lo=None, hi=None):
     return _clip(x, lo, hi)
 
 
+rule("Clip")(same_as_input)
+
+
 @op("Where", since=9)
 def where(condition, x, y):
     x, y = np.asarray(x), np.asarray(y)
@@ -609,3 +619,9 @@ def where(condition, x, y):
     if x.dtype.kind == "O" or y.dtype.kind in "OUS":
         return np.asarray(out, dtype=object)
     return _as(out, x.dtype)
+
+
+@rule("Where")
+def _where_rule(f):
+    """X's (and Y's) type, all three inputs broadcast."""
+    return [(f.common_type([1, 2]), broadcast([d for _, d in f.ins]))]

@@ -1,8 +1,9 @@
 """Normalization ops: BatchNormalization, Layer/Instance/Group/RMS norm, LRN, LpNormalization, MVN and Dropout."""
 import numpy as np
 
-from ..dtypes import np_dtype
+from ..dtypes import BOOL, np_dtype
 from ..errors import InvalidArgument
+from .inference import UNKNOWN, positive_axis, rule, same_as_input
 from .math import via_float32
 from .registry import op
 from .util import norm_axis
@@ -108,6 +109,13 @@ def batch_norm_14(x, scale, b, input_mean, input_var, *, epsilon=1e-5, momentum=
     return _outs(res[:3], ctx)
 
 
+@rule("BatchNormalization")
+def _batch_norm_rule(f):
+    """Y like X; the running (and saved) mean and variance like the mean and var inputs."""
+    mean, var = (f.ins[3], f.ins[4]) if len(f.ins) > 4 else (UNKNOWN, UNKNOWN)
+    return [f.ins[0], mean, var, mean, var][:max(f.n_outputs, 1)]
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Layer / RMS / Instance / Group normalization
 # ---------------------------------------------------------------------------------------------------------------------
@@ -130,6 +138,21 @@ def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=Non
         y = y + b
     y = np.asarray(y).astype(x.dtype, copy=False)
     return _outs((y, mean.astype(sd), (cd.type(1) / std).astype(sd)), ctx)
+
+
+def stat_dims(dims, axis):
+    """The dims of statistics over the axes from `axis` on, kept as 1s (None when the rank is unknown)."""
+    if dims is None:
+        return None
+    a = positive_axis(axis, len(dims))
+    return dims[:a] + [1] * (len(dims) - a)
+
+
+@rule("LayerNormalization")
+def _layer_norm_rule(f):
+    """Y like X; Mean and InvStdDev of the stash type, reduced from `axis` on."""
+    stat = (f.attr("stash_type", 1), stat_dims(f.dims(0), f.attr("axis", -1)))
+    return [f.ins[0], stat, stat]
 
 
 @op("RMSNormalization", since=23)
@@ -192,6 +215,9 @@ def group_norm_21(x, scale, b, *, epsilon=1e-5, num_groups, stash_type=1):
     return _group_norm(x, scale, b, epsilon, num_groups, cd, per_channel=True)
 
 
+rule("RMSNormalization", "InstanceNormalization", "GroupNormalization")(same_as_input)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # LRN, LpNormalization, MeanVarianceNormalization
 # ---------------------------------------------------------------------------------------------------------------------
@@ -246,6 +272,9 @@ def mvn(x, *, axes=(0, 2, 3)):
     return y.astype(x.dtype, copy=False)
 
 
+rule("LRN", "LpNormalization", "MeanVarianceNormalization")(same_as_input)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Dropout
 # ---------------------------------------------------------------------------------------------------------------------
@@ -298,3 +327,9 @@ def dropout_12(data, ratio=None, training_mode=None, *, seed=None, ctx=None):
     if ctx is not None and ctx.num_outputs > 1:
         return out, mask
     return out
+
+
+@rule("Dropout")
+def _dropout_rule(f):
+    """output like data; the mask is bool from opset 10 (data's type before)."""
+    return [f.ins[0], (BOOL if f.opset >= 10 else f.type(0), f.dims(0))]

@@ -5,6 +5,8 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import InvalidArgument
 from .conv import _kernel_shape, conv_nd, spatial_geometry
+from .inference import rule, unknown_dims
+from .linalg import matmul_dims
 from .math import via_float32
 from .registry import op
 
@@ -138,6 +140,12 @@ def quantize_linear(x, y_scale, y_zero_point=None, *, axis=1, saturate=1, block_
     return _quantize(x, y_scale, y_zero_point, axis, saturate, block_size, output_dtype, precision, ctx)
 
 
+@rule("QuantizeLinear")
+def quantize_rule(f):
+    """The zero point's type, else `output_dtype`, else uint8; x's dims."""
+    return [(f.type(2) if f.has(2) else f.attr("output_dtype", 0) or D.UINT8, f.dims(0))]
+
+
 @op("DequantizeLinear", since=10)
 def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=0, ctx=None):
     name = _name("DequantizeLinear", ctx)
@@ -172,6 +180,12 @@ def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, ou
     return from_float(y.astype(np.float32, copy=False), out_code)
 
 
+@rule("DequantizeLinear")
+def dequantize_rule(f):
+    """`output_dtype`, else the scale's type; x's dims."""
+    return [(f.attr("output_dtype", 0) or f.type(1), f.dims(0))]
+
+
 @op("DynamicQuantizeLinear", since=11)
 @via_float32
 def dynamic_quantize_linear(x):
@@ -182,6 +196,12 @@ def dynamic_quantize_linear(x):
     zp = np.rint(np.clip(np.float32(0) - minx / scale, 0, 255))
     y = np.clip(np.rint(xf / scale) + zp, 0, 255).astype(np.uint8)
     return y, np.asarray(scale, dtype=x.dtype), np.asarray(zp, dtype=np.uint8)
+
+
+@rule("DynamicQuantizeLinear")
+def _dynamic_quantize_rule(f):
+    """uint8 y of x's dims, a scale of x's type, a uint8 zero point (both scalars)."""
+    return [(D.UINT8, f.dims(0)), (f.type(0), []), (D.UINT8, [])]
 
 
 def _int_values(a, code):
@@ -230,6 +250,12 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     return _requantize(acc, mult, yz, out_code, name)
 
 
+@rule("QLinearMatMul")
+def _qlinear_matmul_rule(f):
+    """y_zero_point's type (a's without one); matmul dims."""
+    return [(f.type(7) if f.has(7) else f.type(0), matmul_dims(f.dims(0), f.dims(3)))]
+
+
 @op("QLinearConv", since=10)
 def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, b=None, *,
                  auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None, ctx=None):
@@ -256,3 +282,9 @@ def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_
     out_code = _code(y_zero_point, ctx, 7) if y_zero_point is not None else x_code
     yz = _int_values(np.asarray(y_zero_point), out_code) if y_zero_point is not None else None
     return _requantize(acc, mult, yz, out_code, name)
+
+
+@rule("QLinearConv")
+def qlinear_conv_rule(f):
+    """y_zero_point's type (x's without one); x's rank."""
+    return [(f.type(7) if f.has(7) else f.type(0), unknown_dims(f.rank(0)))]

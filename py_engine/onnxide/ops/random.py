@@ -3,8 +3,9 @@ import struct
 
 import numpy as np
 
-from ..dtypes import np_dtype
+from ..dtypes import FLOAT, INT32, np_dtype
 from ..errors import InvalidArgument
+from .inference import rule
 from .math import lift, lower, via_float32
 from .registry import op
 
@@ -44,6 +45,12 @@ def random_normal(*, shape, dtype=1, mean=0.0, scale=1.0, seed=None):
     return _normal(shape, _float_dtype(dtype, "RandomNormal"), seed, mean, scale)
 
 
+@rule("RandomUniform", "RandomNormal")
+def _random_rule(f):
+    """`dtype` (float by default), the `shape` attribute's dims."""
+    return [(f.attr("dtype", FLOAT), list(f.attr("shape")))]
+
+
 def _like_dtype(x, dtype, what):
     if dtype is None:
         if x.dtype.kind != "f":
@@ -60,6 +67,12 @@ def random_uniform_like(x, *, dtype=None, high=1.0, low=0.0, seed=None):
 @op("RandomNormalLike", since=1, meta_inputs=(0,))
 def random_normal_like(x, *, dtype=None, mean=0.0, scale=1.0, seed=None):
     return _normal(x.shape, _like_dtype(x, dtype, "RandomNormalLike"), seed, mean, scale)
+
+
+@rule("RandomUniformLike", "RandomNormalLike")
+def _random_like_rule(f):
+    """`dtype`, else the input's type; the input's dims."""
+    return [(f.attr("dtype") or f.type(0), f.dims(0))]
 
 
 @op("Multinomial", since=7)
@@ -86,3 +99,13 @@ def bernoulli(x, *, dtype=None, seed=None):
     out_dt = x.dtype if dtype is None else np_dtype(dtype)
     u = _rng(seed).random(x.shape)
     return lower((u < lift(x)[0].astype(np.float64)).astype(np.float32), out_dt)
+
+
+@rule("Multinomial")
+def _multinomial_rule(f):
+    """`dtype` (int32 by default); [batch, sample_size]."""
+    d = f.dims(0)
+    return [(f.attr("dtype", INT32), [d[0] if d is not None and len(d) == 2 else None, f.attr("sample_size", 1)])]
+
+
+rule("Bernoulli")(_random_like_rule)

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .inference import positive_axis, unknown_dims
 from .math import is_exotic_float, via_float32
 from .registry import op
 
@@ -89,6 +90,27 @@ def _reduce(kind, data, axes, keepdims, noop, name):
     return _finish(res, dt)
 
 
+def _reduce_rule(f):
+    """The input's type; its dims reduced over the attribute's or the constant input's axes (all axes when none,
+    or none with noop_with_empty_axes), kept as 1s with keepdims."""
+    t0, s0 = f.type(0), f.dims(0)
+    keep = f.attr("keepdims", 1)
+    if s0 is None:
+        return [(t0, None)]
+    axes = f.attr("axes")
+    if axes is None and f.has(1):
+        axes = f.ints(1)
+        if axes is None:
+            return [(t0, unknown_dims(len(s0)) if keep else None)]
+    if not axes:
+        if f.attr("noop_with_empty_axes", 0):
+            return [(t0, s0)]
+        axes = range(len(s0))
+    ax = {positive_axis(x, len(s0)) for x in axes}
+    return [(t0, [1 if i in ax else d for i, d in enumerate(s0)] if keep else
+             [d for i, d in enumerate(s0) if i not in ax])]
+
+
 def _register(op_type, kind, input_axes_since):
     def attr_form(data, *, axes=None, keepdims=1):
         return _reduce(kind, data, axes, keepdims, 0, op_type)
@@ -99,8 +121,8 @@ def _register(op_type, kind, input_axes_since):
 
     attr_form.__name__ = f"{kind}_attr_axes"
     input_form.__name__ = f"{kind}_input_axes"
-    op(op_type, since=1)(via_float32(attr_form))
-    op(op_type, since=input_axes_since, host_inputs=(1,))(via_float32(input_form))
+    op(op_type, since=1, infer=_reduce_rule)(via_float32(attr_form))
+    op(op_type, since=input_axes_since, host_inputs=(1,), infer=_reduce_rule)(via_float32(input_form))
 
 
 for _op_type, _kind, _since in [

@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument
+from .inference import rule, unknown_dims
 from .math import via_float32
 from .registry import op
 
@@ -289,3 +290,9 @@ def upsample_7(x, *, scales, mode="nearest"):
 @via_float32
 def upsample_9(x, scales, *, mode="nearest"):
     return _upsample(x, scales, mode)
+
+
+@rule("Resize", "Upsample")
+def _resize_rule(f):
+    """The input's type and rank."""
+    return [(f.type(0), unknown_dims(f.rank(0)))]

@@ -3,6 +3,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from .activation import sigmoid_array
+from .inference import rule
 from .math import via_float32
 from .registry import op
 
@@ -370,3 +371,24 @@ def gru_14(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_al
            ctx):
     return _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip,
                 direction, hidden_size, linear_before_reset, layout, ctx)
+
+
+def recurrent_outputs(f, hidden):
+    """Every output of X's type: Y [T, dirs, B, H] (layout 1: [B, T, dirs, H]), the final states [dirs, B, H]
+    (layout 1: [B, dirs, H]), H = `hidden`."""
+    s0 = f.dims(0)
+    if s0 is None or len(s0) != 3:
+        return [(f.type(0), None)] * f.n_outputs
+    dirs = 2 if f.attr("direction") == "bidirectional" else 1
+    batch_first = f.attr("layout", 0)
+    t, b = (s0[1], s0[0]) if batch_first else (s0[0], s0[1])
+    y = [b, t, dirs, hidden] if batch_first else [t, dirs, b, hidden]
+    state = [b, dirs, hidden] if batch_first else [dirs, b, hidden]
+    return [(f.type(0), y)] + [(f.type(0), state)] * (f.n_outputs - 1)
+
+
+@rule("RNN", "LSTM", "GRU")
+def _recurrent_rule(f):
+    """H is hidden_size, or R's last dim ([dirs, gates * H, H])."""
+    r = f.dims(2)
+    return recurrent_outputs(f, f.attr("hidden_size") or (r[2] if r is not None and len(r) == 3 else None))

@@ -1,7 +1,9 @@
 """Sequence and optional ops: SequenceConstruct/Empty/At/Insert/Erase/Length, Concat/SplitToSequence, Optional*."""
 import numpy as np
 
+from ..dtypes import BOOL, FLOAT, INT64
 from ..errors import Fail, InvalidArgument
+from .inference import UNKNOWN, OptionalOf, SequenceOf, entry_of, positive_axis, rule, same_dims
 from .registry import op
 
 
@@ -30,9 +32,31 @@ def sequence_construct(*inputs):
     return list(inputs)
 
 
+def _element(f, i=0):
+    """The tensor entry of the sequence (or optional) input i, UNKNOWN when that is not known."""
+    t = f.type(i)
+    return t.of if isinstance(t, (SequenceOf, OptionalOf)) else UNKNOWN
+
+
+def _sequence(entries):
+    """A sequence of tensors of these entries' (common) type, with their dims when all agree."""
+    types = [e[0] for e in entries if e[0] is not None]
+    return (SequenceOf((types[0] if types else None, same_dims(entries))), None)
+
+
+@rule("SequenceConstruct")
+def _sequence_construct_rule(f):
+    return [_sequence(f.ins)]
+
+
 @op("SequenceEmpty", since=11)
 def sequence_empty(*, dtype=1):
     return []
+
+
+@rule("SequenceEmpty")
+def _sequence_empty_rule(f):
+    return [(SequenceOf((f.attr("dtype", FLOAT), None)), None)]
 
 
 @op("SequenceAt", since=11, host_inputs=(1,))
@@ -43,6 +67,11 @@ def sequence_at(input_sequence, position):
     if not -n <= p < n:
         raise InvalidArgument(f"SequenceAt: position {p} is out of bounds for a sequence of length {n}")
     return seq[p]
+
+
+@rule("SequenceAt")
+def _sequence_at_rule(f):
+    return [_element(f)]
 
 
 @op("SequenceInsert", since=11, host_inputs=(2,))
@@ -65,6 +94,11 @@ def sequence_insert(input_sequence, tensor, position=None):
     return out
 
 
+@rule("SequenceInsert")
+def _sequence_insert_rule(f):
+    return [_sequence([_element(f), f.ins[1]])]
+
+
 @op("SequenceErase", since=11, host_inputs=(1,))
 def sequence_erase(input_sequence, position=None):
     seq = _seq(input_sequence, "SequenceErase")
@@ -79,9 +113,19 @@ def sequence_erase(input_sequence, position=None):
     return out
 
 
+@rule("SequenceErase")
+def _sequence_erase_rule(f):
+    return [f.ins[0]]
+
+
 @op("SequenceLength", since=11)
 def sequence_length(input_sequence):
     return np.asarray(len(_seq(input_sequence, "SequenceLength")), dtype=np.int64)
+
+
+@rule("SequenceLength")
+def _sequence_length_rule(f):
+    return [(INT64, [])]
 
 
 @op("ConcatFromSequence", since=11)
@@ -103,6 +147,13 @@ def concat_from_sequence(input_sequence, *, axis, new_axis=0):
         return np.concatenate(arrs, axis=axis % r)
     except ValueError as e:
         raise InvalidArgument(f"ConcatFromSequence: {e}") from None
+
+
+@rule("ConcatFromSequence")
+def _concat_from_sequence_rule(f):
+    """The tensors' type; their rank (one more with new_axis)."""
+    t, d = _element(f)
+    return [(t, None if d is None else [None] * (len(d) + (1 if f.attr("new_axis", 0) else 0)))]
 
 
 @op("SplitToSequence", since=11, host_inputs=(1,))
@@ -134,9 +185,30 @@ def split_to_sequence(input, split=None, *, axis=0, keepdims=1):
     return np.split(x, bounds, axis=axis)
 
 
+@rule("SplitToSequence")
+def _split_to_sequence_rule(f):
+    """A sequence of tensors of the input's type: without a split, its dims with the axis dim 1 (dropped without
+    keepdims); with one, its rank."""
+    t, d = f.ins[0]
+    if d is None:
+        return [(SequenceOf((t, None)), None)]
+    ax = positive_axis(f.attr("axis", 0), len(d))
+    if f.has(1):
+        part = [None if i == ax else x for i, x in enumerate(d)]
+    else:
+        part = [1 if i == ax else x for i, x in enumerate(d) if i != ax or f.attr("keepdims", 1)]
+    return [(SequenceOf((t, part)), None)]
+
+
 @op("Optional", since=15)
 def optional(input=None, *, type=None):
     return input
+
+
+@rule("Optional")
+def _optional_rule(f):
+    """An optional of the input's type, or of the `type` attribute's."""
+    return [(OptionalOf(f.ins[0] if f.has(0) else entry_of(f.attr("type")) or UNKNOWN), None)]
 
 
 @op("OptionalHasElement", since=15)
@@ -144,8 +216,20 @@ def optional_has_element(input=None):
     return np.asarray(input is not None, dtype=np.bool_)
 
 
+@rule("OptionalHasElement")
+def _optional_has_element_rule(f):
+    return [(BOOL, [])]
+
+
 @op("OptionalGetElement", since=15)
 def optional_get_element(input):
     if input is None:
         raise Fail("OptionalGetElement: the optional input has no element")
     return input
+
+
+@rule("OptionalGetElement")
+def _optional_get_element_rule(f):
+    """The optional's element (a plain tensor or sequence input passes through)."""
+    t = f.type(0)
+    return [t.of if isinstance(t, OptionalOf) else f.ins[0] if t is not None else UNKNOWN]

@@ -1,21 +1,15 @@
-"""Shape-manipulation kernels: Reshape, Transpose, Concat, Split, (Un)Squeeze, Flatten, Expand, Tile, Pad, Shape, Size,
-DepthToSpace, SpaceToDepth, Identity, CenterCropPad, Trilu, EyeLike."""
+"""Shape-manipulation kernels: Reshape, Transpose, Concat, Split, (Un)Squeeze, Flatten, Expand, Tile, Shape, Size,
+DepthToSpace, SpaceToDepth, Identity, Trilu, EyeLike (Pad and CenterCropPad: pad.py)."""
 import math
 
 import numpy as np
 
-from ..dtypes import np_dtype
+from ..dtypes import INT64, np_dtype
 from ..errors import InvalidArgument
+from .inference import broadcast, positive_axis, product, rule, same_as_input, unknown_dims
 from .math import lower
 from .registry import op
-from .util import ints, norm_axis
-
-
-def _axes(axes, rank, name):
-    out = [norm_axis(a, rank, name) for a in axes]
-    if len(set(out)) != len(out):
-        raise InvalidArgument(f"{name}: repeated axis in {list(axes)}")
-    return out
+from .util import ints, norm_axes, norm_axis
 
 
 # ---------------------------------------------------------------------------------------------------- Reshape
@@ -68,6 +62,46 @@ def reshape(data, shape, *, allowzero=0):
     return _reshape(data, shape, allowzero)
 
 
+def _reshaped_dims(s0, shape, allowzero):
+    """Reshape's output dims for a constant `shape`: 0 copies the input dim (unless allowzero), -1 is inferred when
+    the input's size and the other dims are static."""
+    if shape is None:
+        return None
+    shape = [int(x) for x in np.asarray(shape).reshape(-1)]
+    out = []
+    for i, d in enumerate(shape):
+        if d == 0 and not allowzero:
+            out.append(s0[i] if s0 is not None and i < len(s0) else None)
+        else:
+            out.append(d if d != -1 else None)
+    if -1 in shape and s0 is not None and product(s0) is not None and \
+            all(isinstance(d, int) for d in out if d is not None):
+        known = product([d for d in out if d is not None])
+        if known:
+            out[shape.index(-1)] = product(s0) // known
+    return out
+
+
+def _entry_dims(s0, entries, allowzero):
+    """Reshape's output dims for a shape tensor known only as shape entries (ints / symbolic dims / None)."""
+    return [(s0[i] if s0 is not None and i < len(s0) else None) if e == 0 and not allowzero
+            else (e if isinstance(e, str) or (isinstance(e, int) and e > 0) else None)
+            for i, e in enumerate(entries)]
+
+
+@rule("Reshape")
+def _reshape_rule(f):
+    t0, s0, allowzero = f.type(0), f.dims(0), f.attr("allowzero", 0)
+    if len(f.node.inputs) < 2:
+        return [(t0, _reshaped_dims(s0, f.attr("shape", []), allowzero))]
+    shape, entries, d = f.const(1), f.shape_value(1), f.dims(1)
+    if shape is None and entries is not None:
+        return [(t0, _entry_dims(s0, entries[0], allowzero))]
+    if shape is None:  # only the output's rank: the shape's length
+        return [(t0, unknown_dims(d[0]) if d is not None and len(d) == 1 and isinstance(d[0], int) else None)]
+    return [(t0, _reshaped_dims(s0, shape, allowzero))]
+
+
 # ---------------------------------------------------------------------------------------------------- Transpose
 
 @op("Transpose", since=1)
@@ -77,6 +111,15 @@ def transpose(data, *, perm=None):
     if sorted(perm) != list(range(data.ndim)):
         raise InvalidArgument(f"Transpose: perm {perm} is not a permutation of the {data.ndim} axes")
     return np.transpose(data, perm)
+
+
+@rule("Transpose")
+def _transpose_rule(f):
+    s0 = f.dims(0)
+    if s0 is None:
+        return [(f.type(0), None)]
+    perm = f.attr("perm") or list(range(len(s0)))[::-1]
+    return [(f.type(0), [s0[p] for p in perm])]
 
 
 # ---------------------------------------------------------------------------------------------------- Concat
@@ -100,6 +143,22 @@ def concat_v1(*inputs, axis=1):
 @op("Concat", since=4)
 def concat(*inputs, axis):
     return _concat(inputs, axis)
+
+
+@rule("Concat")
+def _concat_rule(f):
+    """The inputs' type; their dims with the axis dims summed. Shape vectors concatenate into one."""
+    values = [f.shape_value(i) for i in range(len(f.node.inputs))]
+    if values and all(v is not None and not v[1] for v in values):
+        f.holds([e for v in values for e in v[0]])
+    dims = [d for _, d in f.ins]
+    if any(d is None for d in dims):
+        return [(f.common_type(), unknown_dims(next((len(d) for d in dims if d is not None), None)))]
+    s0 = dims[0]
+    ax = positive_axis(f.attr("axis", 1), len(s0))
+    along = [d[ax] for d in dims]
+    total = sum(along) if all(isinstance(d, int) for d in along) else None
+    return [(f.common_type(), [total if i == ax else d for i, d in enumerate(s0)])]
 
 
 # ---------------------------------------------------------------------------------------------------- Split
@@ -153,12 +212,37 @@ def split(input, split=None, *, axis=0, num_outputs=None, ctx):  # noqa: A002
     return _split(input, axis, ints(split), num_outputs, ctx.num_outputs)
 
 
+def _split_sizes(f, dim):
+    """The output sizes along the split axis as the kernel cuts them (None each where not fixed)."""
+    n = f.n_outputs
+    split = f.attr("split") if f.attr("split") is not None else (f.ints(1) if f.has(1) else [])
+    if split is None:  # a split input that is not a constant
+        return [None] * n
+    if len(split):
+        return list(split)
+    if not isinstance(dim, int):
+        return [None] * n
+    parts = f.attr("num_outputs") or n
+    chunk = -(-dim // parts)
+    return [min(chunk, max(dim - i * chunk, 0)) for i in range(parts)]
+
+
+@rule("Split")
+def _split_rule(f):
+    """Every output of the input's type and rank; the axis dim where the split sizes are fixed."""
+    t0, s0 = f.type(0), f.dims(0)
+    if s0 is None:
+        return [(t0, None)] * f.n_outputs
+    ax = positive_axis(f.attr("axis", 0), len(s0))
+    return [(t0, s0[:ax] + [size] + s0[ax + 1:]) for size in _split_sizes(f, s0[ax])]
+
+
 # ---------------------------------------------------------------------------------------------------- Squeeze
 
 def _squeeze(data, axes):
     if axes is None or len(axes) == 0:
         return data.reshape([d for d in data.shape if d != 1])
-    ax = _axes(axes, data.ndim, "Squeeze")
+    ax = norm_axes(axes, data.ndim, "Squeeze")
     for a in ax:
         if data.shape[a] != 1:
             raise InvalidArgument(f"Squeeze: dimension {a} of shape {data.shape} is not 1")
@@ -179,7 +263,7 @@ def _unsqueeze(data, axes):
     if axes is None:
         raise InvalidArgument("Unsqueeze: axes are required")
     rank = data.ndim + len(axes)
-    ax = set(_axes(axes, rank, "Unsqueeze"))
+    ax = set(norm_axes(axes, rank, "Unsqueeze"))
     it = iter(data.shape)
     return data.reshape([1 if i in ax else next(it) for i in range(rank)])
 
@@ -192,6 +276,43 @@ def unsqueeze_v1(data, *, axes):
 @op("Unsqueeze", since=13, host_inputs=(1,))
 def unsqueeze(data, axes):
     return _unsqueeze(data, ints(axes))
+
+
+def _axes_of(f):
+    """(Un)Squeeze's axes: the attribute, or the constant input; None when not given or not constant."""
+    axes = f.attr("axes")
+    return f.ints(1) if axes is None and f.has(1) else axes
+
+
+@rule("Squeeze")
+def _squeeze_rule(f):
+    """The input's type; its dims without the squeezed axes (without every 1 when no axes are given). A squeezed
+    one-entry shape vector is a scalar."""
+    value = f.shape_value(0)
+    if value is not None and len(value[0]) == 1:
+        f.holds(value[0], scalar=True)
+    t0, s0, axes = f.type(0), f.dims(0), _axes_of(f)
+    if s0 is None or (axes is None and f.has(1)):
+        return [(t0, None)]
+    if axes is None:
+        return [(t0, [d for d in s0 if d != 1]) if all(isinstance(d, int) for d in s0) else (t0, None)]
+    ax = {positive_axis(x, len(s0)) for x in axes}
+    return [(t0, [d for i, d in enumerate(s0) if i not in ax])]
+
+
+@rule("Unsqueeze")
+def _unsqueeze_rule(f):
+    """The input's type; its dims with 1s inserted at the axes. An unsqueezed scalar shape entry is a vector."""
+    value = f.shape_value(0)
+    if value is not None and value[1]:
+        f.holds(value[0])
+    t0, s0, axes = f.type(0), f.dims(0), _axes_of(f)
+    if s0 is None or axes is None:
+        return [(t0, None)]
+    r = len(s0) + len(axes)
+    ax = {positive_axis(x, r) for x in axes}
+    it = iter(s0)
+    return [(t0, [1 if i in ax else next(it) for i in range(r)])]
 
 
 # ---------------------------------------------------------------------------------------------------- Flatten
@@ -207,6 +328,15 @@ def flatten(input, *, axis=1):  # noqa: A002
     return input.reshape(outer, inner)
 
 
+@rule("Flatten")
+def _flatten_rule(f):
+    s0 = f.dims(0)
+    if s0 is None:
+        return [(f.type(0), [None, None])]
+    ax = positive_axis(f.attr("axis", 1), len(s0))
+    return [(f.type(0), [product(s0[:ax]), product(s0[ax:])])]
+
+
 # ---------------------------------------------------------------------------------------------------- Expand / Tile
 
 @op("Expand", since=8, host_inputs=(1,))
@@ -217,6 +347,16 @@ def expand(input, shape):  # noqa: A002
     except ValueError:
         raise InvalidArgument(f"Expand: shape {shape} does not broadcast with input shape {input.shape}") from None
     return np.broadcast_to(input, out_shape).copy()
+
+
+@rule("Expand")
+def _expand_rule(f):
+    """The input's type; its dims broadcast with the shape's entries when those are known."""
+    t0, s0, entries = f.type(0), f.dims(0), f.shape_value(1)
+    if entries is None or s0 is None:
+        return [(t0, None)]
+    target = [e if isinstance(e, (str, int)) and e != -1 else None for e in entries[0]]
+    return [(t0, broadcast([s0, target]))]
 
 
 @op("Tile", since=1, host_inputs=(1, 2))
@@ -236,79 +376,14 @@ def tile(input, repeats):  # noqa: A002
     return np.tile(input, reps)
 
 
-# ---------------------------------------------------------------------------------------------------- Pad
-
-def _pad(data, pads, mode, value, axes=None):
-    r = data.ndim
-    if axes is None:
-        axes = list(range(r))
-    else:
-        axes = _axes(axes, r, "Pad")
-    n = len(axes)
-    if len(pads) != 2 * n:
-        raise InvalidArgument(f"Pad: {len(pads)} pads given for {n} axes")
-    before, after = [0] * r, [0] * r
-    for i, a in enumerate(axes):
-        before[a], after[a] = pads[i], pads[i + n]
-    if any(p < 0 for p in before + after):  # negative pads crop first
-        sl = tuple(slice(max(-b, 0), d - max(-e, 0)) for b, e, d in zip(before, after, data.shape))
-        data = data[sl]
-        if any(d < 0 for d in data.shape):
-            raise InvalidArgument("Pad: negative pads remove more than the whole dimension")
-    width = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
-    if not any(b or e for b, e in width):
-        return data.copy()
-    if mode == "constant":
-        v = np.zeros((), data.dtype) if value is None else np.asarray(value).reshape(-1)
-        v = v.reshape(-1)[0] if v.size else np.zeros((), data.dtype)
-        if data.dtype.names is not None and np.asarray(v).dtype != data.dtype:  # a number for a structured type
-            v = lower(np.asarray(v, dtype=np.float64), data.dtype)
-        out = np.full([d + b + e for d, (b, e) in zip(data.shape, width)], v, dtype=data.dtype)
-        out[tuple(slice(b, b + d) for d, (b, _) in zip(data.shape, width))] = data
-        return out
-    if mode not in ("reflect", "edge", "wrap"):
-        raise InvalidArgument(f"Pad: unsupported mode '{mode}'")
-    for a, (b, e) in enumerate(width):
-        if b or e:
-            d = data.shape[a]
-            if d == 0:
-                raise InvalidArgument(f"Pad: cannot {mode}-pad the empty axis {a}")
-            data = np.take(data, _pad_indices(mode, d, b, e), axis=a)
-    return data
-
-
-def _pad_indices(mode, d, b, e):
-    """Source index of each position of an axis of length d padded by b before and e after (numpy.pad's rules,
-    which ONNX follows, pads longer than the axis included); one gather per padded axis."""
-    i = np.arange(-b, d + e)
-    if mode == "edge":
-        return np.clip(i, 0, d - 1)
-    if mode == "wrap":
-        return i % d
-    if d == 1:  # reflect of a single element repeats it
-        return np.zeros_like(i)
-    i = np.abs(i) % (2 * (d - 1))
-    return np.where(i >= d, 2 * (d - 1) - i, i)
-
-
-@op("Pad", since=1)
-def pad_v1(data, *, mode="constant", paddings, value=0.0):
-    return _pad(data, paddings, mode, value)
-
-
-@op("Pad", since=2)
-def pad_v2(data, *, mode="constant", pads, value=0.0):
-    return _pad(data, pads, mode, value)
-
-
-@op("Pad", since=11, host_inputs=(1, 2))
-def pad_v11(data, pads, constant_value=None, *, mode="constant"):
-    return _pad(data, ints(pads), mode, constant_value)
-
-
-@op("Pad", since=18, host_inputs=(1, 2, 3))
-def pad(data, pads, constant_value=None, axes=None, *, mode="constant"):
-    return _pad(data, ints(pads), mode, constant_value, ints(axes))
+@rule("Tile")
+def _tile_rule(f):
+    """The input's type and rank; static dims times constant repeats (Tile-6 on)."""
+    t0, s0 = f.type(0), f.dims(0)
+    reps = f.ints(1) if f.opset >= 6 else None
+    if s0 is None or reps is None or len(reps) != len(s0):
+        return [(t0, unknown_dims(None if s0 is None else len(s0)))]
+    return [(t0, [d if r == 1 else d * r if isinstance(d, int) else None for d, r in zip(s0, reps)])]
 
 
 # ---------------------------------------------------------------------------------------------------- Shape / Size
@@ -326,6 +401,24 @@ def shape(data, *, end=None, start=0):
 @op("Size", since=1, meta_inputs=(0,))
 def size(data):
     return np.asarray(data.size, dtype=np.int64)
+
+
+@rule("Shape")
+def _shape_rule(f):
+    """int64 [number of dims in start:end]; it holds those dims."""
+    d = f.dims(0)
+    if d is None:
+        return [(INT64, None)]
+    r = len(d)
+    start, end = f.attr("start", 0), f.attr("end", r)
+    start, end = max(0, min(r, positive_axis(start, r))), max(0, min(r, positive_axis(end, r)))
+    f.holds(d[start:end])
+    return [(INT64, [max(0, end - start)])]
+
+
+@rule("Size")
+def _size_rule(f):
+    return [(INT64, [])]
 
 
 # ---------------------------------------------------------------------------------------------------- Depth/Space
@@ -389,6 +482,35 @@ def space_to_depth(input, *, blocksize, mode="DCR"):  # noqa: A002
     return _space_to_depth(input, blocksize, mode)
 
 
+def _times(d, k):
+    return d * k if isinstance(d, int) else None
+
+
+def _over(d, k):
+    return d // k if isinstance(d, int) else None
+
+
+def _blocks_dims(f, to_space):
+    """DepthToSpace (to_space) / SpaceToDepth dims: channels and spatial dims traded by blocksize, where static."""
+    s0, bs = f.dims(0), f.attr("blocksize")
+    if s0 is None or len(s0) != 4 or not bs:
+        return unknown_dims(4)
+    n, c, h, w = s0
+    if to_space:
+        return [n, _over(c, bs * bs), _times(h, bs), _times(w, bs)]
+    return [n, _times(c, bs * bs), _over(h, bs), _over(w, bs)]
+
+
+@rule("DepthToSpace")
+def _depth_to_space_rule(f):
+    return [(f.type(0), _blocks_dims(f, True))]
+
+
+@rule("SpaceToDepth")
+def _space_to_depth_rule(f):
+    return [(f.type(0), _blocks_dims(f, False))]
+
+
 # ---------------------------------------------------------------------------------------------------- Identity
 
 @op("Identity", since=1)
@@ -396,32 +518,6 @@ def identity(input):  # noqa: A002
     if isinstance(input, list):
         return list(input)
     return input
-
-
-# ---------------------------------------------------------------------------------------------------- CenterCropPad
-
-@op("CenterCropPad", since=18, host_inputs=(1,))
-def center_crop_pad(input_data, shape, *, axes=None):
-    r = input_data.ndim
-    axes = list(range(r)) if axes is None else _axes(axes, r, "CenterCropPad")
-    target = ints(shape)
-    if len(target) != len(axes):
-        raise InvalidArgument(f"CenterCropPad: shape has {len(target)} entries for {len(axes)} axes")
-    src = [slice(None)] * r
-    dst = [slice(None)] * r
-    out_shape = list(input_data.shape)
-    for a, t in zip(axes, target):
-        d = input_data.shape[a]
-        out_shape[a] = t
-        if d > t:
-            s = (d - t) // 2
-            src[a] = slice(s, s + t)
-        elif d < t:
-            s = (t - d) // 2
-            dst[a] = slice(s, s + d)
-    out = np.zeros(out_shape, dtype=input_data.dtype)
-    out[tuple(dst)] = input_data[tuple(src)]
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------- Trilu / EyeLike
@@ -448,3 +544,11 @@ def eye_like(input, *, dtype=None, k=0):  # noqa: A002
     i = np.arange(max(0, -k), min(n, m - k)) if m - k > 0 else np.arange(0)
     out[i, i + k] = lower(np.ones((), np.float32), dt) if dt.names is not None else np.ones((), dtype=dt)
     return out
+
+
+rule("Identity", "Trilu")(same_as_input)  # (Identity passes sequences and optionals through too)
+
+
+@rule("EyeLike")
+def _eye_like_rule(f):
+    return [(f.attr("dtype") or f.type(0), f.dims(0))]

@@ -3,6 +3,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from .inference import rule, unknown_dims
 from .math import lower, via_float32
 from .registry import op
 
@@ -167,3 +168,31 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
     down = np.where((j >= center) & (j < right), (right - j) / down_den, 0.0)
     out = np.where((j >= center) & (j < right), down, up)
     return lower(out, np_dtype(output_datatype))
+
+
+@rule("DFT")
+def _dft_rule(f):
+    """The input's type and rank."""
+    return [(f.type(0), unknown_dims(f.rank(0)))]
+
+
+@rule("STFT")
+def _stft_rule(f):
+    """The signal's type; [batch, frames, bins, 2]."""
+    d = f.dims(0)
+    return [(f.type(0), [d[0] if d is not None else None, None, None, 2])]
+
+
+@rule("HannWindow", "HammingWindow", "BlackmanWindow")
+def _window_rule(f):
+    """output_datatype (float by default); 1-D of `size` entries."""
+    size = f.ints(0)
+    return [(f.attr("output_datatype", 1), [size[0] if size and len(size) == 1 else None])]
+
+
+@rule("MelWeightMatrix")
+def _mel_weight_matrix_rule(f):
+    """output_datatype (float by default); [dft_length // 2 + 1, num_mel_bins]."""
+    bins, length = f.ints(0), f.ints(1)
+    rows = length[0] // 2 + 1 if length and len(length) == 1 else None
+    return [(f.attr("output_datatype", 1), [rows, bins[0] if bins and len(bins) == 1 else None])]

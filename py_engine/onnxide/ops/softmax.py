@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from .inference import rule, same_as_input
 from .math import is_exotic_float, lift, lower, step_rounder, step_sum
 from .registry import op
 from .util import norm_axis
@@ -107,3 +108,6 @@ def hardmax_1(x, *, axis=1):
 @op("Hardmax", since=13)
 def hardmax_13(x, *, axis=-1):
     return _hardmax_along(x, norm_axis(axis, x.ndim, "Hardmax"))
+
+
+rule("Softmax", "LogSoftmax", "Hardmax")(same_as_input)

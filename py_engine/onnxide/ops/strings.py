@@ -3,7 +3,9 @@ import re
 
 import numpy as np
 
+from ..dtypes import BOOL, FLOAT, INT64, STRING
 from ..errors import InvalidArgument
+from .inference import broadcast, fixed_type, rule
 from .registry import op
 
 
@@ -154,3 +156,33 @@ def _ngram_positions(starts, n, lo, hi):
     for m in range(1, n):
         before += (int(starts[m]) - int(starts[m - 1])) // m
     return np.arange(before, before + (hi - lo) // n)
+
+
+@rule("StringConcat")
+def _string_concat_rule(f):
+    return [(STRING, broadcast([f.dims(0), f.dims(1)]))]
+
+
+@rule("StringNormalizer")
+def _string_normalizer_rule(f):
+    """strings of the input's rank (stopwords may drop entries of the last axis)."""
+    d = f.dims(0)
+    return [(STRING, None if d is None else d[:-1] + [None])]
+
+
+@rule("StringSplit")
+def _string_split_rule(f):
+    """The substrings: the input's dims plus one; the substring counts: int64 of the input's dims."""
+    d = f.dims(0)
+    return [(STRING, None if d is None else d + [None]), (INT64, d)]
+
+
+rule("RegexFullMatch")(fixed_type(BOOL))
+
+
+@rule("TfIdfVectorizer")
+def _tfidf_rule(f):
+    """float [C] or [N, C] (C = max(ngram_indexes) + 1)."""
+    d, idx = f.dims(0), f.attr("ngram_indexes")
+    size = int(max(idx)) + 1 if idx is not None and len(idx) else 0
+    return [(FLOAT, None if d is None else d[:-1] + [size])]

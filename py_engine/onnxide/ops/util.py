@@ -21,6 +21,14 @@ def norm_axis(axis, rank, name):
     return a % r
 
 
+def norm_axes(axes, rank, name):
+    """Each of `axes` in [0, rank) (see norm_axis); a repeated axis raises."""
+    out = [norm_axis(a, rank, name) for a in axes]
+    if len(set(out)) != len(out):
+        raise InvalidArgument(f"{name}: repeated axis in {list(axes)}")
+    return out
+
+
 def slice_bounds(d, start, end, step):
     """The Python slice ONNX's Slice takes along an axis of length d: negatives count from the end, then starts and
     ends clamp to [0, d] for positive steps and to [0, d-1] / [-1, d-1] for negative ones (a start below -d still
