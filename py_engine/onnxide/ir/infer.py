@@ -226,20 +226,60 @@ def _constants(g, types, consts, sv):
 
 def infer_shapes(model):
     """Fill graph.value_info (and untyped graph outputs, and a body's untyped inputs) with inferred types; declared
-    types win. The bodies of If / Loop / Scan nodes are inferred on the way (before their node: its rule reads their
-    outputs), with what the node hands their inputs and the enclosing graphs' types visible.
+    types win. A body whose outputs are not all declared is inferred on the way (before its node: the node's rule
+    reads them), with what the node hands its inputs and the enclosing graphs' types visible.
 
     Returns (types, shape_values): name -> (elem_type, dims), and name -> (entries, is_scalar) for the small
     int64 tensors that hold shapes (entries are ints, symbolic dim names or None)."""
+    return _infer(model, every_body=False)
+
+
+def infer_bodies(model):
+    """Infer a graph with If / Loop / Scan bodies again, every body included (nested ones too), so the partitioner
+    knows what a body's values are."""
+    if any(next(subgraphs(n), None) is not None for n in model.graph.nodes):
+        _infer(model, every_body=True)
+
+
+def _infer(model, every_body):
     g = model.graph
-    for name in [k for k, v in g.value_info.items() if v.inferred]:
+    previous = _forget_inferred(g)
+    types, consts, sv = {}, {}, {}
+    _constants(g, types, consts, sv)
+    _known_types(model, types)
+    for n in g.nodes:
+        rule, facts = _facts(n, model.opsets, types, consts, sv)
+        if every_body or _reads_undeclared_outputs(n):
+            for body in subgraphs(n):
+                _infer(_Body(body, model.opsets, types, getattr(model, "outer_type", None), _body_inputs(n, facts)),
+                       every_body)
+        res, value = _apply(rule, facts) if rule is not None else (None, None)
+        if value is not None and n.outputs:
+            sv[n.outputs[0]] = value
+        _record(g, n, res, types, previous)
+    for o in g.outputs:
+        if o.type is None and o.name in types:
+            o.type, o.inferred = type_proto(*types[o.name]), True
+    return types, sv
+
+
+def _forget_inferred(g):
+    """Drop what the last inference added to `g`; returns its inferred value_info by name (reused where unchanged:
+    building TypeProtos is what inference spends most on)."""
+    previous = {k: v for k, v in g.value_info.items() if v.inferred}
+    for name in previous:
         del g.value_info[name]
     for o in list(g.inputs) + list(g.outputs):
         if o.inferred:
             o.type, o.inferred = None, False
-    types, consts, sv = {}, {}, {}
-    _constants(g, types, consts, sv)
-    outer_type = getattr(model, "outer_type", None)  # a body: the enclosing graphs' values it reads
+    return previous
+
+
+def _known_types(model, types):
+    """Add to `types` what is known before any rule runs: the enclosing graphs' values a body reads, the inputs
+    (a body's undeclared ones typed by its node) and the declared value_info."""
+    g = model.graph
+    outer_type = getattr(model, "outer_type", None)
     if outer_type is not None:
         local = {o for n in g.nodes for o in n.outputs}  # (a name the body defines hides the enclosing value)
         for n in g.nodes:
@@ -248,7 +288,7 @@ def infer_shapes(model):
                     t = outer_type(x)
                     if t is not None:
                         types[x] = t
-    given = getattr(model, "given_inputs", None) or []  # a body: what its node hands its inputs
+    given = getattr(model, "given_inputs", None) or []
     for i, vi in enumerate(g.inputs):
         k = entry_of(vi.type)
         if k is None and i < len(given) and given[i][0] is not None:
@@ -259,22 +299,17 @@ def infer_shapes(model):
         k = entry_of(vi.type)
         if k is not None:
             types[vi.name] = k
-    for n in g.nodes:
-        rule, facts = _facts(n, model.opsets, types, consts, sv)
-        _infer_bodies_of(n, model.opsets, types, outer_type, _body_inputs(n, facts))
-        res, value = _apply(rule, facts) if rule is not None else (None, None)
-        if value is not None and n.outputs:
-            sv[n.outputs[0]] = value
-        for i, name in enumerate(n.outputs):
-            if not name or name in types:
-                continue
-            if res is not None and i < len(res) and res[i] is not None and res[i][0]:
-                types[name] = res[i]
-                g.value_info[name] = ValueInfo(name, type_proto(*res[i]), inferred=True)
-    for o in g.outputs:
-        if o.type is None and o.name in types:
-            o.type, o.inferred = type_proto(*types[o.name]), True
-    return types, sv
+
+
+def _record(g, node, res, types, previous):
+    """Record the rule's entries for the node's outputs that have no type yet (declared types win)."""
+    for i, name in enumerate(node.outputs):
+        if not name or name in types or res is None or i >= len(res) or res[i] is None or not res[i][0]:
+            continue
+        types[name] = res[i]
+        old = previous.get(name)
+        g.value_info[name] = old if old is not None and entry_of(old.type) == res[i] else \
+            ValueInfo(name, type_proto(*res[i]), inferred=True)
 
 
 def value_types(graph):
@@ -311,14 +346,6 @@ class _Body:
         return t if t is not None or self._enclosing is None else self._enclosing(name)
 
 
-def _infer_bodies_of(node, opsets, types, enclosing, given_inputs=None):
-    for body in subgraphs(node):
-        infer_shapes(_Body(body, opsets, types, enclosing, given_inputs))
-
-
-def infer_bodies(model):
-    """Infer a graph with If / Loop / Scan bodies again, bodies included (infer_shapes infers them with their node,
-    the enclosing graphs' types visible), so the partitioner knows what a body's values are after passes that
-    changed them."""
-    if any(next(subgraphs(n), None) is not None for n in model.graph.nodes):
-        infer_shapes(model)
+def _reads_undeclared_outputs(node):
+    """True when a body of `node` has an output without a declared type (its node's rule needs it inferred)."""
+    return any(o.type is None or o.inferred for body in subgraphs(node) for o in body.outputs)
