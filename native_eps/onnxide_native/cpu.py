@@ -6,7 +6,7 @@ import math
 
 from onnxide.errors import InvalidArgument
 from onnxide.ops import activations, registry
-from onnxide.ops.conv import ConvGeometry
+from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
 from . import cpu_ops as K

@@ -10,7 +10,7 @@ import numpy as np
 
 from onnxide.errors import InvalidArgument
 from onnxide.ops import activations, conv_winograd, resize, weight_cache
-from onnxide.ops.conv import ConvGeometry
+from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.runtime import threads as session_threads
 from onnxide.runtime.providers import FALLBACK
 

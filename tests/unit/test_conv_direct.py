@@ -9,7 +9,8 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxide
 from onnxide.ops import conv as conv_ops
 from onnxide.ops import conv_direct
-from onnxide.ops.conv import conv_nd, spatial_geometry
+from onnxide.ops.conv import conv_nd
+from onnxide.ops.conv_geometry import spatial_geometry
 
 rng = np.random.default_rng(11)
 

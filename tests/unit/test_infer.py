@@ -8,7 +8,6 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxide as ort
-from onnxide.ir.infer import _NOT_MOVED
 from onnxide.ops import registry
 from onnxide.partition.spec import graph_types
 
@@ -291,7 +290,7 @@ def test_every_onnx_and_contrib_op_has_one_rule():
             continue
         rules = {registry.lookup(domain, op_type, s).infer for s in sinces}
         assert len(rules) == 1, (op_type, "one rule for every version")
-        rule = rules.pop() or _NOT_MOVED.get((domain, op_type))
+        rule = rules.pop()
         assert rule is not None, (domain, op_type)
 
 

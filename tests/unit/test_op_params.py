@@ -6,7 +6,7 @@ import pytest
 
 from onnxide.errors import InvalidArgument
 from onnxide.ops import conv as C, pool
-from onnxide.ops.conv import ConvGeometry, conv_output_shape
+from onnxide.ops.conv_geometry import ConvGeometry, conv_output_shape
 
 
 @pytest.mark.parametrize("auto_pad,strides,out,pb,pe", [

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..ops import activations
-from ..ops.conv import ConvGeometry
+from ..ops.conv_geometry import ConvGeometry
 from ..ops.fused import activate
 from ..runtime.providers import FALLBACK, guarded  # noqa: F401  (wasm_ops_* import them from here)
 from .wasm_runtime import In, Out, Scratch

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..ops import activations, resize as R
-from ..ops.conv import ConvGeometry
+from ..ops.conv_geometry import ConvGeometry
 from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, gemm_call, guarded
 from .wasm_ops_elem import binary_fast, unary_fast
 from .wasm_runtime import In, Out

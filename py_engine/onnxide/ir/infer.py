@@ -3,168 +3,21 @@ ops/inference.py — runs in graph order, so get_outputs() can describe undeclar
 ranks and fold shapes, and the partitioner knows each node's input types at plan time.
 
 A shape is a list of int (static), str (symbolic) or None (unknown) per dim; None for an unknown rank. Ops without a
-rule leave their outputs unknown — inference never guesses. The rules of ops/conv.py, ops/pool.py, ops/fused.py and
-ops/control.py are still kept here (`_NOT_MOVED`), until those modules can take them.
+rule leave their outputs unknown — inference never guesses. A rule with a `body_inputs` attribute (Loop, Scan,
+SequenceMap: ops/control.py) also says what its node hands its body's inputs.
 """
 import numpy as np
 
 from .. import dtypes as dt
 from ..errors import OnnxideError
-from ..ops.inference import UNKNOWN, Facts, SequenceOf, entry_of, positive_axis, type_proto, unknown_dims
-from ..ops.inference import tensor_type  # noqa: F401 - the session types its inputs with it
-from ..ops.conv import conv_output_shape
-from ..ops.linalg import gemm_rule, matmul_rule
-from ..ops.registry import MS_DOMAIN, ONNX_DOMAIN, resolve_opdef
+from ..ops.inference import UNKNOWN, Facts, entry_of, type_proto
+from ..ops.registry import resolve_opdef
 from .model import ValueInfo, subgraphs, type_dims
 
 
 def dims_of(g, name):
     """A value's declared or inferred dims (int / symbolic name / None each), or None for unknown rank."""
     return type_dims(g.value_type(name))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# rules still to move next to their kernels (ops/conv.py, ops/pool.py, ops/fused.py, ops/control.py)
-# ---------------------------------------------------------------------------------------------------------------
-
-def _conv_rule(f):
-    """Conv / FusedConv / ConvTranspose: X's type; the window geometry's dims (ops/conv.py's conv_output_shape)."""
-    return [(f.common_type([0, 1]), conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0), f.dims(1)))]
-
-
-def _conv_integer_rule(f):
-    return [(dt.INT32, conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0), f.dims(1)))]
-
-
-def _pool_rule(f):
-    """MaxPool / AveragePool / LpPool: X's type and the window geometry's dims; MaxPool's indices are int64."""
-    dims = conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0))
-    return [(f.type(0), dims)] + [(dt.INT64, dims)] * (f.n_outputs - 1)
-
-
-def _global_pool_rule(f):
-    s0 = f.dims(0)
-    return [(f.type(0), None if s0 is None else s0[:2] + [1] * (len(s0) - 2))]
-
-
-def _rank_kept_rule(f):
-    """X's type and rank (DeformConv, MaxUnpool)."""
-    return [(f.type(0), unknown_dims(f.rank(0)))]
-
-
-def _causal_conv_rule(f):
-    s0, w = f.dims(0), f.dims(1)
-    k = w[2] if w is not None and len(w) == 3 else None
-    state = None if s0 is None or len(s0) != 3 else [s0[0], s0[1], k - 1 if isinstance(k, int) else None]
-    return [(f.type(0), s0), (f.type(0), state)]
-
-
-def _max_roi_pool_rule(f):
-    return [(f.type(0), unknown_dims(4))]
-
-
-def _col2im_rule(f):
-    return [(f.type(0), None)]
-
-
-def _merged(a, b):
-    """The entry two branches' outputs agree on: the type when equal, each dim where equal."""
-    if a is None or b is None or a[0] != b[0]:
-        return UNKNOWN
-    da, db = a[1], b[1]
-    same_rank = da is not None and db is not None and len(da) == len(db)
-    return (a[0], [x if x == y else None for x, y in zip(da, db)] if same_rank else None)
-
-
-def _if_rule(f):
-    """If: each output as both branches declare it."""
-    then, other = f.attr("then_branch"), f.attr("else_branch")
-    return [_merged(entry_of(x.type), entry_of(y.type)) for x, y in zip(then.outputs, other.outputs)]
-
-
-def _body_output(body, i):
-    """The entry body output i has (declared, or inferred with its node), UNKNOWN when none."""
-    return (entry_of(body.outputs[i].type) if i < len(body.outputs) else None) or UNKNOWN
-
-
-def _stacked(entry, axis, count=None):
-    """A scan output: the body's per-iteration entry stacked along `axis` (`count` entries)."""
-    t, d = entry
-    return (t, None if d is None else d[:positive_axis(axis, len(d) + 1)] + [count] +
-            d[positive_axis(axis, len(d) + 1):])
-
-
-def _loop_rule(f):
-    """Loop: loop-carried values keep their initial values' types; scan outputs stack the body's outputs."""
-    carried = max(len(f.ins) - 2, 0)
-    body = f.attr("body")
-    return [(f.type(2 + i), None) for i in range(carried)] + \
-        [_stacked(_body_output(body, 1 + carried + j), 0) for j in range(f.n_outputs - carried)]
-
-
-def _loop_body_inputs(f):
-    """Loop's body reads the iteration number, the condition and the loop-carried values."""
-    return [(dt.INT64, []), (dt.BOOL, [])] + [(f.type(2 + i), None) for i in range(max(len(f.ins) - 2, 0))]
-
-
-def _scan_states(f):
-    """(index of the first state input, number of state variables): Scan 8 takes sequence_lens first."""
-    return (1 if f.opset < 9 else 0), len(f.attr("body").inputs) - f.attr("num_scan_inputs", 0)
-
-
-def _scan_rule(f):
-    """Scan: state variables keep their initial values' types; scan outputs stack the body's outputs (along
-    scan_output_axes, as many as the first scan input has along its axis)."""
-    body = f.attr("body")
-    first, states = _scan_states(f)
-    if f.opset < 9:
-        return [(f.type(first + i), None) for i in range(states)] + \
-            [(_body_output(body, states + j)[0], None) for j in range(f.n_outputs - states)]
-    in_axes = f.attr("scan_input_axes") or [0] * f.attr("num_scan_inputs", 0)
-    out_axes = f.attr("scan_output_axes") or [0] * (f.n_outputs - states)
-    x = f.dims(states)
-    count = x[positive_axis(in_axes[0], len(x))] if x is not None and in_axes else None
-    return [(f.type(i), None) for i in range(states)] + \
-        [_stacked(_body_output(body, states + j), out_axes[j], count) for j in range(f.n_outputs - states)]
-
-
-def _scan_body_inputs(f):
-    """Scan's body reads the state variables and one slice of each scan input (without its scan axis)."""
-    first, states = _scan_states(f)
-    if f.opset < 9:
-        return [(f.type(first + i), None) for i in range(len(f.ins) - first)]
-    in_axes = f.attr("scan_input_axes") or [0] * (len(f.ins) - states)
-    sliced = []
-    for j, a in enumerate(in_axes):
-        t, d = f.ins[states + j]
-        sliced.append((t, None if d is None else d[:positive_axis(a, len(d))] + d[positive_axis(a, len(d)) + 1:]))
-    return list(f.ins[:states]) + sliced
-
-
-def _sequence_map_rule(f):
-    body = f.attr("body")
-    return [(SequenceOf((_body_output(body, j)[0], None)), None) for j in range(f.n_outputs)]
-
-
-def _sequence_map_body_inputs(f):
-    """SequenceMap's body reads one element of each sequence input (other inputs as they are)."""
-    return [t.of if isinstance(t, SequenceOf) else (t, d) for t, d in f.ins]
-
-
-_NOT_MOVED = {
-    (ONNX_DOMAIN, "Conv"): _conv_rule, (MS_DOMAIN, "FusedConv"): _conv_rule,
-    (ONNX_DOMAIN, "MaxPool"): _pool_rule, (ONNX_DOMAIN, "AveragePool"): _pool_rule, (ONNX_DOMAIN, "LpPool"): _pool_rule,
-    (ONNX_DOMAIN, "GlobalAveragePool"): _global_pool_rule, (ONNX_DOMAIN, "GlobalMaxPool"): _global_pool_rule,
-    (ONNX_DOMAIN, "GlobalLpPool"): _global_pool_rule,
-    (ONNX_DOMAIN, "ConvTranspose"): _conv_rule, (ONNX_DOMAIN, "DeformConv"): _rank_kept_rule,
-    (ONNX_DOMAIN, "MaxUnpool"): _rank_kept_rule, (ONNX_DOMAIN, "ConvInteger"): _conv_integer_rule,
-    (ONNX_DOMAIN, "CausalConvWithState"): _causal_conv_rule, (ONNX_DOMAIN, "MaxRoiPool"): _max_roi_pool_rule,
-    (ONNX_DOMAIN, "Col2Im"): _col2im_rule,
-    (MS_DOMAIN, "FusedGemm"): gemm_rule, (MS_DOMAIN, "FusedMatMul"): matmul_rule,
-    (ONNX_DOMAIN, "If"): _if_rule, (ONNX_DOMAIN, "Loop"): _loop_rule, (ONNX_DOMAIN, "Scan"): _scan_rule,
-    (ONNX_DOMAIN, "SequenceMap"): _sequence_map_rule,
-}
-_BODY_INPUTS = {"Loop": _loop_body_inputs, "Scan": _scan_body_inputs, "SequenceMap": _sequence_map_body_inputs}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -177,7 +30,7 @@ def _rule_of(node, opsets):
         opdef, version = resolve_opdef(node, opsets)
     except OnnxideError:
         return None, None
-    return opdef.infer or _NOT_MOVED.get((opdef.domain, node.op_type)), version
+    return opdef.infer, version
 
 
 _FAILURES = (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError)  # (a malformed node)
@@ -199,9 +52,10 @@ def _apply(rule, facts):
         return None, None
 
 
-def _body_inputs(node, facts):
-    """The entries a node's body inputs get from the node (Loop, Scan, SequenceMap), or None."""
-    given = _BODY_INPUTS.get(node.op_type) if facts is not None and node.domain in ("", "ai.onnx") else None
+def _body_inputs(rule, facts):
+    """The entries a node's body inputs get from the node (its rule's `body_inputs`: Loop, Scan, SequenceMap), or
+    None."""
+    given = getattr(rule, "body_inputs", None) if facts is not None else None
     try:
         return None if given is None else given(facts)
     except _FAILURES:
@@ -251,7 +105,7 @@ def _infer(model, every_body):
         rule, facts = _facts(n, model.opsets, types, consts, sv)
         if every_body or _reads_undeclared_outputs(n):
             for body in subgraphs(n):
-                _infer(_Body(body, model.opsets, types, getattr(model, "outer_type", None), _body_inputs(n, facts)),
+                _infer(_Body(body, model.opsets, types, getattr(model, "outer_type", None), _body_inputs(rule, facts)),
                        every_body)
         res, value = _apply(rule, facts) if rule is not None else (None, None)
         if value is not None and n.outputs:

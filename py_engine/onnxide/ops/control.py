@@ -7,6 +7,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import Fail, InvalidArgument
 from ..runtime.devices import HostArrayOps
+from .inference import UNKNOWN, SequenceOf, entry_of, positive_axis, rule
 from .registry import op
 from .util import norm_axis
 
@@ -262,3 +263,98 @@ def sequence_map(input_sequence, *additional_inputs, body, ctx):
         for k, v in enumerate(outs):
             results[k].append(v)
     return _result(results, ctx.num_outputs)
+
+
+# ---------------------------------------------------------------- shape rules
+
+def _merged(a, b):
+    """The entry two branches' outputs agree on: the type when equal, each dim where equal."""
+    if a is None or b is None or a[0] != b[0]:
+        return UNKNOWN
+    da, db = a[1], b[1]
+    same_rank = da is not None and db is not None and len(da) == len(db)
+    return (a[0], [x if x == y else None for x, y in zip(da, db)] if same_rank else None)
+
+
+@rule("If")
+def _if_rule(f):
+    """If: each output as both branches declare it."""
+    then, other = f.attr("then_branch"), f.attr("else_branch")
+    return [_merged(entry_of(x.type), entry_of(y.type)) for x, y in zip(then.outputs, other.outputs)]
+
+
+def _body_output(body, i):
+    """The entry body output i has (declared, or inferred with its node), UNKNOWN when none."""
+    return (entry_of(body.outputs[i].type) if i < len(body.outputs) else None) or UNKNOWN
+
+
+def _stacked(entry, axis, count=None):
+    """A scan output: the body's per-iteration entry stacked along `axis` (`count` entries)."""
+    t, d = entry
+    return (t, None if d is None else d[:positive_axis(axis, len(d) + 1)] + [count] +
+            d[positive_axis(axis, len(d) + 1):])
+
+
+@rule("Loop")
+def _loop_rule(f):
+    """Loop: loop-carried values keep their initial values' types; scan outputs stack the body's outputs."""
+    carried = max(len(f.ins) - 2, 0)
+    body = f.attr("body")
+    return [(f.type(2 + i), None) for i in range(carried)] + \
+        [_stacked(_body_output(body, 1 + carried + j), 0) for j in range(f.n_outputs - carried)]
+
+
+def _loop_body_inputs(f):
+    """Loop's body reads the iteration number, the condition and the loop-carried values."""
+    return [(dtypes.INT64, []), (dtypes.BOOL, [])] + [(f.type(2 + i), None) for i in range(max(len(f.ins) - 2, 0))]
+
+
+def _scan_states(f):
+    """(index of the first state input, number of state variables): Scan 8 takes sequence_lens first."""
+    return (1 if f.opset < 9 else 0), len(f.attr("body").inputs) - f.attr("num_scan_inputs", 0)
+
+
+@rule("Scan")
+def _scan_rule(f):
+    """Scan: state variables keep their initial values' types; scan outputs stack the body's outputs (along
+    scan_output_axes, as many as the first scan input has along its axis)."""
+    body = f.attr("body")
+    first, states = _scan_states(f)
+    if f.opset < 9:
+        return [(f.type(first + i), None) for i in range(states)] + \
+            [(_body_output(body, states + j)[0], None) for j in range(f.n_outputs - states)]
+    in_axes = f.attr("scan_input_axes") or [0] * f.attr("num_scan_inputs", 0)
+    out_axes = f.attr("scan_output_axes") or [0] * (f.n_outputs - states)
+    x = f.dims(states)
+    count = x[positive_axis(in_axes[0], len(x))] if x is not None and in_axes else None
+    return [(f.type(i), None) for i in range(states)] + \
+        [_stacked(_body_output(body, states + j), out_axes[j], count) for j in range(f.n_outputs - states)]
+
+
+def _scan_body_inputs(f):
+    """Scan's body reads the state variables and one slice of each scan input (without its scan axis)."""
+    first, states = _scan_states(f)
+    if f.opset < 9:
+        return [(f.type(first + i), None) for i in range(len(f.ins) - first)]
+    in_axes = f.attr("scan_input_axes") or [0] * (len(f.ins) - states)
+    sliced = []
+    for j, a in enumerate(in_axes):
+        t, d = f.ins[states + j]
+        sliced.append((t, None if d is None else d[:positive_axis(a, len(d))] + d[positive_axis(a, len(d)) + 1:]))
+    return list(f.ins[:states]) + sliced
+
+
+@rule("SequenceMap")
+def _sequence_map_rule(f):
+    body = f.attr("body")
+    return [(SequenceOf((_body_output(body, j)[0], None)), None) for j in range(f.n_outputs)]
+
+
+def _sequence_map_body_inputs(f):
+    """SequenceMap's body reads one element of each sequence input (other inputs as they are)."""
+    return [t.of if isinstance(t, SequenceOf) else (t, d) for t, d in f.ins]
+
+
+_loop_rule.body_inputs = _loop_body_inputs  # what each node hands its body (ir/infer.py types undeclared inputs)
+_scan_rule.body_inputs = _scan_body_inputs
+_sequence_map_rule.body_inputs = _sequence_map_body_inputs

@@ -5,6 +5,9 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from . import activations
+from .conv import conv_rule
+from .inference import rule
+from .linalg import gemm_rule, matmul_rule
 from .math import unlifted, via_float32
 from .registry import MS_DOMAIN, lookup, op
 
@@ -65,3 +68,8 @@ def fused_matmul(a, b, *, alpha=1.0, transA=0, transB=0, ctx=None):
 
     y = _primitive("MatMul", 13)(prep(a, transA), prep(b, transB), ctx=ctx)
     return y if alpha == 1.0 else (y * np.asarray(alpha, y.dtype)).astype(y.dtype)
+
+
+rule("FusedConv", domain=MS_DOMAIN)(conv_rule)  # the fused ops' shapes are their base op's
+rule("FusedGemm", domain=MS_DOMAIN)(gemm_rule)
+rule("FusedMatMul", domain=MS_DOMAIN)(matmul_rule)

@@ -3,8 +3,11 @@ import itertools
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import InvalidArgument
-from .conv import ConvGeometry, compute_dtype, pad_spatial
+from .conv import compute_dtype, pad_spatial
+from .conv_geometry import ConvGeometry, conv_output_shape
+from .inference import rule, unknown_dims
 from .math import via_float32
 from .registry import op
 
@@ -250,3 +253,28 @@ def max_roi_pool(x, rois, *, pooled_shape=None, spatial_scale=1.0, ctx=None):
                 if he > hs and we > ws:
                     y[i, :, i_h, i_w] = x[b, :, hs:he, ws:we].max(axis=(1, 2))
     return y
+
+
+# ---------------------------------------------------------------------------------------------------- shape rules
+
+@rule("MaxPool", "AveragePool", "LpPool")
+def _pool_rule(f):
+    """X's type and the window geometry's dims; MaxPool's indices are int64."""
+    dims = conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0))
+    return [(f.type(0), dims)] + [(dt.INT64, dims)] * (f.n_outputs - 1)
+
+
+@rule("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
+def _global_pool_rule(f):
+    s0 = f.dims(0)
+    return [(f.type(0), None if s0 is None else s0[:2] + [1] * (len(s0) - 2))]
+
+
+@rule("MaxUnpool")
+def _max_unpool_rule(f):
+    return [(f.type(0), unknown_dims(f.rank(0)))]
+
+
+@rule("MaxRoiPool")
+def _max_roi_pool_rule(f):
+    return [(f.type(0), unknown_dims(4))]

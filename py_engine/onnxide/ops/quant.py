@@ -4,7 +4,8 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import InvalidArgument
-from .conv import _kernel_shape, conv_nd, spatial_geometry
+from .conv import conv_nd
+from .conv_geometry import _kernel_shape, spatial_geometry
 from .inference import rule, unknown_dims
 from .linalg import matmul_dims
 from .math import via_float32

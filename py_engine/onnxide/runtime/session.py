@@ -9,7 +9,8 @@ from .. import proto as P
 from ..errors import (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
 from ..ir import load_model
 from ..ir.to_proto import model_to_proto
-from ..ir.infer import infer_bodies, infer_shapes, tensor_type
+from ..ir.infer import infer_bodies, infer_shapes
+from ..ops.inference import tensor_type
 from ..optimizer import optimize
 from . import providers as eps
 from . import specialize
