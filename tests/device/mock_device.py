@@ -17,7 +17,7 @@ import numpy as np
 
 from onnxide import dtypes as dt
 from onnxide.ops import registry
-from onnxide.partition.spec import SEQUENCE
+from onnxide.partition.spec import SEQUENCE, type_entry
 from onnxide.runtime.devices import Device, get_device, register_device
 from onnxide.runtime.providers import ExecutionProvider, register_provider
 
@@ -114,6 +114,7 @@ class MockDevice(Device):
 
     def reset(self):
         self.uploads = self.constants = self.downloads = self.allocations = self.shares = self.releases = 0
+        self.constant_bytes = 0
         self.live = {}  # id(buffer) -> buffer
 
     # --- memory ------------------------------------------------------------------------------------------------
@@ -137,6 +138,7 @@ class MockDevice(Device):
 
     def place_constant(self, array):
         self.constants += 1
+        self.constant_bytes += np.asarray(array).nbytes
         return self._new(np.asarray(array))
 
     def download(self, value):
@@ -223,10 +225,8 @@ def _declines(spec):
             return "subgraphs"
         for body in (g for v in node.attrs.values() for g in (v if isinstance(v, list) else [v])
                      if hasattr(g, "nodes")):
-            for o in body.outputs:
-                tp = o.type
-                if tp is not None and tp.tensor_type is None:
-                    return "body outputs"
+            if any(isinstance(type_entry(o.type) and type_entry(o.type)[0], str) for o in body.outputs):
+                return "body outputs"  # sequences, optionals
     return None
 
 

@@ -117,11 +117,10 @@ def _check(key, path, feed_list, carry):
         ups, downs, runs = max(ups, dev.uploads), max(downs, dev.downloads), runs + 1
         for g, w in zip(prev, prev_cpu):
             np.testing.assert_allclose(as_array(g), as_array(w), rtol=1e-5, atol=1e-6, err_msg=key)
-    weights = sum(np.asarray(v).nbytes for v in sess._model.graph.initializers.values() if isinstance(v, np.ndarray))
     return {"nodes_on_device": sum(not s.device.is_host for s in steps), "nodes_on_host": sum(s.device.is_host
                                                                                               for s in steps),
             "transfer_steps": sum(s.is_transfer for s in _steps(plan)), "weights_placed": audit.placed,
-            "weight_mb": round(weights / 2 ** 20, 2), "feeds": len(sess.get_inputs()),
+            "weight_mb": round(dev.constant_bytes / 2 ** 20, 2), "feeds": len(sess.get_inputs()),
             "outputs": len(sess.get_outputs()), "max_uploads_per_run": ups, "max_downloads_per_run": downs,
             "runs": runs, "host_ops": sorted({s.node.op_type for s in steps if s.device.is_host})}
 

@@ -150,8 +150,16 @@ def _guess_attr_type(a):
     return S.ATTR_INT
 
 
+_TYPE_FIELDS = ("tensor_type", "sequence_type", "map_type", "optional_type", "sparse_tensor_type")
+
+
+def _declared(tp):
+    """A TypeProto that says something, else None (an empty one declares no type: inference may fill it)."""
+    return tp if tp is not None and any(getattr(tp, f, None) is not None for f in _TYPE_FIELDS) else None
+
+
 def _value_infos(vis):
-    return [ValueInfo(v.name, v.type, v.doc_string) for v in vis]
+    return [ValueInfo(v.name, _declared(v.type), v.doc_string) for v in vis]
 
 
 def build_graph(gp, base_dir, outer_names=frozenset(), check=True):
@@ -162,7 +170,7 @@ def build_graph(gp, base_dir, outer_names=frozenset(), check=True):
             raise InvalidGraph(f"Graph '{gp.name}' has an initializer without a name")
         inits[t.name] = to_numpy(t, base_dir)
     g = Graph(gp.name, (), _value_infos(gp.input), _value_infos(gp.output), inits,
-              {v.name: ValueInfo(v.name, v.type) for v in gp.value_info}, gp.doc_string)
+              {v.name: ValueInfo(v.name, _declared(v.type)) for v in gp.value_info}, gp.doc_string)
     for st in gp.sparse_initializer:
         g.initializers[st.values.name] = sparse_to_numpy(st, base_dir)
         g.sparse_initializer_names.add(st.values.name)
