@@ -36,38 +36,11 @@ class _Buffer:
         self.array, self.refs = array, 1
 
 
-class Handle:
-    """A device tensor: metadata only."""
-
-    __slots__ = ("_buf", "shape", "dtype", "device", "released")
-    __array_priority__ = 1e9
-
-    def __init__(self, buf, device):
-        self._buf, self.device, self.released = buf, device, False
-        self.shape, self.dtype = buf.array.shape, buf.array.dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    def _deny(self, *args, **kwargs):
-        raise HostAccess(f"host access to a device tensor {self.shape} {self.dtype} without a transfer")
-
-    __array__ = __len__ = __iter__ = __getitem__ = __bool__ = __float__ = __int__ = __index__ = _deny
-    __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = _deny
-
-    def __repr__(self):
-        return f"Handle({self.shape}, {self.dtype}{', released' if self.released else ''})"
-
-
 class Meta:
-    """What a kernel may read of a meta input: the value's shape and dtype."""
+    """What a kernel may read of a meta input: the value's shape and dtype (any data access raises)."""
 
     __slots__ = ("shape", "dtype")
+    denied = "a kernel read the data of a meta input (only its shape and dtype are promised)"
 
     def __init__(self, value):
         self.shape, self.dtype = tuple(value.shape), value.dtype
@@ -81,9 +54,25 @@ class Meta:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def _deny(self, *args, **kwargs):
-        raise HostAccess("a kernel read the data of a meta input (only its shape and dtype are promised)")
+        raise HostAccess(self.denied)
 
     __array__ = __len__ = __iter__ = __getitem__ = __bool__ = __float__ = __int__ = __index__ = _deny
+    __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = _deny
+
+
+class Handle(Meta):
+    """A device tensor: metadata only, its data read by its device."""
+
+    __slots__ = ("_buf", "device", "released")
+    __array_priority__ = 1e9
+    denied = "host access to a device tensor without a transfer"
+
+    def __init__(self, buf, device):
+        super().__init__(buf.array)
+        self._buf, self.device, self.released = buf, device, False
+
+    def __repr__(self):
+        return f"Handle({self.shape}, {self.dtype}{', released' if self.released else ''})"
 
 
 class _Later:

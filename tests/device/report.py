@@ -3,13 +3,12 @@
 
     python -m pytest tests/device/test_mock_models.py && python tests/device/report.py > docs/device-transfers.md
 """
-import json
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from models.fetch import CACHE  # noqa: E402
+from models.report import render_cached  # noqa: E402
 
 
 def render(stats):
@@ -37,13 +36,7 @@ def render(stats):
 
 
 def main():
-    path = os.path.join(CACHE, "device_transfers.json")
-    if not os.path.isfile(path):
-        print(f"no results yet ({path}): run python -m pytest tests/device/test_mock_models.py", file=sys.stderr)
-        return 1
-    with open(path) as f:
-        sys.stdout.write(render(json.load(f)))
-    return 0
+    return render_cached("device_transfers.json", render, "tests/device/test_mock_models.py")
 
 
 if __name__ == "__main__":

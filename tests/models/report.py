@@ -133,14 +133,19 @@ def render(results):
     return "\n".join(out)
 
 
-def main():
-    path = os.path.join(CACHE, "results.json")
+def render_cached(name, render_fn, producer):
+    """Print render_fn(the JSON the tests cached as `name`); 1 with a hint when `producer` has not run yet."""
+    path = os.path.join(CACHE, name)
     if not os.path.isfile(path):
-        print(f"no results yet ({path}): run python -m pytest tests/models first", file=sys.stderr)
+        print(f"no results yet ({path}): run python -m pytest {producer} first", file=sys.stderr)
         return 1
     with open(path) as f:
-        sys.stdout.write(render(json.load(f)))
+        sys.stdout.write(render_fn(json.load(f)))
     return 0
+
+
+def main():
+    return render_cached("results.json", render, "tests/models")
 
 
 if __name__ == "__main__":
