@@ -2,12 +2,12 @@
 from .wire import BYTES, DOUBLE, FLOAT, INT, MESSAGE, STRING, UINT, Field, message_class
 
 
-def F(num, name, kind, rep=False, msg=None, presence=False):
-    return Field(num, name, kind, rep, msg, presence)
+def F(num, name, kind, rep=False, msg=None, presence=False, oneof=None):
+    return Field(num, name, kind, rep, msg, presence, oneof)
 
 
-def M(num, name, msg, rep=False):
-    return Field(num, name, MESSAGE, rep, msg)
+def M(num, name, msg, rep=False, oneof=None):
+    return Field(num, name, MESSAGE, rep, msg, oneof=oneof)
 
 
 StringStringEntryProto = message_class("StringStringEntryProto", [F(1, "key", STRING), F(2, "value", STRING)])
@@ -24,7 +24,8 @@ TensorProto = message_class("TensorProto", [
 SparseTensorProto = message_class("SparseTensorProto", [
     M(1, "values", "TensorProto"), M(2, "indices", "TensorProto"), F(3, "dims", INT, True)])
 Dimension = message_class("Dimension", [
-    F(1, "dim_value", INT, presence=True), F(2, "dim_param", STRING, presence=True), F(3, "denotation", STRING)])
+    F(1, "dim_value", INT, presence=True, oneof="value"), F(2, "dim_param", STRING, presence=True, oneof="value"),
+    F(3, "denotation", STRING)])
 TensorShapeProto = message_class("TensorShapeProto", [M(1, "dim", "Dimension", True)])
 TypeProtoTensor = message_class("TypeProtoTensor", [F(1, "elem_type", INT), M(2, "shape", "TensorShapeProto")])
 TypeProtoSequence = message_class("TypeProtoSequence", [M(1, "elem_type", "TypeProto")])
@@ -32,9 +33,9 @@ TypeProtoMap = message_class("TypeProtoMap", [F(1, "key_type", INT), M(2, "value
 TypeProtoOptional = message_class("TypeProtoOptional", [M(1, "elem_type", "TypeProto")])
 TypeProtoOpaque = message_class("TypeProtoOpaque", [F(1, "domain", STRING), F(2, "name", STRING)])
 TypeProto = message_class("TypeProto", [
-    M(1, "tensor_type", "TypeProtoTensor"), M(4, "sequence_type", "TypeProtoSequence"),
-    M(5, "map_type", "TypeProtoMap"), M(9, "optional_type", "TypeProtoOptional"),
-    M(8, "sparse_tensor_type", "TypeProtoTensor"), M(7, "opaque_type", "TypeProtoOpaque"),
+    M(1, "tensor_type", "TypeProtoTensor", oneof="value"), M(4, "sequence_type", "TypeProtoSequence", oneof="value"),
+    M(5, "map_type", "TypeProtoMap", oneof="value"), M(9, "optional_type", "TypeProtoOptional", oneof="value"),
+    M(8, "sparse_tensor_type", "TypeProtoTensor", oneof="value"), M(7, "opaque_type", "TypeProtoOpaque", oneof="value"),
     F(6, "denotation", STRING),
 ])
 ValueInfoProto = message_class("ValueInfoProto", [
@@ -49,7 +50,8 @@ AttributeProto = message_class("AttributeProto", [
     M(23, "sparse_tensors", "SparseTensorProto", True), M(15, "type_protos", "TypeProto", True),
 ])
 SimpleShardedDimProto = message_class("SimpleShardedDimProto", [
-    F(1, "dim_value", INT, presence=True), F(2, "dim_param", STRING, presence=True), F(3, "num_shards", INT)])
+    F(1, "dim_value", INT, presence=True, oneof="value"), F(2, "dim_param", STRING, presence=True, oneof="value"),
+    F(3, "num_shards", INT)])
 ShardedDimProto = message_class("ShardedDimProto", [
     F(1, "axis", INT), M(2, "simple_sharding", "SimpleShardedDimProto", True)])
 IntIntListEntryProto = message_class("IntIntListEntryProto", [F(1, "key", INT), F(2, "value", INT, True)])

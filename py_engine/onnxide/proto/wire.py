@@ -17,13 +17,18 @@ _SCALAR_DEFAULT = {INT: 0, UINT: 0, FLOAT: 0.0, DOUBLE: 0.0, STRING: "", BYTES: 
 _NUMERIC = (INT, UINT, FLOAT, DOUBLE)
 
 
-class Field:
-    __slots__ = ("number", "name", "kind", "repeated", "message", "presence")
+_WIRE = {INT: VARINT, UINT: VARINT, FLOAT: I32, DOUBLE: I64, STRING: LEN, BYTES: LEN, MESSAGE: LEN}
 
-    def __init__(self, number, name, kind, repeated=False, message=None, presence=False):
+
+class Field:
+    __slots__ = ("number", "name", "kind", "repeated", "message", "presence", "oneof", "wire")
+
+    def __init__(self, number, name, kind, repeated=False, message=None, presence=False, oneof=None):
         self.number, self.name, self.kind, self.repeated = number, name, kind, repeated
         self.message = message  # message class name for MESSAGE fields, resolved lazily
         self.presence = presence  # oneof member: None when absent, written whenever set
+        self.oneof = oneof  # the oneof's name: setting this field clears the group's other members
+        self.wire = _WIRE[kind]  # the wire type a value arrives with (repeated numbers may also come packed)
 
 
 class Message:
@@ -31,6 +36,7 @@ class Message:
 
     FIELDS = {}  # number -> Field (set per subclass)
     _BY_NAME = {}
+    _ONEOF = {}  # field name -> the other members of its oneof
 
     def __init__(self, **kwargs):
         for f in self.FIELDS.values():
@@ -79,7 +85,8 @@ CLASSES = {}
 def message_class(name, fields):
     """Create and register a Message subclass from a list of Field."""
     by_num = {f.number: f for f in fields}
-    cls = type(name, (Message,), {"FIELDS": by_num, "_BY_NAME": {f.name: f for f in fields}})
+    oneof = {f.name: tuple(g.name for g in fields if g.oneof == f.oneof and g is not f) for f in fields if f.oneof}
+    cls = type(name, (Message,), {"FIELDS": by_num, "_BY_NAME": {f.name: f for f in fields}, "_ONEOF": oneof})
     CLASSES[name] = cls
     return cls
 
@@ -96,9 +103,9 @@ def _read_varint(buf, pos):
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            return result, pos
+            return result & 0xFFFFFFFFFFFFFFFF, pos
         shift += 7
-        if shift > 70:
+        if shift > 63:  # ten bytes at most
             raise InvalidProtobuf("Failed to load model: malformed varint in protobuf")
 
 
@@ -119,6 +126,8 @@ def _packed_varints(data, signed):
     else:
         starts = np.concatenate(([0], ends[:-1] + 1))
         lens = ends - starts + 1
+        if lens.max() > 10:
+            raise InvalidProtobuf("Failed to load model: malformed varint in protobuf")
         vals = np.zeros(ends.size, dtype=np.uint64)
         for k in range(int(lens.max())):
             m = lens > k
@@ -126,71 +135,108 @@ def _packed_varints(data, signed):
     return (vals.view(np.int64) if signed else vals).tolist()
 
 
-def decode(cls, buf, pos=0, end=None, mv=None):
-    """Decode bytes `buf[pos:end]` as message class `cls`."""
+def _wrong_wire(cls, f, wt):
+    return InvalidProtobuf(f"Failed to load model: field {cls.__name__}.{f.name} arrives with wire type {wt}, "
+                           f"expected {f.wire}")
+
+
+def _skip(buf, pos, end, wt, num, cls):
+    """The position after an unknown field's value (groups skipped to their end tag)."""
+    if wt == VARINT:
+        return _read_varint(buf, pos)[1]
+    if wt == I64 or wt == I32:
+        pos += 8 if wt == I64 else 4
+    elif wt == LEN:
+        n, pos = _read_varint(buf, pos)
+        pos += n
+    elif wt == 3:  # a group: fields up to the END_GROUP tag of the same number
+        while True:
+            if pos >= end:
+                raise InvalidProtobuf(f"Failed to load model: unterminated group {num} in {cls.__name__}")
+            key, pos = _read_varint(buf, pos)
+            if key & 7 == 4:
+                if key >> 3 != num:
+                    break  # mismatched end: reported below
+                return pos
+            pos = _skip(buf, pos, end, key & 7, key >> 3, cls)
+    if wt not in (VARINT, I64, I32, LEN) or pos > end:
+        raise InvalidProtobuf(f"Failed to load model: invalid or truncated field {num} (wire type {wt}) in "
+                              f"{cls.__name__}")
+    return pos
+
+
+def decode(cls, buf, pos=0, end=None, mv=None, into=None):
+    """Decode bytes `buf[pos:end]` as message class `cls` (into the message `into`, merged as protobuf merges: a
+    singular field present again replaces its value, or merges into it for a message; repeated fields append;
+    setting a oneof member clears the others). A known field with the wrong wire type raises InvalidProtobuf."""
     if mv is None:
         if not isinstance(buf, bytes):
             buf = bytes(buf)
         mv = memoryview(buf)
     if end is None:
         end = len(buf)
-    msg = cls()
+    msg = cls() if into is None else into
     fields = cls.FIELDS
     while pos < end:
         key, pos = _read_varint(buf, pos)
         num, wt = key >> 3, key & 7
         f = fields.get(num)
+        if f is None:
+            if num == 0:
+                raise InvalidProtobuf(f"Failed to load model: field number 0 in {cls.__name__}")
+            pos = _skip(buf, pos, end, wt, num, cls)
+            continue
+        kind = f.kind
+        if wt != f.wire:
+            if wt != LEN or not f.repeated or kind not in _NUMERIC:
+                raise _wrong_wire(cls, f, wt)
+            n, pos = _read_varint(buf, pos)  # a packed run of numbers
+            if pos + n > end:
+                raise InvalidProtobuf(f"Failed to load model: truncated field {f.name} in {cls.__name__}")
+            chunk, pos = mv[pos:pos + n], pos + n
+            if kind == FLOAT:
+                getattr(msg, f.name).extend(np.frombuffer(chunk, "<f4").tolist())
+            elif kind == DOUBLE:
+                getattr(msg, f.name).extend(np.frombuffer(chunk, "<f8").tolist())
+            else:
+                getattr(msg, f.name).extend(_packed_varints(chunk, kind == INT))
+            continue
         if wt == VARINT:
             v, pos = _read_varint(buf, pos)
+            if kind == INT:
+                v = _signed64(v)
         elif wt == LEN:
             n, pos = _read_varint(buf, pos)
             if pos + n > end:
-                raise InvalidProtobuf(f"Failed to load model: truncated field {f.name if f else num} "
-                                      f"in {cls.__name__}")
+                raise InvalidProtobuf(f"Failed to load model: truncated field {f.name} in {cls.__name__}")
             start, pos = pos, pos + n
-            if f is None:
-                continue
-            kind = f.kind
             if kind == MESSAGE:
-                v = decode(CLASSES[f.message], buf, start, pos, mv)
+                old = None if f.repeated else getattr(msg, f.name)
+                v = decode(CLASSES[f.message], buf, start, pos, mv, old)
             elif kind == STRING:
                 try:
                     v = str(mv[start:pos], "utf-8")
                 except UnicodeDecodeError:
                     raise InvalidProtobuf(f"Failed to load model: invalid UTF-8 in {cls.__name__}.{f.name}") from None
-            elif kind == BYTES:
-                v = mv[start:pos]
-            elif f.repeated:  # packed numeric
-                chunk = mv[start:pos]
-                if kind == FLOAT:
-                    getattr(msg, f.name).extend(np.frombuffer(chunk, "<f4").tolist())
-                elif kind == DOUBLE:
-                    getattr(msg, f.name).extend(np.frombuffer(chunk, "<f8").tolist())
-                else:
-                    getattr(msg, f.name).extend(_packed_varints(chunk, kind == INT))
-                continue
             else:
-                raise InvalidProtobuf(f"Failed to load model: wrong wire type for {cls.__name__}.{f.name}")
+                v = mv[start:pos]
         elif wt == I32:
             if pos + 4 > end:
                 raise InvalidProtobuf(f"Failed to load model: truncated {cls.__name__}")
-            v = struct.unpack_from("<f", buf, pos)[0] if f is not None and f.kind == FLOAT else None
+            v = struct.unpack_from("<f", buf, pos)[0]
             pos += 4
-        elif wt == I64:
+        else:
             if pos + 8 > end:
                 raise InvalidProtobuf(f"Failed to load model: truncated {cls.__name__}")
-            v = struct.unpack_from("<d", buf, pos)[0] if f is not None and f.kind == DOUBLE else None
+            v = struct.unpack_from("<d", buf, pos)[0]
             pos += 8
-        else:
-            raise InvalidProtobuf(f"Failed to load model: invalid wire type {wt} in {cls.__name__}")
-        if f is None:
-            continue
-        if wt == VARINT and f.kind == INT:
-            v = _signed64(v)
         if f.repeated:
             getattr(msg, f.name).append(v)
-        else:
-            setattr(msg, f.name, v)
+            continue
+        if f.oneof is not None:
+            for other in cls._ONEOF[f.name]:
+                setattr(msg, other, None)
+        setattr(msg, f.name, v)
     if pos != end:
         raise InvalidProtobuf(f"Failed to load model: truncated {cls.__name__}")
     return msg
