@@ -339,14 +339,18 @@ def _flatten_rule(f):
 
 # ---------------------------------------------------------------------------------------------------- Expand / Tile
 
-@op("Expand", since=8, host_inputs=(1,))
-def expand(input, shape):  # noqa: A002
+def expanded_shape(in_shape, shape):
+    """Expand's output shape (numpy's broadcast of the input's and `shape`), or InvalidArgument."""
     shape = ints(shape)
     try:
-        out_shape = np.broadcast_shapes(input.shape, tuple(shape))
+        return np.broadcast_shapes(tuple(in_shape), tuple(shape))
     except ValueError:
-        raise InvalidArgument(f"Expand: shape {shape} does not broadcast with input shape {input.shape}") from None
-    return np.broadcast_to(input, out_shape).copy()
+        raise InvalidArgument(f"Expand: shape {shape} does not broadcast with input shape {tuple(in_shape)}") from None
+
+
+@op("Expand", since=8, host_inputs=(1,))
+def expand(input, shape):  # noqa: A002
+    return np.broadcast_to(input, expanded_shape(input.shape, shape)).copy()
 
 
 @rule("Expand")

@@ -1,8 +1,10 @@
 """Shape computations stay on the host: a node a GPU EP claimed moves to a host EP when its results are shape-like
-(integer or boolean, or a few statically known elements), it reads only host values (graph inputs on the host,
-initializers, results of host nodes or of nodes that move too) and every reader of its results reads them on the
-host (a host node, an op's host input, a body output the enclosing node reads on the host). So Shape -> Gather -> Concat -> Reshape's shape input runs where Reshape reads it, with no transfer either
-way — onnxruntime's CPU-preferred shape nodes, decided here from the op facts (ops/registry.py)."""
+(integer or boolean, or a few statically known elements), it reads only shape-derived values (small or integer
+initializers, results of Shape / Size and of other host shape computations, a body's host inputs — never a model
+input's data) and every reader of its results reads them on the host (a host node, an op's host input, a body
+output the enclosing node reads on the host). So Shape -> Gather -> Concat -> Reshape's shape input runs where
+Reshape reads it, with no transfer either way — onnxruntime's CPU-preferred shape nodes, decided here from the
+op facts (ops/registry.py)."""
 from .. import dtypes as dt
 from ..ir.model import subgraphs
 from ..ir.scope import body_reads
@@ -33,13 +35,19 @@ def prefer_host(placed, graph, providers, input_devices, output_wants, outer_hom
     candidates = set()  # ids of device nodes that may move; narrowed to those meeting both conditions below
 
     def on_host(x):
-        if not x or x in graph.initializers:
+        """Whether x is a shape-derived host value (given the candidates moving)."""
+        if not x:
             return True
+        if x in graph.initializers:
+            v = graph.initializers[x]
+            return getattr(v, "size", SMALL + 1) <= SMALL or getattr(v, "dtype", None) is not None and \
+                v.dtype.kind in "iub"
         p = producer.get(x)
         if p is not None:
-            return p.device.is_host or id(p) in candidates
-        if x in input_devices:
-            return input_devices[x].is_host
+            return (p.device.is_host or id(p) in candidates) and all(
+                on_host(y) for i, y in enumerate(p.node.inputs) if i not in p.opdef.meta_inputs)
+        if x in input_devices:  # a body's host inputs (a Loop's counter and condition); a model's feeds are data
+            return output_wants is not None and input_devices[x].is_host
         return outer_homes.get(x) is not None and outer_homes[x].is_host
 
     for p in placed:

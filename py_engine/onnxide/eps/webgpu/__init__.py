@@ -1,0 +1,41 @@
+"""WebGpuExecutionProvider: GPU kernels in WGSL (webgpu_shaders/), dispatched through wgpu-py natively and through
+the page's navigator.gpu in Pyodide, on one device layer (device.py) with its buffer pool. Registers the
+"webgpu" device type and the provider where a WebGPU implementation is present."""
+import sys
+
+from ...runtime.devices import register_device
+from ...runtime.providers import register_provider
+from .provider import WebGpuExecutionProvider
+
+_page_backend = []  # set by init_page() in Pyodide
+
+
+def available():
+    """Whether a WebGPU implementation can be asked for a device here (natively: wgpu-py is installed)."""
+    if sys.platform == "emscripten":
+        return bool(_page_backend)
+    try:
+        import wgpu  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _device(device_id):
+    from .device import WebGpuDevice
+    if _page_backend:
+        return WebGpuDevice(_page_backend[0], device_id)
+    from .backend_wgpu import WgpuBackend
+    try:
+        return WebGpuDevice(WgpuBackend(), device_id)
+    except Exception as e:  # noqa: BLE001 - no driver / adapter: a clear one-line error at session creation
+        from ...errors import EPFail
+        raise EPFail(f"WebGpuExecutionProvider: no WebGPU device here ({type(e).__name__}: {e})") from None
+
+
+def register():
+    register_device("webgpu", _device)
+    register_provider(WebGpuExecutionProvider)
+
+
+__all__ = ["WebGpuExecutionProvider", "available", "register"]
