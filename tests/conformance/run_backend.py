@@ -37,8 +37,22 @@ def mock_audit(provider):
     return Audit(install()) if provider == MOCK else None
 
 
-def run_case(case, provider, opt_level, timeout):
-    """(passed: bool, reason: str) for one case."""
+def device_ops(sess):
+    """(domain, op) of the nodes a session runs on a device other than the host (bodies included)."""
+    found = set()
+
+    def walk(plan):
+        for s in plan.steps:
+            if not s.is_transfer and not s.device.is_host:
+                found.add((s.node.domain or "ai.onnx", s.node.op_type))
+            for body in (s.bodies or {}).values():
+                walk(body)
+    walk(sess._executor.main_plan)
+    return found
+
+
+def run_case(case, provider, opt_level, timeout, placed=None):
+    """(passed: bool, reason: str) for one case; `placed` (a set) collects the ops that ran on a device."""
     import numpy as np
     import onnxide
 
@@ -53,6 +67,8 @@ def run_case(case, provider, opt_level, timeout):
             warnings.simplefilter("ignore")
             src = case.model_path if case.model_path else case.model_bytes()
             sess = onnxide.InferenceSession(src, so, providers=[provider])
+            if placed is not None:
+                placed |= device_ops(sess)
             if audit is not None:
                 audit.created()
             names = [i.name for i in sess.get_inputs()]
@@ -85,13 +101,15 @@ def recorded_passes(provider):
         return {k for k, v in json.load(f)["cases"].items() if v["passed"]}
 
 
-def write_report(results, cases, provider, out_dir):
-    by_op = collections.defaultdict(lambda: [0, 0])
+def write_report(results, cases, provider, out_dir, placed=None):
+    """docs/conformance/<ep>.md / .json; `placed` {case: ops that ran on a device} adds the per-op device column."""
+    by_op = collections.defaultdict(lambda: [0, 0, 0])
     for c in cases:
         ok = results[c.name][0]
         for op in c.ops:
             by_op[op][1] += 1
             by_op[op][0] += ok
+            by_op[op][2] += ok and placed is not None and op in placed.get(c.name, ())
     passed = sum(1 for r in results.values() if r[0])
     short = report_name(provider)
     os.makedirs(out_dir, exist_ok=True)
@@ -102,9 +120,14 @@ def write_report(results, cases, provider, out_dir):
     lines = [f"# Conformance: {provider}", "",
              f"ONNX backend cases passed: **{passed} / {len(results)}** "
              f"(written by `tests/conformance/run_backend.py --report --provider {provider}`).", "",
-             "| domain | op | passed | cases |", "|---|---|---|---|"]
-    for (dom, op), (p, t) in sorted(by_op.items()):
-        lines.append(f"| {dom} | {op} | {p} | {t} |")
+             "| domain | op | passed | cases |" + (" passed, ran on the device |" if placed is not None else ""),
+             "|---|---|---|---|" + ("---|" if placed is not None else "")]
+    for (dom, op), (p, t, d) in sorted(by_op.items()):
+        lines.append(f"| {dom} | {op} | {p} | {t} |" + (f" {d} |" if placed is not None else ""))
+    if placed is not None:
+        gpu = sorted({op for (op, (p, t, d)) in by_op.items() if d})
+        lines[2:2] = [f"Op types that ran on the device in a passing case: **{len(gpu)}** (nodes the EP declined ran "
+                      f"on the CPU EP behind it).", ""]
     lines += ["", "## Failing cases", "", "| case | reason |", "|---|---|"]
     for k, (ok, why) in sorted(results.items()):
         if not ok:
@@ -131,17 +154,19 @@ def main(argv=None):
         for c in cases:
             print(c.name, c.source, " ".join(f"{d}:{o}" for d, o in c.ops))
         return 0
-    results, t0 = {}, time.time()
+    results, placed, t0 = {}, {}, time.time()
     for c in cases:
         t = time.time()
-        ok, why = run_case(c, args.provider, LEVELS[args.opt_level], args.timeout)
+        placed[c.name] = set()
+        ok, why = run_case(c, args.provider, LEVELS[args.opt_level], args.timeout, placed[c.name])
         results[c.name] = (ok, why)
         if args.v or not ok:
             print(f"{'PASS' if ok else 'FAIL'} {c.name} ({time.time() - t:.2f}s) {why}", flush=True)
     passed = sum(1 for r in results.values() if r[0])
     print(f"{passed} passed, {len(results) - passed} failed  [{args.provider}, {time.time() - t0:.0f}s]")
     if args.report:
-        write_report(results, cases, args.provider, os.path.join(ROOT, "docs", "conformance"))
+        write_report(results, cases, args.provider, os.path.join(ROOT, "docs", "conformance"),
+                     placed if any(placed.values()) else None)
     return 0
 
 

@@ -14,11 +14,8 @@ def available():
     """Whether a WebGPU implementation can be asked for a device here (natively: wgpu-py is installed)."""
     if sys.platform == "emscripten":
         return bool(_page_backend)
-    try:
-        import wgpu  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+    return importlib.util.find_spec("wgpu") is not None
 
 
 def _device(device_id):

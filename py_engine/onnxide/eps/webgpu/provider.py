@@ -10,58 +10,7 @@ from ...runtime.devices import get_device
 from ...runtime.providers import ExecutionProvider
 from . import ops_data as D
 from . import ops_elementwise as E
-
-F32, F16, I32, U32, I64, BOOL = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.uint32, np.int64,
-                                                        np.bool_))
-DEVICE_TYPES = {dt.FLOAT: F32, dt.FLOAT16: F16, dt.INT32: I32, dt.UINT32: U32, dt.INT64: I64, dt.BOOL: BOOL}
-
-
-def _types(spec):
-    """numpy dtypes of the node's present inputs, or None when one is unknown or not a device type."""
-    out = []
-    for x, t in zip(spec.node.inputs, spec.input_types):
-        if not x:
-            continue
-        if t not in DEVICE_TYPES:
-            return None
-        out.append(DEVICE_TYPES[t])
-    return out
-
-
-def _data_types(spec):
-    """Types of the inputs the kernel reads on the device (host and meta inputs left out)."""
-    od = spec.opdef
-    return [DEVICE_TYPES.get(t) for i, (x, t) in enumerate(zip(spec.node.inputs, spec.input_types))
-            if x and i not in od.host_inputs and i not in od.meta_inputs]
-
-
-class Claims:
-    """op name -> (ai.onnx since, accepted data types, kernel maker(device, spec) -> kernel)."""
-
-    def __init__(self):
-        self.table = {}
-
-    def add(self, ops, types, make, since=1, domain=""):
-        for op in ops:
-            self.table[(domain, op)] = (since, tuple(types), make)
-
-    def find(self, spec, device):
-        entry = self.table.get((registry.normalize_domain(spec.node.domain), spec.node.op_type))
-        if entry is None or spec.opdef.since < entry[0] or (spec.has_subgraphs() and entry[2] is not _control):
-            return None
-        types = _data_types(spec)
-        floats = (F32, F16) if device.f16 else (F32,)
-        allowed = {t for a in entry[1] for t in (floats if a == "float" else (a,))}
-        if any(t is None or t not in allowed for t in types) or \
-                any(t is not None and t not in DEVICE_TYPES for t in spec.output_types):
-            return None
-        return entry[2](device, spec)
-
-
-CLAIMS = Claims()
-FLOAT = ("float",)
-MOVABLE = (F32, F16, I32, U32, I64, BOOL)
-ARITH_INT = (I32, U32)
+from .claims import ARITH_INT, BOOL, CLAIMS, DEVICE_TYPES, F16, F32, FLOAT, I32, I64, MOVABLE, U32
 
 
 def _unary(device, spec):
@@ -205,8 +154,8 @@ CLAIMS.add(["Expand"], MOVABLE, lambda device, spec: lambda x, shape, **kw: D.ex
 CLAIMS.add(["Concat"], MOVABLE, _concat, since=4)
 CLAIMS.add(["Tile"], MOVABLE, _tile, since=6)
 CLAIMS.add(["Gather"], MOVABLE, _gather)
-CLAIMS.add(["If", "Loop"], MOVABLE, _control)
-CLAIMS.add(["Scan"], MOVABLE, _control, since=9)
+CLAIMS.add(["If", "Loop"], MOVABLE, _control, bodies=True)
+CLAIMS.add(["Scan"], MOVABLE, _control, since=9, bodies=True)
 CLAIMS.add(["GatherElements"], MOVABLE, _gather, since=11)
 
 
