@@ -95,10 +95,15 @@ def report_name(provider):
             "MockDeviceExecutionProvider": "mock-device"}.get(provider, provider)
 
 
+def recorded(provider):
+    """docs/conformance/<ep>.json."""
+    with open(os.path.join(ROOT, "docs", "conformance", f"{report_name(provider)}.json")) as f:
+        return json.load(f)
+
+
 def recorded_passes(provider):
     """The names of the cases docs/conformance/<ep>.json records as passing."""
-    with open(os.path.join(ROOT, "docs", "conformance", f"{report_name(provider)}.json")) as f:
-        return {k for k, v in json.load(f)["cases"].items() if v["passed"]}
+    return {k for k, v in recorded(provider)["cases"].items() if v["passed"]}
 
 
 def write_report(results, cases, provider, out_dir, placed=None):
@@ -115,6 +120,8 @@ def write_report(results, cases, provider, out_dir, placed=None):
     os.makedirs(out_dir, exist_ok=True)
     data = {"provider": provider, "passed": passed, "total": len(results),
             "cases": {k: {"passed": v[0], "reason": v[1]} for k, v in sorted(results.items())}}
+    if placed is not None:  # the op types that ran on the device in a passing case
+        data["ran_on_device"] = sorted(f"{d}::{o}" for (d, o), (p, t, n) in by_op.items() if n)
     with open(os.path.join(out_dir, f"{short}.json"), "w") as f:
         json.dump(data, f, indent=1, sort_keys=True)
     lines = [f"# Conformance: {provider}", "",

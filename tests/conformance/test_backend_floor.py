@@ -9,16 +9,21 @@ import pytest
 
 import onnxide
 from conformance.cases import load_cases
-from conformance.run_backend import LEVELS, mock_audit, recorded_passes, run_case
+from conformance.run_backend import LEVELS, mock_audit, recorded, recorded_passes, run_case
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MOCK = "MockDeviceExecutionProvider"
 
 
-def _run_all(provider):
+def _run_all(provider, placed=None):
     cases = load_cases()
     assert len(cases) == 2033
-    results = {c.name: run_case(c, provider, LEVELS["all"], 120) for c in cases}
+    results = {}
+    for c in cases:
+        ops = set()
+        results[c.name] = run_case(c, provider, LEVELS["all"], 120, ops)
+        if placed is not None and results[c.name][0]:
+            placed |= {f"{d}::{o}" for d, o in ops}
     return {k for k, (ok, _) in results.items() if ok}, results
 
 
@@ -39,3 +44,30 @@ def test_pass_set_never_shrinks(provider):
     else:
         with open(os.path.join(HERE, "floors.json")) as f:
             assert len(passed) >= json.load(f)[provider]
+
+
+def test_webgpu_pass_set_and_ops_on_the_gpu():
+    """The WebGPU EP (natively through wgpu-py; lavapipe in CI) passes the CPU EP's recorded set, and every op type
+    docs/conformance/webgpu.json records as running on the GPU in a passing case still does."""
+    provider = "WebGpuExecutionProvider"
+    if provider not in onnxide.get_available_providers():
+        pytest.skip("wgpu-py is not installed (pip install wgpu; a Vulkan driver such as mesa-vulkan-drivers)")
+    try:
+        onnxide.InferenceSession(_tiny_model(), providers=[provider])
+    except onnxide.EPFail as e:
+        pytest.skip(f"no WebGPU adapter here: {e}")
+    placed = set()
+    passed, results = _run_all(provider, placed)
+    lost = sorted(recorded_passes("CPUExecutionProvider") - passed)
+    assert not lost, f"{len(lost)} CPU EP passes fail on WebGPU: " + "; ".join(f"{k}: {results[k][1]}" for k in lost[:20])
+    gone = sorted(set(recorded(provider).get("ran_on_device", ())) - placed)
+    print(f"\nWebGPU: {len(passed)} / {len(results)} passed, {len(placed)} op types ran on the GPU")
+    assert not gone, f"op types no longer running on the GPU: {gone}"
+
+
+def _tiny_model():
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
