@@ -37,6 +37,7 @@ UNARY_FLOAT = {
 }
 GELU = {"none": "0.5 * a * (1.0 + erf_f32(a * 0.7071067811865476))",
         "tanh": "0.5 * a * (1.0 + tanh_f32(0.7978845608028654 * (a + 0.044715 * a * a * a)))"}
+CLIP_FLOAT = "min_nan(max_nan(a, p0), p1)"  # Clip between p0 and p1 (NaN stays NaN)
 UNARY_INT = {"Abs": "abs(a)", "Neg": "-a", "Sign": "sign(a)", "Relu": "max(a, 0)"}
 
 BINARY_FLOAT = {"Add": "a + b", "Sub": "a - b", "Mul": "a * b", "Div": "a / b", "Pow": "pow_signed(a, b)",
@@ -156,7 +157,7 @@ def variadic(device, op, xs):
 
 def clip(device, x, lo, hi):
     if x.dtype in FLOATS:
-        return run(device, "Clip", "min_nan(max_nan(a, p0), p1)", [x], x.dtype, (lo, hi), float_math=True)
+        return run(device, "Clip", CLIP_FLOAT, [x], x.dtype, (lo, hi), float_math=True)
     return run(device, "Clip", f"clamp(a, {int(lo)}, {int(hi)})", [x], x.dtype)
 
 
