@@ -84,9 +84,11 @@ PY
 # 5. The onnxide wheel from this tree (built from a clean copy so stale build/lib files never leak in).
 STAGE="$(mktemp -d)"
 trap 'rm -rf "$STAGE"' EXIT
-cp pyproject.toml README.md "$STAGE/"
-mkdir -p "$STAGE/py_engine"
-tar -C py_engine --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' -cf - . | tar -C "$STAGE/py_engine" -xf -
+cp pyproject.toml setup.py README.md "$STAGE/"
+for d in py_engine webgpu_shaders; do
+  mkdir -p "$STAGE/$d"
+  tar -C "$d" --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' -cf - . | tar -C "$STAGE/$d" -xf -
+done
 rm -f "$OUT"/onnxide-*.whl
 python3 -m pip wheel -q --disable-pip-version-check --no-deps -w "$OUT" "$STAGE" >/dev/null
 WHEEL="$(cd "$OUT" && ls onnxide-*.whl | head -n1)"

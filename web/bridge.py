@@ -89,6 +89,14 @@ def info():
 
 
 @_clean
+def init_webgpu(device, f16, limits, description):
+    """The JS host's GPUDevice becomes the WebGPU EP's device (executionProviders: ['webgpu'])."""
+    from onnxide.eps import webgpu
+    webgpu.init_page(device, f16, limits, description)
+    return _js({"providers": onnxide.get_available_providers()})
+
+
+@_clean
 def external_locations(model):
     """Relative paths of the external-data files `model` (JS Uint8Array) refers to."""
     from onnxide import proto as P

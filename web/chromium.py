@@ -6,7 +6,8 @@ import tempfile
 
 CHROMIUM = os.environ.get("ONNXIDE_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+         "--enable-unsafe-webgpu"]  # WebGPU on SwiftShader (no GPU here): the WebGPU EP's in-page tests
 
 
 def unavailable():

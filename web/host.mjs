@@ -73,8 +73,31 @@ export class PyodideHost {
     return unwrap(this.bridge.external_locations(model)).locations;
   }
 
+  /** The page's (or the Worker's) GPUDevice handed to Python once, when a session first asks for 'webgpu'. */
+  async ensureWebGpu() {
+    if (this.webgpu === undefined) {
+      this.webgpu = null;
+      const gpu = globalThis.navigator?.gpu;
+      const adapter = gpu ? await gpu.requestAdapter() : null;
+      if (adapter) {
+        const f16 = adapter.features.has('shader-f16');
+        const limits = {};
+        for (const k of ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize',
+          'maxComputeInvocationsPerWorkgroup', 'maxStorageBuffersPerShaderStage', 'maxComputeWorkgroupSizeX',
+          'maxComputeWorkgroupsPerDimension']) limits[k] = adapter.limits[k];
+        const device = await adapter.requestDevice({ requiredFeatures: f16 ? ['shader-f16'] : [], requiredLimits: limits });
+        const info = adapter.info || {};
+        unwrap(this.bridge.init_webgpu(device, f16, limits, `${info.vendor || ''} ${info.architecture || ''}`.trim()));
+        this.webgpu = device;
+      }
+    }
+    return this.webgpu;
+  }
+
   /** {id, inputMetadata, outputMetadata, providers, createMs} for model bytes + [{path, data: Uint8Array}]. */
-  create({ model, externalData = [], options = {} }) {
+  async create({ model, externalData = [], options = {} }) {
+    const eps = (options.executionProviders || ['wasm']).map((e) => (typeof e === 'string' ? e : e.name));
+    if (eps.includes('webgpu')) await this.ensureWebGpu();
     const opts = {
       // onnxruntime-web's default backend is 'wasm' (here: the WASM EP, with the CPU EP for the rest)
       executionProviders: (options.executionProviders || ['wasm']).map((e) => (typeof e === 'string' ? e : e.name)),

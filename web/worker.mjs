@@ -20,7 +20,7 @@ self.onmessage = async (ev) => {
     if (method === 'init') {
       result = await host.init({ ...args, onLog: (line) => self.postMessage({ log: String(line) }) });
     } else if (method === 'externalLocations') result = host.externalLocations(args.model);
-    else if (method === 'create') result = host.create(args);
+    else if (method === 'create') result = await host.create(args);
     else if (method === 'run') result = await host.run(args);
     else if (method === 'downloadValue') result = await host.downloadValue(args);
     else if (method === 'releaseValue') result = host.releaseValue(args);

@@ -300,3 +300,50 @@ def test_outputs_stay_on_the_device_between_runs(api_page):
     np.testing.assert_array_equal(got["second"], [9, 18, 27])
     assert got["end"]["count"] == [1, 2, 1] and got["end"]["location"] == "cpu"  # only the weight left
     np.testing.assert_array_equal(got["end"]["data"], [9, 18, 27])
+
+
+def _gpu_model():
+    """Add + Relu + Transpose, and a Loop whose carried value stays on the GPU."""
+    from onnx import TensorProto, helper
+    F = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Add", ["h", "t"], ["h2"]), helper.make_node("Identity", ["c"], ["c2"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h", F, [3, 2])],
+        [helper.make_tensor_value_info("c2", TensorProto.BOOL, []), helper.make_tensor_value_info("h2", F, [3, 2])])
+    nodes = [helper.make_node("Add", ["x", "y"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0]),
+             helper.make_node("Loop", ["n", "", "t"], ["out"], body=body)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3]),
+                                       helper.make_tensor_value_info("y", F, [3])],
+                          [helper.make_tensor_value_info("out", F, [3, 2])],
+                          [helper.make_tensor("n", TensorProto.INT64, [], [3])])
+    return list(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+
+
+def test_webgpu_execution_provider_in_the_browser(api_page):
+    """executionProviders: ['webgpu'] runs the WGSL kernels on the page's (or the Worker's) navigator.gpu —
+    SwiftShader here — through the async run path; outputs kept there with preferredOutputLocation feed the next
+    run without a transfer."""
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    y = np.array([0.5, -1, 2], np.float32)
+    got = js(api_page, """
+        if (!globalThis.navigator?.gpu) return {skip: 'no navigator.gpu'};
+        const s = await ort.InferenceSession.create(new Uint8Array(arg.model), {executionProviders: ['webgpu']});
+        const feeds = {x: new ort.Tensor('float32', Float32Array.from(arg.x), [2, 3]),
+                       y: new ort.Tensor('float32', Float32Array.from(arg.y), [3])};
+        const out = (await s.run(feeds)).out;
+        const kept = await ort.InferenceSession.create(new Uint8Array(arg.model),
+          {executionProviders: ['webgpu'], preferredOutputLocation: 'gpu-buffer'});
+        const k = (await kept.run(feeds)).out;
+        const r = {providers: s.providers, out: Array.from(out.data), dims: out.dims, location: k.location,
+                   kept: Array.from(await k.getData())};
+        await s.release(); await kept.release();
+        return r;""", {"model": _gpu_model(), "x": x.ravel().tolist(), "y": y.tolist()})
+    if "skip" in got:
+        pytest.skip(got["skip"])
+    assert got["providers"] == ["WebGpuExecutionProvider", "CPUExecutionProvider"]
+    want = (np.maximum(x + y, 0).T * 4).ravel()  # t plus three Loop iterations adding t
+    np.testing.assert_allclose(got["out"], want, rtol=1e-6)
+    assert got["dims"] == [3, 2] and got["location"] == "gpu-buffer"
+    np.testing.assert_allclose(got["kept"], want, rtol=1e-6)

@@ -35,4 +35,11 @@ def register():
     register_provider(WebGpuExecutionProvider)
 
 
-__all__ = ["WebGpuExecutionProvider", "available", "register"]
+def init_page(device, f16, limits, description=""):
+    """In Pyodide: adopt the page's GPUDevice (requested by the JS host) and register the provider."""
+    from .backend_js import JsBackend
+    _page_backend[:] = [JsBackend(device, f16, limits, description)]
+    register()
+
+
+__all__ = ["WebGpuExecutionProvider", "available", "init_page", "register"]
