@@ -37,8 +37,9 @@ def load_batch(blob):
     return len(header["cases"])
 
 
-def run_case(i):
-    """Base64 of a blob {name, sets: [[output...]...], ms} or {name, error, ms}."""
+async def run_case(i):
+    """Base64 of a blob {name, sets: [[output...]...], ms} or {name, error, ms} (through run_async, as the JS API
+    runs: a GPU EP's readbacks are awaited)."""
     case = _batch["header"]["cases"][i]
     payload = _batch["payload"]
     w = cc.Writer()
@@ -54,7 +55,7 @@ def run_case(i):
             ins = [cc.value(x, payload, dt.np_dtype) for x in inputs]
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                got = sess.run(None, dict(zip(names, ins)))
+                got = await sess.run_async(None, dict(zip(names, ins)))
             sets.append([w.value(g, _code_of(declared[j] if j < len(declared) else None)) for j, g in enumerate(got)])
         out["sets"] = sets
     except Exception as e:  # recorded, like run_backend.py does

@@ -24,7 +24,8 @@ from onnxide.optimizer.eliminate import _NONDETERMINISTIC
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SUBSET_MIN, MAX_CASE_BYTES, BATCH, CASE_TIMEOUT_S = 320, 1 << 20, 25, 90
-EPS = {"cpu": "CPUExecutionProvider", "wasm": "WasmExecutionProvider"}
+EPS = {"cpu": "CPUExecutionProvider", "wasm": "WasmExecutionProvider", "webgpu": "WebGpuExecutionProvider"}
+WEBGPU_SUBSET = 160  # cases in CI's WebGPU run (SwiftShader compiles each kernel: seconds per case)
 
 
 def _nbytes(v):
@@ -173,7 +174,7 @@ def test_backend_cases_in_chromium(browser, server, scratch, all_cases, request,
     bp = sum(r[0] for r in browser_res.values())
     npass = sum(r[0] for r in native_res.values())
     if full:
-        doc = "browser.md" if ep == "CPUExecutionProvider" else "wasm.md"
+        doc = {"CPUExecutionProvider": "browser.md", "WasmExecutionProvider": "wasm.md"}.get(ep, "webgpu-browser.md")
         write_report(cases, browser_res, native_res, os.path.join(ROOT, "docs", "conformance", doc), ep)
     with capsys.disabled():
         print(f"\nbrowser conformance [{ep}] ({'full' if full else 'subset'}): {bp} / {len(cases)} in Chromium "
@@ -182,3 +183,27 @@ def test_backend_cases_in_chromium(browser, server, scratch, all_cases, request,
         for k in fixed:
             print(f"  known gap now passes (remove from known_gaps.json): {k}")
     assert not regressions, "passing natively but failing in Chromium:\n" + "\n".join(regressions[:40])
+
+
+def test_webgpu_cases_in_chromium(browser, server, scratch, all_cases, request, capsys):
+    """The WebGPU EP in a Chromium Worker (SwiftShader) on a subset over the ops it runs on the GPU: each case that
+    passes natively on WebGPU (lavapipe) passes in the page too."""
+    import onnxide
+    ep = "WebGpuExecutionProvider"
+    if ep not in onnxide.get_available_providers():
+        pytest.skip("wgpu-py is not installed natively")
+    from conformance.run_backend import recorded
+    on_gpu = {tuple(op.split("::")) for op in recorded(ep).get("ran_on_device", ())}
+    cases = [c for c in select_subset(all_cases) if any(op in on_gpu for op in c.ops)][:WEBGPU_SUBSET]
+    t0 = time.time()
+    browser_res = run_in_browser(browser, server, scratch, cases, ep)
+    t1 = time.time()
+    with np.errstate(all="ignore"):
+        native_res = {c.name: run_case(c, ep, LEVELS["all"], 120) for c in cases}
+    random_cases = {c.name for c in cases if any(op in _NONDETERMINISTIC for _, op in c.ops)}
+    regressions = [f"{k}: {browser_res[k][1]}" for k in sorted(browser_res)
+                   if native_res[k][0] and not browser_res[k][0] and k not in random_cases]
+    with capsys.disabled():
+        print(f"\nbrowser conformance [{ep}] (subset): {sum(r[0] for r in browser_res.values())} / {len(cases)} in "
+              f"Chromium ({t1 - t0:.0f}s), native {sum(r[0] for r in native_res.values())} / {len(cases)}")
+    assert not regressions, "passing natively on WebGPU but failing in Chromium:\n" + "\n".join(regressions[:40])

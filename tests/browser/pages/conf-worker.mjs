@@ -22,6 +22,18 @@ async function init(base, ep) {
     py.FS.writeFile(`/home/pyodide/conf/${f}`, await (await fetch(new URL(`tests/browser/${f}`, base))).text());
   }
   py.runPython("import sys; sys.path.insert(0, '/home/pyodide/conf'); import numpy, onnxide");
+  if (ep === 'WebGpuExecutionProvider' && globalThis.navigator?.gpu) {  // the Worker's GPUDevice for the WebGPU EP
+    const adapter = await navigator.gpu.requestAdapter();
+    if (adapter) {
+      const f16 = adapter.features.has('shader-f16');
+      const limits = { maxComputeInvocationsPerWorkgroup: adapter.limits.maxComputeInvocationsPerWorkgroup,
+        maxStorageBuffersPerShaderStage: adapter.limits.maxStorageBuffersPerShaderStage,
+        maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+        maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize };
+      const device = await adapter.requestDevice({ requiredFeatures: f16 ? ['shader-f16'] : [], requiredLimits: limits });
+      py.pyimport('onnxide.eps.webgpu').init_page(device, f16, limits, 'navigator.gpu (Worker)');
+    }
+  }
   runner = py.pyimport('page_runner');
   if (ep && ep !== 'CPUExecutionProvider') runner.set_provider(ep);
 }
@@ -36,7 +48,7 @@ self.onmessage = async ({ data }) => {
       const blob = new Uint8Array(await (await fetch(data.batch)).arrayBuffer());
       self.postMessage({ ok: runner.load_batch(blob) });
     } else if (data.case !== undefined) {
-      self.postMessage({ ok: runner.run_case(data.case) });
+      self.postMessage({ ok: await runner.run_case(data.case) });
     }
   } catch (e) {
     self.postMessage({ error: String(e.message || e) });
