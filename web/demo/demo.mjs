@@ -12,8 +12,10 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.lengt
 const demo = window.onnxideDemo = { state: 'loading', result: null, error: null, runs: [] };
 
 if (params.get('host')) ort.env.onnxide.host = params.get('host');
-// one session per EP list: the WASM SIMD kernels (with the CPU EP behind them), then the CPU EP alone
-const epSets = params.get('ep') ? [params.get('ep').split(',')] : [['wasm'], ['cpu']];
+// one session per EP list: the WASM SIMD kernels (with the CPU EP behind them), the CPU EP alone, then the WebGPU
+// kernels where the browser has navigator.gpu; ?ep=webgpu (or wasm, cpu, comma lists) picks one
+const epSets = params.get('ep') ? [params.get('ep').split(',')]
+  : [['wasm'], ['cpu'], ...(globalThis.navigator?.gpu ? [['webgpu']] : [])];
 const modelURL = params.get('model') || new URL('../../build/web/models/silero_vad.onnx', import.meta.url).href;
 
 function fail(e) {
@@ -113,6 +115,7 @@ async function main() {
       const t = host.info.timings;
       boot = { host: host.mode, pyodideMs: t.pyodideMs, importMs: t.packagesMs + t.importMs, totalMs: t.totalMs };
     }
+    $('ep-text').textContent = `running on ${s.providers.join(' + ')}`;
     const r = await analyse(audio, 'synthetic clip', SPEECH);
     timingRow(boot, r);
     perEP.push({ providers: s.providers, createMs: s.timings.createMs, loadMs: s.timings.loadMs, firstRunMs: r.runMs[0],
@@ -143,6 +146,17 @@ async function userAudio(file) {
   } catch (e) { fail(e); }
 }
 
+async function switchEP(eps) {
+  try {
+    const s = await ort.InferenceSession.create(modelURL, { executionProviders: eps, graphOptimizationLevel: 'all' });
+    if (session) await session.release();
+    session = s;
+    $('ep-text').textContent = `running on ${s.providers.join(' + ')}`;
+    demo.runs.push(await analyse(synthSpeech(6), 'synthetic clip', SPEECH));
+  } catch (e) { fail(e); }
+}
+
+$('ep').addEventListener('change', (e) => switchEP(e.target.value.split(',')));
 $('file').addEventListener('change', (e) => e.target.files[0] && userAudio(e.target.files[0]));
 $('synth').addEventListener('click', () => analyse(synthSpeech(6), 'synthetic clip', SPEECH).catch(fail));
 document.addEventListener('dragover', (e) => { e.preventDefault(); document.body.classList.add('dragging'); });
