@@ -191,7 +191,7 @@ def _output_locations(sess, preferred):
     return {n: device for n in keep}
 
 
-def _feed(name, feed):
+def _feed(name, feed, sess):
     """A JS feed as a run takes it: a value this host keeps on a device (by id), else a numpy copy."""
     vid = getattr(feed, "valueId", None)
     if vid is not None:
@@ -199,9 +199,21 @@ def _feed(name, feed):
             raise onnxide.InvalidArgument(f"Input '{name}': its GPU tensor was disposed")
         return _values[vid]
     if getattr(feed, "location", "cpu") not in ("cpu", "cpu-pinned", None):
+        return _gpu_feed(name, feed, sess)
+    return _to_numpy(name, feed)
+
+
+def _gpu_feed(name, feed, sess):
+    """A page's GPUBuffer (Tensor.fromGpuBuffer on env.webgpu.device) read in place by the session's WebGPU EP."""
+    gpu = getattr(feed, "gpuBuffer", None)
+    device = next((d for d in sess._executor.devices if d.type == "webgpu"), None)
+    if gpu is None or device is None:
         raise onnxide.InvalidArgument(f"Input '{name}': a tensor at location '{feed.location}' that no execution "
                                       f"provider of this session can read")
-    return _to_numpy(name, feed)
+    code = JS_TO_CODE.get(feed.type)
+    if code is None:
+        raise onnxide.InvalidArgument(f"Input '{name}': unsupported tensor type '{feed.type}'")
+    return onnxide.OrtValue(device.adopt(gpu, [int(d) for d in feed.dims], dt.np_dtype(code)), device)
 
 
 def _to_numpy(name, feed):
@@ -254,7 +266,7 @@ async def run(sid, feeds, fetches):
         raise onnxide.InvalidArgument(f"Session {sid} was released")
     sess, _, where = _sessions[sid]
     t0 = time.perf_counter()
-    np_feeds = {f.name: _feed(f.name, f) for f in feeds}
+    np_feeds = {f.name: _feed(f.name, f, sess) for f in feeds}
     t1 = time.perf_counter()
     names = list(fetches.to_py()) if fetches is not None and hasattr(fetches, "to_py") else None
     names = names or [a.name for a in sess.get_outputs()]
@@ -298,6 +310,12 @@ async def download_value(vid):
         host = await host
     t, dims, data = _to_wire(host, "")
     return _js({"type": t, "dims": dims, "data": data})
+
+
+def gpu_buffer(vid):
+    """The GPUBuffer holding a value kept on the page's WebGPU device (Tensor.gpuBuffer), or None."""
+    v = _values.get(vid)
+    return v._value.buf.gpu if v is not None and v.device.type == "webgpu" else None
 
 
 @_clean

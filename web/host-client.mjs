@@ -59,7 +59,9 @@ class LocalHost {
     }
     if (method === 'init') return this.host.init({ ...args, onLog: (l) => env.onnxide.onLog?.(l) });
     if (method === 'externalLocations') return this.host.externalLocations(args.model);
-    return this.host[method](args);
+    const result = await this.host[method](args);
+    if (method === 'create' && this.host.webgpu) env.webgpu.device = this.host.webgpu;  // (GPU buffers to feed)
+    return result;
   }
 
   terminate() {}

@@ -118,7 +118,9 @@ export class PyodideHost {
     const res = unwrap(await this.bridge.run(id, list, fetches && fetches.length ? fetches : null));
     const outputs = {};
     for (const o of res.outputs) {
-      outputs[o.name] = o.valueId !== undefined ? { type: o.type, dims: o.dims, location: o.location, valueId: o.valueId }
+      outputs[o.name] = o.valueId !== undefined
+        ? { type: o.type, dims: o.dims, location: o.location, valueId: o.valueId,
+          gpuBuffer: this.bridge.gpu_buffer(o.valueId) ?? undefined }
         : { type: o.type, dims: o.dims, data: o.type === 'string' ? o.data : o.data.buffer };
     }
     return { outputs, timings: { ...res.timings, hostMs: performance.now() - t0 } };

@@ -101,7 +101,13 @@ export class InferenceSession {
       }
     }
     const wire = {};
-    for (const [k, v] of Object.entries(feeds)) wire[k] = toWire(v);
+    for (const [k, v] of Object.entries(feeds)) {
+      wire[k] = toWire(v);
+      if (wire[k].gpuBuffer && this.host.mode === 'worker') {
+        throw new Error(`input '${k}': a GPUBuffer cannot be sent to the Worker host; use env.onnxide.host = 'page' `
+          + 'to feed GPU buffers created on env.webgpu.device');
+      }
+    }
     const t0 = performance.now();
     const res = await this.host.call('run', { id: this.id, feeds: wire, fetches: names });
     const out = {};

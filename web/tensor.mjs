@@ -190,9 +190,9 @@ export class Tensor {
  * an onnxide session left on its device (fed back without a transfer). */
 export function toWire(t) {
   if (t instanceof Tensor && t.location !== 'cpu') {
-    if (t.valueId === undefined && !t.downloader) throw new Error('A disposed tensor cannot be fed to a run');
+    if (t.valueId === undefined && !t.gpuBufferData) throw new Error('A disposed tensor cannot be fed to a run');
     return t.valueId !== undefined ? { type: t.type, dims: Array.from(t.dims), valueId: t.valueId }
-      : { type: t.type, dims: Array.from(t.dims), location: t.location };
+      : { type: t.type, dims: Array.from(t.dims), location: t.location, gpuBuffer: t.gpuBufferData };
   }
   if (!(t instanceof Tensor) && !(t && t.type && t.dims && t.data)) {
     throw new TypeError(`A feed must be a Tensor, not ${Object.prototype.toString.call(t)}`);
@@ -211,7 +211,7 @@ export function fromWire(w, host) {
   if (w.valueId !== undefined) {
     const valueId = w.valueId;
     return Tensor.fromLocation(w.location, {
-      dataType: w.type, dims: w.dims, valueId,
+      dataType: w.type, dims: w.dims, valueId, gpuBuffer: w.gpuBuffer,
       download: async () => fromWire(await host.call('downloadValue', { valueId })).data,
       dispose: () => host.call('releaseValue', { valueId }),
     });

@@ -21,7 +21,10 @@ self.onmessage = async (ev) => {
       result = await host.init({ ...args, onLog: (line) => self.postMessage({ log: String(line) }) });
     } else if (method === 'externalLocations') result = host.externalLocations(args.model);
     else if (method === 'create') result = await host.create(args);
-    else if (method === 'run') result = await host.run(args);
+    else if (method === 'run') {
+      result = await host.run(args);
+      for (const o of Object.values(result.outputs)) delete o.gpuBuffer;  // (a GPUBuffer cannot leave the Worker)
+    }
     else if (method === 'downloadValue') result = await host.downloadValue(args);
     else if (method === 'releaseValue') result = host.releaseValue(args);
     else if (method === 'release') result = host.release(args);

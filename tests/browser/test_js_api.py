@@ -347,3 +347,35 @@ def test_webgpu_execution_provider_in_the_browser(api_page):
     np.testing.assert_allclose(got["out"], want, rtol=1e-6)
     assert got["dims"] == [3, 2] and got["location"] == "gpu-buffer"
     np.testing.assert_allclose(got["kept"], want, rtol=1e-6)
+
+
+def test_gpu_buffers_in_and_out_of_the_page_host(api_page):
+    """In the page host: an output kept on the WebGPU device exposes its GPUBuffer (tensor.gpuBuffer), and a
+    GPUBuffer made on env.webgpu.device feeds a run as Tensor.fromGpuBuffer — read in place by the GPU kernels."""
+    if "host=page" not in api_page.url:
+        pytest.skip("GPUBuffers stay in the realm of the device that made them (the Worker host keeps its own)")
+    got = js(api_page, """
+        if (!globalThis.navigator?.gpu) return {skip: 'no navigator.gpu'};
+        const s = await ort.InferenceSession.create(new Uint8Array(arg.model),
+          {executionProviders: ['webgpu'], preferredOutputLocation: 'gpu-buffer'});
+        const device = ort.env.webgpu.device;
+        const buf = device.createBuffer({size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
+                                                           GPUBufferUsage.COPY_DST});
+        device.queue.writeBuffer(buf, 0, new Float32Array([1, -2, 3, -4]));
+        const x = ort.Tensor.fromGpuBuffer(buf, {dataType: 'float32', dims: [2, 2]});
+        const y = (await s.run({x})).y;
+        const isBuffer = y.gpuBuffer instanceof GPUBuffer;
+        const data = Array.from(await y.getData());
+        await s.release();
+        return {isBuffer, data};""", {"model": _relu_model()})
+    if "skip" in got:
+        pytest.skip(got["skip"])
+    assert got["isBuffer"] and got["data"] == [1, 0, 3, 0]
+
+
+def _relu_model():
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+    return list(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())

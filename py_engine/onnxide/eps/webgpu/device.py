@@ -16,10 +16,10 @@ _ALIGN = 256
 
 
 class _Buffer:
-    __slots__ = ("gpu", "size", "refs")
+    __slots__ = ("gpu", "size", "refs", "external")
 
-    def __init__(self, gpu, size):
-        self.gpu, self.size, self.refs = gpu, size, 1
+    def __init__(self, gpu, size, external=False):
+        self.gpu, self.size, self.refs, self.external = gpu, size, 1, external
 
 
 class GpuTensor:
@@ -95,6 +95,17 @@ class WebGpuDevice(Device):
             gpu = self.backend.buffer(need)
         return GpuTensor(_Buffer(gpu, need), shape, dtype, self)
 
+    def adopt(self, gpu_buffer, shape, dtype):
+        """A tensor over a buffer someone else owns (a page's GPUBuffer fed to a run): never pooled or destroyed
+        here."""
+        dtype = np.dtype(dtype)
+        if dtype not in STORAGE:
+            raise InvalidArgument(f"A GPU buffer of {dtype} cannot be read by the WebGPU EP")
+        t = GpuTensor(_Buffer(gpu_buffer, int(gpu_buffer.size), external=True), shape, dtype, self)
+        if t.nbytes > t.buf.size:
+            raise InvalidArgument(f"The GPU buffer ({t.buf.size} bytes) is smaller than a {t.shape} {dtype} tensor")
+        return t
+
     def owns(self, value):
         return type(value) is GpuTensor and value.device is self
 
@@ -109,7 +120,7 @@ class WebGpuDevice(Device):
     def release(self, value):
         buf = value.buf
         buf.refs -= 1
-        if buf.refs:
+        if buf.refs or buf.external:
             return
         if self._free_bytes + buf.size > POOL_BYTES:
             self._doomed.append(buf.gpu)  # destroyed once the commands using it are submitted
