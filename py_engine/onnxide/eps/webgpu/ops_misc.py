@@ -1,0 +1,1 @@
+"""Other kernels on the WebGPU device."""
