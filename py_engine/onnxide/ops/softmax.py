@@ -29,6 +29,12 @@ def _id(v):
     return v
 
 
+# Rows of all -inf (a fully masked attention row), +inf or NaN give NaN as the spec says: numpy's warnings about
+# those steps (0 / 0, log(0), inf - inf) are expected, not news for the user.
+_quiet = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+@_quiet
 def softmax_along(x, axis, rnd=None):
     """Numerically stable softmax of float array `x` along `axis` (rows of all -inf give NaN like the spec).
     `rnd` (see math.step_rounder) rounds every step when emulating a narrower float type."""
@@ -39,6 +45,7 @@ def softmax_along(x, axis, rnd=None):
     return r(e / step_sum(e, axis, rnd))
 
 
+@_quiet
 def log_softmax_along(x, axis, rnd=None):
     r = rnd or _id
     m = np.max(x, axis=axis, keepdims=True)
