@@ -1,9 +1,11 @@
 """A static HTTP server for the repository on 127.0.0.1 (web/ pages, build/web/ assets), used by the demo job and
 the browser tests; extra URL prefixes can be mounted on other folders. `python3 web/devserver.py [--port N]`."""
 import argparse
+import errno
 import functools
 import http.server
 import os
+import sys
 import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,9 +62,14 @@ class Server:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0: any free one; default 8000)")
     args = ap.parse_args()
-    with Server(port=args.port) as s:
+    try:
+        server = Server(port=args.port)
+    except OSError as e:  # a busy or forbidden port: one line, not a traceback
+        why = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be opened ({e.strerror})"
+        sys.exit(f"devserver: port {args.port} on 127.0.0.1 {why}; pick another with --port N (0: any free port)")
+    with server as s:
         print(f"serving {ROOT} at {s.url} (demo: {s.url}web/demo/); Ctrl-C stops", flush=True)
         try:
             s.thread.join()
