@@ -90,35 +90,43 @@ def _taps(x, mode, scale, antialias, cubic_a):
     return base, offs, w
 
 
-def _resize_axis(data, axis, n_out, scale, roi, p):
-    """Interpolate `data` (float64 for linear/cubic) along one axis; returns (result, extrapolation mask)."""
-    n_in = data.shape[axis]
-    if n_out == 0:
-        shape = list(data.shape)
-        shape[axis] = 0
-        return np.empty(shape, data.dtype), None
+def axis_taps(n_in, n_out, scale, roi, p):
+    """One axis of a Resize as taps: (source indices (n_out, k) clipped to the input, weights (n_out, k) or None for
+    nearest, the tf_crop_and_resize extrapolation mask or None). EP kernels interpolate with these tables too."""
     x, extrap = _source_coords(p["ctm"], n_out, n_in, scale, roi[0], roi[1])
     if p["mode"] == "nearest":
         idx = _nearest_index(x, p["nearest_mode"])
         if p["nearest_mode"] == "simple":
             idx = np.ceil(x) if scale < 1 else np.floor(x)
-        idx = np.clip(idx, 0, n_in - 1).astype(np.intp)
-        return np.take(data, idx, axis=axis), extrap
+        return np.clip(idx, 0, n_in - 1).astype(np.intp)[:, None], None, extrap
     base, offs, w = _taps(x, p["mode"], scale, p["antialias"], p["cubic_a"])
     idx = base[:, None] + offs[None, :]
     if p["exclude_outside"]:
         w = np.where((idx < 0) | (idx > n_in - 1), 0.0, w)
         tot = w.sum(axis=1, keepdims=True)
         w = w / np.where(tot == 0, 1.0, tot)
-    idx = np.clip(idx, 0, n_in - 1).astype(np.intp)
+    return np.clip(idx, 0, n_in - 1).astype(np.intp), w, extrap
+
+
+def _resize_axis(data, axis, n_out, scale, roi, p):
+    """Interpolate `data` (float64 for linear/cubic) along one axis; returns (result, extrapolation mask)."""
+    if n_out == 0:
+        shape = list(data.shape)
+        shape[axis] = 0
+        return np.empty(shape, data.dtype), None
+    idx, w, extrap = axis_taps(data.shape[axis], n_out, scale, roi, p)
+    if w is None:
+        return np.take(data, idx[:, 0], axis=axis), extrap
     moved = np.moveaxis(data, axis, -1)
     gathered = moved[..., idx]  # (..., n_out, k)
     out = np.einsum("...ok,ok->...o", gathered, w)
     return np.moveaxis(out, -1, axis), extrap
 
 
-def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
-    r = x.ndim
+def resize_plan(shape, roi, scales, sizes, p, axes=None, policy="stretch"):
+    """A Resize of an input of `shape`, checked: (output shape, [(axis, n_out, scale, (roi start, roi end))] for the
+    axes that change, in order)."""
+    r = len(shape)
     if axes is None:
         axes = list(range(r))
     else:
@@ -132,7 +140,7 @@ def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
         raise InvalidArgument("Resize: exactly one of 'scales' and 'sizes' must be given")
     k = len(axes)
     full_scales = [1.0] * r
-    out_shape = list(x.shape)
+    out_shape = list(shape)
     if scales is not None:
         if scales.size != k:
             raise InvalidArgument(f"Resize: scales has {scales.size} values, expected {k}")
@@ -140,11 +148,11 @@ def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
             if scales[i] <= 0:
                 raise InvalidArgument("Resize: scales must be greater than 0")
             full_scales[a] = float(scales[i])
-            out_shape[a] = int(math.floor(full_scales[a] * x.shape[a]))
+            out_shape[a] = int(math.floor(full_scales[a] * shape[a]))
     else:
         if sizes.size != k:
             raise InvalidArgument(f"Resize: sizes has {sizes.size} values, expected {k}")
-        ratios = [sizes[i] / x.shape[a] if x.shape[a] else 1.0 for i, a in enumerate(axes)]
+        ratios = [sizes[i] / shape[a] if shape[a] else 1.0 for i, a in enumerate(axes)]
         if policy == "stretch":
             for i, a in enumerate(axes):
                 full_scales[a], out_shape[a] = ratios[i], int(sizes[i])
@@ -152,7 +160,7 @@ def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
             s = min(ratios) if policy == "not_larger" else max(ratios)
             for a in axes:
                 full_scales[a] = s
-                out_shape[a] = int(math.floor(s * x.shape[a] + 0.5))
+                out_shape[a] = int(math.floor(s * shape[a] + 0.5))
         else:
             raise InvalidArgument(f"Resize: unsupported keep_aspect_ratio_policy '{policy}'")
     full_roi = [(0.0, 1.0)] * r
@@ -167,15 +175,23 @@ def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
             raise InvalidArgument(f"Resize: roi has {roi.size} values, expected {2 * k}")
     if p["mode"] not in ("nearest", "linear", "cubic"):
         raise InvalidArgument(f"Resize: unsupported mode '{p['mode']}'")
+    passes = []
+    for a in axes:
+        same = (math.isclose(full_scales[a], 1.0) and out_shape[a] == shape[a]
+                and (p["ctm"] != "tf_crop_and_resize" or full_roi[a] == (0.0, 1.0)))
+        if not same:
+            passes.append((a, out_shape[a], full_scales[a], full_roi[a]))
+    return out_shape, passes
+
+
+def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
+    r = x.ndim
+    _, passes = resize_plan(x.shape, roi, scales, sizes, p, axes, policy)
     nearest = p["mode"] == "nearest"
     y = x if nearest else x.astype(np.float64)
     masks = []
-    for a in axes:
-        same = (math.isclose(full_scales[a], 1.0) and out_shape[a] == y.shape[a]
-                and (p["ctm"] != "tf_crop_and_resize" or full_roi[a] == (0.0, 1.0)))
-        if same:
-            continue
-        y, m = _resize_axis(y, a, out_shape[a], full_scales[a], full_roi[a], p)
+    for a, n_out, scale, roi_a in passes:
+        y, m = _resize_axis(y, a, n_out, scale, roi_a, p)
         if m is not None and m.any():
             masks.append((a, m))
     if masks:
@@ -260,16 +276,21 @@ def resize_18(x, roi=None, scales=None, sizes=None, *, mode="nearest",
     return _resize(x, roi, scales, sizes, p, axes, keep_aspect_ratio_policy)
 
 
-def _upsample(x, scales, mode):
+def upsample_params(rank, scales, mode):
+    """Upsample as a Resize: (scales, Resize parameters), checked."""
     mode = {"bilinear": "linear", "trilinear": "linear"}.get(mode, mode)
     if mode not in ("nearest", "linear"):
         raise InvalidArgument(f"Upsample: unsupported mode '{mode}'")
     scales = np.asarray(scales, np.float64).ravel()
-    if scales.size != x.ndim:
-        raise InvalidArgument(f"Upsample: scales has {scales.size} values for rank {x.ndim}")
+    if scales.size != rank:
+        raise InvalidArgument(f"Upsample: scales has {scales.size} values for rank {rank}")
     if np.any(scales < 1):
         raise InvalidArgument("Upsample: scales must be >= 1")
-    p = _params(mode, "asymmetric", "simple", -0.75, 0, 0.0)
+    return scales, _params(mode, "asymmetric", "simple", -0.75, 0, 0.0)
+
+
+def _upsample(x, scales, mode):
+    scales, p = upsample_params(x.ndim, scales, mode)
     return _resize(x, None, scales, None, p)
 
 
