@@ -356,7 +356,10 @@ def _binary_scores(scores):
 def linear_classifier(x, *, coefficients, classlabels_ints=None, classlabels_strings=None, intercepts=None,
                       multi_class=0, post_transform="NONE"):
     r = _rows(x).astype(np.float64)
-    coef = np.asarray(coefficients, np.float64).reshape(-1, r.shape[1])
+    flat = np.asarray(coefficients, np.float64)
+    n_classes = len(intercepts) if intercepts else flat.size // max(r.shape[1], 1)
+    # onnxruntime reads the first classes x features coefficients as that matrix (the features are the input's)
+    coef = flat[:n_classes * r.shape[1]].reshape(n_classes, r.shape[1])
     scores = r @ coef.T
     if intercepts:
         scores = scores + np.asarray(intercepts, np.float64)
