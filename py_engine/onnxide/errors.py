@@ -49,4 +49,20 @@ class EPFail(OnnxideError):
     pass
 
 
+class NotFound(OnnxideError):
+    pass
+
+
+class ModelLoadCanceled(OnnxideError):
+    pass
+
+
+class ModelRequiresCompilation(OnnxideError):
+    pass
+
+
+class DeviceReset(OnnxideError):
+    pass
+
+
 __all__ = [n for n, v in dict(globals()).items() if isinstance(v, type) and issubclass(v, OnnxideError)]
