@@ -30,7 +30,7 @@ def test_ortvalue_carries_its_device(dev):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     v = ort.OrtValue.ortvalue_from_numpy(x, "mock", 0)
     assert (v.device_name(), v.shape(), v.data_type(), v.element_type()) == ("mock", [2, 3], "tensor(float)",
-                                                                            np.float32)
+                                                                            TensorProto.FLOAT)
     assert dev.uploads == 1
     np.testing.assert_array_equal(v.numpy(), x)
     assert dev.downloads == 1
