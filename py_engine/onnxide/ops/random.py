@@ -12,6 +12,12 @@ from .registry import op
 _shared = np.random.default_rng()  # unseeded nodes draw from one process-wide generator
 
 
+def set_seed(seed):
+    """Restart the process-wide generator from `seed` (onnxruntime.set_seed)."""
+    global _shared
+    _shared = np.random.default_rng(seed)
+
+
 def _rng(seed):
     """A generator for one run: deterministic from the float `seed` attribute, else the shared one."""
     if seed is None:

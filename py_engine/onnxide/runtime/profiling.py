@@ -1,4 +1,5 @@
-"""SessionOptions.enable_profiling: one chrome-trace event per node run (op, EP, shapes, duration), like ORT's."""
+"""SessionOptions.enable_profiling: chrome-trace events as onnxruntime writes them — session events (model loading,
+session initialization, each model_run) and one per node run (op, EP, shapes, duration) — one event a line."""
 import json
 import os
 import time
@@ -39,6 +40,6 @@ class Profiler:
         stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(self.wall_start_ns / 1e9))
         path = f"{self.prefix}_{stamp}.json"
         with open(path, "w") as f:
-            json.dump(self.events, f)
+            f.write("[\n" + ",\n".join(json.dumps(e) for e in self.events) + "\n]\n")
         self.events = []
         return path

@@ -1,14 +1,12 @@
 """InferenceSession and its companions (NodeArg, ModelMetadata), mirroring onnxruntime's Python API."""
 import os
-import warnings
 
 import numpy as np
 
 from .. import dtypes as dt
 from .. import proto as P
-from ..errors import (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
+from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
 from ..ir import load_model
-from ..ir.to_proto import model_to_proto
 from ..ir.infer import infer_bodies, infer_shapes
 from ..ops.inference import tensor_type
 from ..optimizer import optimize
@@ -19,9 +17,12 @@ from . import devices
 from .iobinding import IOBinding
 from .ortvalue import OrtValue, from_external, now
 from .memory import keep_freed_memory
-from .profiling import Profiler
 from .threads import blas_threads
 from .options import SessionOptions
+from . import model_io
+from .lora import with_adapters
+from .session_api import SessionAPI, create_providers, map_feed, provider_list, string_feed
+from .sparse import as_feed as sparse_feed
 
 
 def _type_string(tp):
@@ -51,7 +52,8 @@ class NodeArg:
 
     @classmethod
     def from_value_info(cls, vi):
-        return cls(vi.name, _type_string(vi.type), vi.shape)
+        tensor = vi.type is None or vi.type.tensor_type is not None or vi.type.sparse_tensor_type is not None
+        return cls(vi.name, _type_string(vi.type), vi.shape if tensor else [])  # non-tensors: [] as onnxruntime
 
 
 class ModelMetadata:
@@ -82,32 +84,12 @@ def _read_model_bytes(path_or_bytes):
     raise InvalidArgument(f"InferenceSession needs a path, bytes or a file object, not {type(path_or_bytes).__name__}")
 
 
-def _normalize_providers(providers, provider_options):
-    names, opts = [], []
-    for i, p in enumerate(providers or eps.default_providers()):
-        if isinstance(p, (tuple, list)):
-            name, o = p[0], dict(p[1])
-        else:
-            name, o = p, {}
-            if provider_options and i < len(provider_options):
-                o = dict(provider_options[i])
-        if name not in eps.available_providers():
-            warnings.warn(f"Specified provider '{name}' is not in available provider names. "
-                          f"Available providers: '{', '.join(eps.available_providers())}'")
-            continue
-        names.append(name)
-        opts.append(o)
-    if "CPUExecutionProvider" not in names:
-        names.append("CPUExecutionProvider")
-        opts.append({})
-    return [eps.create(n, o) for n, o in zip(names, opts)]
-
-
-class InferenceSession:
-    """Load a model and run it: `InferenceSession(path_or_bytes, sess_options=None, providers=None)`."""
+class InferenceSession(SessionAPI):
+    """Load a model and run it: `InferenceSession(path_or_bytes, sess_options=None, providers=None)` (the session
+    keeps a copy of the options)."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
-        self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        self._sess_options = (sess_options if sess_options is not None else SessionOptions()).copy()
         data, base_dir = _read_model_bytes(path_or_bytes)
         self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
         if not data:
@@ -115,6 +97,7 @@ class InferenceSession:
         mp = P.parse(P.ModelProto, data)
         if mp.graph is None:
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
+        self._profiler = self._prepare_load(mp, kwargs)
         try:
             self._model = load_model(mp, base_dir)
             _override_free_dims(self._model.graph, self._sess_options._free_dims)
@@ -128,24 +111,22 @@ class InferenceSession:
                 from None
         except Exception as e:  # a malformed model that slipped past the checks: still one line, never a crash
             raise InvalidGraph(f"Failed to load model: {type(e).__name__}: {e}") from e
-        self._providers = _normalize_providers(providers, provider_options)
+        self._providers = self._create_providers(providers, provider_options)
         so = self._sess_options
         if so.enable_cpu_mem_arena:
             keep_freed_memory()
-        self._profiler = Profiler(so.profile_file_prefix) if so.enable_profiling else None
         self._executor = Executor(self._model, self._providers, self._profiler)
         self._proto, self._base_dir = mp, base_dir
         self._specialized = self._specializations()
-        self._threads = blas_threads(so.intra_op_num_threads, any(p.own_threads for p in self._providers))
+        self._threads = blas_threads(self._intra_threads, any(p.own_threads for p in self._providers))
         g = self._model.graph
         self._inputs = [v for v in g.inputs if v.name not in g.initializers]
         self._overridable = [v for v in g.inputs if v.name in g.initializers]
         self._input_by_name = {v.name: v for v in g.inputs}
         self._output_names = [v.name for v in g.outputs]
-        path = self._sess_options.optimized_model_filepath
-        if path:
-            with open(path, "wb") as f:
-                f.write(model_to_proto(self._model).SerializeToString())
+        if so.optimized_model_filepath:
+            model_io.save_optimized(self._model, so.optimized_model_filepath, so)
+        self._loaded(path_or_bytes)
 
     # --- introspection -------------------------------------------------------------------------
     def get_inputs(self):
@@ -170,8 +151,8 @@ class InferenceSession:
         return self._sess_options
 
     def set_providers(self, providers=None, provider_options=None):
-        self._providers = _normalize_providers(providers, provider_options)
-        self._threads = blas_threads(self._sess_options.intra_op_num_threads,
+        self._providers = create_providers(*provider_list(providers, provider_options))
+        self._threads = blas_threads(self._intra_threads,
                                      any(p.own_threads for p in self._providers))
         self._executor = Executor(self._model, self._providers, self._profiler)
         self._specialized = self._specializations()
@@ -219,21 +200,25 @@ class InferenceSession:
     def run(self, output_names, input_feed, run_options=None):
         """Outputs (numpy arrays; lists for sequences) for `output_names` (None: all) given `input_feed`.
         `run_options.terminate` (set from another thread) or its "onnxide.run_timeout_seconds" config entry stops
-        the run between nodes with Fail."""
-        return self._run(output_names, input_feed, None, run_options)
+        the run between nodes with Fail. After enable_fallback(), an EPFail reruns it once on the CPU EP."""
+        try:
+            return self._run(output_names, input_feed, None, run_options)
+        except EPFail as e:
+            self._fall_back_after(e)
+            return self._run(output_names, input_feed, None, run_options)
 
     def _run(self, output_names, input_feed, fetch_devices, run_options):
         """run, and IO binding's run: outputs made or read back on `fetch_devices[name]` (the host when absent)."""
-        names, feeds = self._prepare(output_names, input_feed)
+        names, feeds = self._prepare(output_names, with_adapters(input_feed, run_options))
         control = RunControl.of(run_options)
         try:
-            with self._threads:
+            with self._threads, self._profiled_run():
                 ex = self._executor_for(feeds)
                 try:
                     outs = ex.run(feeds, names, fetch_devices, control)
                 except OnnxideError:
                     outs = self._after_failure(ex, feeds, control).run(feeds, names, fetch_devices, control)
-                return [_owned(v) for v in outs]
+                return self._output_values(names, [_owned(v) for v in outs])
         except RecursionError:
             raise Fail("Model execution exceeded the maximum nesting depth") from None
 
@@ -264,26 +249,27 @@ class InferenceSession:
     async def _run_awaitable(self, output_names, input_feed, fetch_devices=None, run_options=None):
         """run_async's awaitable; `fetch_devices` {output name: Device} keeps those outputs on a device (the JS
         API's preferredOutputLocation)."""
-        names, feeds = self._prepare(output_names, input_feed)
+        names, feeds = self._prepare(output_names, with_adapters(input_feed, run_options))
         control = RunControl.of(run_options)
-        with self._threads:  # as `run`: the session's thread count for BLAS and the EPs' own kernels
+        with self._threads, self._profiled_run():  # as `run`: the session's thread count for BLAS and EP kernels
             ex = self._executor_for(feeds)
             try:
                 outs = await ex.run_async(feeds, names, fetch_devices, control)
             except OnnxideError:
                 outs = await self._after_failure(ex, feeds, control).run_async(feeds, names, fetch_devices, control)
-            return [_owned(v) for v in outs]
+            return self._output_values(names, [_owned(v) for v in outs])
 
     def _check_feeds(self, input_feed):
+        missing = [v.name for v in self._inputs
+                   if v.name not in input_feed and (v.type is None or v.type.optional_type is None)]
+        if missing:  # a plain ValueError, as onnxruntime's
+            raise ValueError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
         feeds = {}
         for name, value in input_feed.items():
             vi = self._input_by_name.get(name)
             if vi is None:
                 raise InvalidArgument(f"Invalid input name: {name}")
             feeds[name] = _check_feed(vi, value, self._executor.devices)
-        missing = [v.name for v in self._inputs if v.name not in feeds]
-        if missing:
-            raise InvalidArgument(f"Required inputs ({missing}) are missing from input feed ({list(feeds)}).")
         return feeds
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
@@ -356,12 +342,18 @@ def _device_feed(value, session_devices, name):
 def _check_feed(vi, value, session_devices=()):
     value = _device_feed(value, session_devices, vi.name)
     tp = vi.type
+    if tp is not None and tp.sparse_tensor_type is not None:
+        return sparse_feed(value)
+    if tp is not None and tp.map_type is not None:
+        return map_feed(tp.map_type, value)
     if tp is None or tp.tensor_type is None:
         return value  # sequences, maps, optionals: passed as given
     code = tp.tensor_type.elem_type
     on_device = not isinstance(value, np.ndarray) and devices.owner_of(value) is not None
     if not on_device:
         value = _host_feed(vi, value, code)
+        if code == dt.STRING:
+            value = string_feed(value)
     if code:
         try:
             got = dt.code_of(value.dtype)
