@@ -17,20 +17,15 @@ import types
 
 import onnxide
 
-# Names the clients touch (rapidocr: InferenceSession, SessionOptions, GraphOptimizationLevel,
-# get_available_providers, get_device; silero-vad and openwakeword: InferenceSession, SessionOptions) and the
-# rest of onnxide's onnxruntime-compatible surface.
-_EXPORTS = (
-    "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "ExecutionOrder",
-    "get_available_providers", "get_device", "get_version_string", "IOBinding", "OrtValue", "NodeArg",
-    "ModelMetadata",
-)
-
 
 def _build_module():
+    """A module named onnxruntime holding onnxide's public names (its InferenceSession recording each session), and
+    onnxruntime's submodules as onnxide's own (capi.*, backend, datasets)."""
+    import onnxide.backend
+    import onnxide.datasets  # noqa: F401
     mod = types.ModuleType("onnxruntime", "onnxide standing in for onnxruntime (tests/models/ort_shim.py)")
-    for name in _EXPORTS:
-        if hasattr(onnxide, name):
+    for name in dir(onnxide):
+        if not name.startswith("_"):
             setattr(mod, name, getattr(onnxide, name))
     sessions = []
 
@@ -45,16 +40,11 @@ def _build_module():
     mod.sessions = sessions
     mod.__version__ = "1.32.0"  # the onnxruntime version whose API onnxide mirrors; clients may compare it
     mod.__onnxide__ = True
-    # `onnxruntime.capi.onnxruntime_pybind11_state` exception names some clients catch
-    capi = types.ModuleType("onnxruntime.capi")
-    state = types.ModuleType("onnxruntime.capi.onnxruntime_pybind11_state")
-    for name in ("Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException",
-                 "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail"):
-        if hasattr(onnxide, name):
-            setattr(state, name, getattr(onnxide, name))
-    capi.onnxruntime_pybind11_state = state
-    mod.capi = capi
-    return mod, {"onnxruntime.capi": capi, "onnxruntime.capi.onnxruntime_pybind11_state": state}
+    subs = {"capi": onnxide.capi, "capi.onnxruntime_pybind11_state": onnxide.capi.onnxruntime_pybind11_state,
+            "capi._pybind_state": onnxide.capi._pybind_state, "backend": onnxide.backend,
+            "capi.onnxruntime_inference_collection": onnxide.capi.onnxruntime_inference_collection,
+            "datasets": onnxide.datasets}
+    return mod, {f"onnxruntime.{k}": v for k, v in subs.items()}
 
 
 def _drop(prefixes):
