@@ -15,6 +15,7 @@ from .profiling import Profiler
 from .sparse import SparseTensor
 
 ASSIGNMENT_KEY = "session.record_ep_graph_assignment_info"
+_NO_EVENT = contextlib.nullcontext()
 
 
 def provider_list(providers, provider_options):
@@ -130,25 +131,25 @@ class SessionAPI:
         self._enable_fallback = self._run_fallback = False
 
     # --- running -----------------------------------------------------------------------------------------------
-    @contextlib.contextmanager
     def _profiled_run(self):
-        prof = self._profiler
-        start = prof.now_us() if prof is not None else 0.0
+        """A context timing one run as a model_run session event (nothing to do without profiling)."""
+        return _NO_EVENT if self._profiler is None else self._run_event()
+
+    @contextlib.contextmanager
+    def _run_event(self):
+        start = self._profiler.now_us()
         yield
-        if prof is not None:
-            prof.add("model_run", "Session", start, {})
+        self._profiler.add("model_run", "Session", start, {})
 
     def _output_values(self, names, values):
         """Outputs the model declares sparse, as SparseTensors (COO)."""
-        sparse = self._sparse_outputs
+        sparse = self.__dict__.get("_sparse_names")
+        if sparse is None:
+            sparse = self._sparse_names = {v.name for v in self._model.graph.outputs
+                                           if v.type is not None and v.type.sparse_tensor_type is not None}
         if not sparse:
             return values
         return [SparseTensor.from_dense(v) if n in sparse else v for n, v in zip(names, values)]
-
-    @property
-    def _sparse_outputs(self):
-        return {v.name for v in self._model.graph.outputs
-                if v.type is not None and v.type.sparse_tensor_type is not None}
 
     # --- introspection -----------------------------------------------------------------------------------------
     @property
