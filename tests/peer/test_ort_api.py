@@ -252,6 +252,11 @@ def test_config_from_the_model(monkeypatch):
     got = _both(lambda mod: (mod.InferenceSession(data).get_session_options().intra_op_num_threads,
                              str(mod.InferenceSession(data).get_session_options().graph_optimization_level)))
     assert got[0] == got[1] == (3, "GraphOptimizationLevel.ORT_ENABLE_BASIC")
+    helper.set_model_props(proto, {"ort_config": "{\"session_options\": {}}}"})  # not JSON
+    bad = proto.SerializeToString()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _both(lambda mod: mod.InferenceSession(bad)) == ["RuntimeError"] * 2
     monkeypatch.setenv("ORT_LOAD_CONFIG_FROM_MODEL", "0")
     assert onnxide.InferenceSession(data).get_session_options().intra_op_num_threads == 0
 

@@ -26,11 +26,13 @@ def config_from_model(mp, so):
         return
     try:
         options = json.loads(text).get("session_options", {})
-    except (ValueError, AttributeError) as e:
-        raise InvalidArgument(f"The model's ort_config metadata is not valid JSON: {e}") from None
+    except (ValueError, AttributeError) as e:  # onnxruntime: a RuntimeError from the session's constructor
+        raise RuntimeError(f"Could not finalize session options: Json stored in the `ort_config` key cannot be "
+                           f"parsed: {e}") from None
     for key, value in options.items():
         if key not in _CONFIG_FIELDS:
-            raise InvalidArgument(f"Unknown session option '{key}' in the model's ort_config")
+            raise RuntimeError(f"Could not finalize session options: unknown session option '{key}' in the "
+                               f"model's ort_config")
         value = _CONFIG_FIELDS[key](value)
         if key == "graph_optimization_level":
             value = GraphOptimizationLevel(value)
