@@ -9,7 +9,8 @@ MS = "com.microsoft"
 
 
 def model(node, feeds, inits=(), opset=18):
-    ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feeds.items()]
+    ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+           for k, v in feeds.items()]
     outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in node.output if o]
     g = helper.make_graph([node], "g", ins, outs, [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
     opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(MS, 1)] if node.domain == MS else [])
