@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import InvalidGraph, NoModel
+from ..errors import Fail, InvalidArgument, InvalidGraph, NoModel
 from ..proto import schema as S
 from ..tensors import sparse_to_numpy, to_numpy
 
@@ -95,14 +95,42 @@ class Model:
         self.functions = list(functions)
 
 
-def attribute_value(a, base_dir, build_graph):
-    """Convert an AttributeProto to a Python value (see ops/registry.py for the mapping)."""
+# each attribute type's value field (onnx's checker: a set field of another type is a mismatch)
+_VALUE_FIELD = {S.ATTR_FLOAT: "f", S.ATTR_INT: "i", S.ATTR_STRING: "s", S.ATTR_TENSOR: "t", S.ATTR_GRAPH: "g",
+                S.ATTR_SPARSE_TENSOR: "sparse_tensor", S.ATTR_TYPE_PROTO: "tp", S.ATTR_FLOATS: "floats",
+                S.ATTR_INTS: "ints", S.ATTR_STRINGS: "strings", S.ATTR_TENSORS: "tensors", S.ATTR_GRAPHS: "graphs",
+                S.ATTR_SPARSE_TENSORS: "sparse_tensors", S.ATTR_TYPE_PROTOS: "type_protos"}
+
+
+def _present(v):
+    """Whether a decoded field holds a value (a message, a non-empty list / bytes, a non-zero number)."""
+    if v is None:
+        return False
+    return True if hasattr(v, "FIELDS") else bool(len(v)) if hasattr(v, "__len__") else v != 0
+
+
+def _check_attribute(a, t, where):
+    """onnx's checker rule: the value fields set belong to the declared type, one at most."""
+    if t not in _VALUE_FIELD:
+        raise InvalidGraph(f"{where}attribute '{a.name}' has unsupported type {a.type}")
+    used = [f for f in _VALUE_FIELD.values() if _present(getattr(a, f))]
+    if len(used) > 1:
+        raise InvalidGraph(f"{where}attribute '{a.name}' should not contain more than one value field "
+                           f"({', '.join(used)})")
+    if used and used[0] != _VALUE_FIELD[t]:
+        raise InvalidGraph(f"{where}type field and data field mismatch in attribute {a.name}")
+
+
+def attribute_value(a, base_dir, build_graph, where=""):
+    """Convert an AttributeProto to a Python value (see ops/registry.py for the mapping); `where` names its node in
+    errors."""
     t = a.type
     if t == 0:  # untyped (very old models): infer from which field is set
         t = _guess_attr_type(a)
+    _check_attribute(a, t, where)
     field = {S.ATTR_TENSOR: "t", S.ATTR_GRAPH: "g", S.ATTR_SPARSE_TENSOR: "sparse_tensor", S.ATTR_TYPE_PROTO: "tp"}
     if t in field and getattr(a, field[t]) is None:
-        raise InvalidGraph(f"Attribute '{a.name}' of type {t} carries no value")
+        raise InvalidGraph(f"{where}attribute '{a.name}' of type {t} carries no value")
     if t == S.ATTR_FLOAT:
         return float(a.f)
     if t == S.ATTR_INT:
@@ -129,9 +157,7 @@ def attribute_value(a, base_dir, build_graph):
         return [build_graph(g) for g in a.graphs]
     if t == S.ATTR_SPARSE_TENSORS:
         return [sparse_to_numpy(x, base_dir) for x in a.sparse_tensors]
-    if t == S.ATTR_TYPE_PROTOS:
-        return list(a.type_protos)
-    raise InvalidGraph(f"Attribute '{a.name}' has unsupported type {a.type}")
+    return list(a.type_protos)  # S.ATTR_TYPE_PROTOS (_check_attribute refused any other type)
 
 
 def _guess_attr_type(a):
@@ -162,45 +188,114 @@ def _value_infos(vis):
     return [ValueInfo(v.name, _declared(v.type), v.doc_string) for v in vis]
 
 
-def build_graph(gp, base_dir, outer_names=frozenset(), check=True):
-    """IR Graph from a GraphProto; checks that every node input is defined (in this graph or an outer one)."""
+def _check_types(vis, where):
+    """A declared tensor type's element type must be one ONNX defines (onnxruntime: InvalidArgument)."""
+    for v in vis:
+        tp = v.type
+        while tp is not None:
+            if tp.tensor_type is not None or tp.sparse_tensor_type is not None:
+                code = (tp.tensor_type or tp.sparse_tensor_type).elem_type
+                if code and code not in dt.NAMES:
+                    raise InvalidArgument(f"Failed to load model with error: Invalid tensor data type {code} "
+                                          f"(of {where} '{v.name}')")
+                break
+            inner = tp.sequence_type or tp.optional_type
+            tp = inner.elem_type if inner is not None else tp.map_type.value_type if tp.map_type is not None else None
+
+
+def _node_label(n, i):
+    return f"Node '{n.name or n.op_type + str(i)}' ({n.op_type})"
+
+
+def _check_definitions(gp, inits, main):
+    """onnxruntime's load checks of one graph: unique input names, typed main-graph inputs, every value defined
+    once (node outputs never redefine an input, an initializer or another node's output — a body may reuse a name
+    of an enclosing graph, as onnxruntime allows), no node reading its own output, unique node names, declared
+    element types ONNX defines. Returns the names the graph defines."""
+    defined = set(inits)
+    for v in gp.input:
+        if v.name in defined and v.name not in inits:
+            raise Fail(f"Error: Duplicate definition-site for ({v.name}).")
+        if main and v.name not in inits and _declared(v.type) is None:
+            raise Fail(f"This is an invalid model. Model input ({v.name}) does not have type information.")
+        defined.add(v.name)
+    node_names = set()
+    for n in gp.node:
+        for o in n.output:
+            if o and o in defined:
+                raise Fail(f"This is an invalid model. Error: Duplicate definition of name ({o}).")
+            if o and o in n.input:
+                raise Fail(f"This is an invalid model. Error: the graph is not acyclic (node {n.name!r} reads its "
+                           f"output '{o}').")
+            defined.add(o)
+        if n.name:
+            if n.name in node_names:
+                raise Fail(f"This is an invalid model. Error: two nodes with same node name ({n.name}).")
+            node_names.add(n.name)
+    _check_types(gp.input, "input")
+    _check_types(gp.output, "output")
+    _check_types(gp.value_info, "value")
+    return defined
+
+
+def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False):
+    """IR Graph from a GraphProto; checks that every value is defined once and every node input is defined (in
+    this graph, in any order, or in an enclosing one)."""
     inits = {}
     for t in gp.initializer:
         if not t.name:
             raise InvalidGraph(f"Graph '{gp.name}' has an initializer without a name")
         inits[t.name] = to_numpy(t, base_dir)
+    defined = _check_definitions(gp, inits, main)
     g = Graph(gp.name, (), _value_infos(gp.input), _value_infos(gp.output), inits,
               {v.name: ValueInfo(v.name, _declared(v.type)) for v in gp.value_info}, gp.doc_string)
     for st in gp.sparse_initializer:
         g.initializers[st.values.name] = sparse_to_numpy(st, base_dir)
         g.sparse_initializer_names.add(st.values.name)
-    known = set(outer_names) | set(inits) | {v.name for v in g.inputs}
-    inner_scope = [None]
+    known = frozenset(outer_names) | defined | set(g.initializers)
 
     def sub(sgp):
-        return build_graph(sgp, base_dir, frozenset(inner_scope[0]), check)
+        return build_graph(sgp, base_dir, known, check)
 
     for i, n in enumerate(gp.node):
         if check:
             for name in n.input:
                 if name and name not in known:
                     raise InvalidGraph(
-                        f"Node '{n.name or n.op_type + str(i)}' ({n.op_type}) input '{name}' is not a graph input, "
-                        f"initializer, or output of a previous node")
-        inner_scope[0] = known
-        attrs = {}
+                        f"{_node_label(n, i)} input '{name}' is not a graph input, initializer, or output of a node")
+        attrs, where = {}, f"{_node_label(n, i)}: "
         for a in n.attribute:
+            if a.name in attrs:
+                raise InvalidGraph(f"{where}attribute '{a.name}' appeared multiple times")
             if a.ref_attr_name:
                 attrs[a.name] = AttrRef(a.ref_attr_name)
             else:
-                attrs[a.name] = attribute_value(a, base_dir, sub)
+                attrs[a.name] = attribute_value(a, base_dir, sub, where)
         g.nodes.append(Node(n.op_type, n.input, n.output, attrs, n.domain, n.name, n.attribute))
-        known.update(o for o in n.output if o)
     if check:
         for o in g.outputs:
             if o.name not in known:
                 raise InvalidGraph(f"Graph output '{o.name}' is not produced by any node or input")
+    g.nodes = _sorted(g.nodes, known - {o for n in g.nodes for o in n.outputs})
     return g
+
+
+def _sorted(nodes, ready):
+    """`nodes` in an order where each input is produced before it is read (as given where it already is; the
+    stages after loading rely on it); a cycle keeps its nodes at the end (the partition reports it)."""
+    produced, pending, out = set(ready), list(nodes), []
+    while pending:
+        rest = []
+        for n in pending:
+            if all(not x or x in produced for x in n.inputs):
+                out.append(n)
+                produced.update(n.outputs)
+            else:
+                rest.append(n)
+        if len(rest) == len(pending):
+            return out + rest
+        pending = rest
+    return out
 
 
 class AttrRef:
@@ -223,7 +318,7 @@ def load_model(mp, base_dir=None):
         if mp.ir_version >= 3:
             raise InvalidGraph("Model has no opset_import")
         opsets[""] = 1
-    graph = build_graph(mp.graph, base_dir, check=not mp.functions)
+    graph = build_graph(mp.graph, base_dir, check=not mp.functions, main=True)
     model = Model(graph, opsets, mp.ir_version, mp.producer_name, mp.producer_version, mp.domain,
                   mp.model_version, mp.doc_string, {e.key: e.value for e in mp.metadata_props}, mp.functions)
     if mp.functions:
@@ -232,4 +327,6 @@ def load_model(mp, base_dir=None):
     for name, arr in graph.initializers.items():
         if isinstance(arr, np.ndarray) and arr.dtype == object and dt.code_of(arr.dtype) != dt.STRING:
             raise InvalidGraph(f"Initializer '{name}' has an unsupported element type")
+    from ..ops.validate import check_graph  # (ops reads the IR's classes: imported here, not at the top)
+    check_graph(graph, model.opsets)
     return model

@@ -137,7 +137,7 @@ def loop(M=None, cond=None, *v_initial, body, ctx):
 
 
 @op("Scan", since=8, host_inputs=(0,))
-def scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None, ctx):
+def scan_8(sequence_lens=None, *inputs, body, num_scan_inputs, directions=None, ctx):
     m = num_scan_inputs
     n = len(inputs) - m
     if n < 0 or m < 1:

@@ -39,17 +39,19 @@ class OpDef:
     """One registered version of an op: its kernel and the attribute names/defaults read from the signature."""
 
     __slots__ = ("domain", "op_type", "since", "kernel", "attrs", "required", "any_attrs", "wants_ctx",
-                 "n_inputs", "variadic", "infer", "host_inputs", "meta_inputs")
+                 "n_inputs", "n_required", "variadic", "infer", "host_inputs", "meta_inputs")
 
     def __init__(self, domain, op_type, since, kernel, infer=None, host_inputs=(), meta_inputs=()):
         self.domain, self.op_type, self.since, self.kernel, self.infer = domain, op_type, since, kernel, infer
         self.host_inputs, self.meta_inputs = frozenset(host_inputs), frozenset(meta_inputs)
         self.attrs, self.required = {}, set()
         self.any_attrs = self.wants_ctx = self.variadic = False
-        self.n_inputs = 0
+        self.n_inputs = self.n_required = 0  # inputs it takes; the leading ones it needs (no default)
         for p in inspect.signature(kernel).parameters.values():
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
                 self.n_inputs += 1
+                if p.default is p.empty and self.n_required == self.n_inputs - 1:
+                    self.n_required += 1
             elif p.kind == p.VAR_POSITIONAL:
                 self.variadic = True
             elif p.kind == p.VAR_KEYWORD:

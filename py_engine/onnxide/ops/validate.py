@@ -1,0 +1,127 @@
+"""Static node checks at load, before any EP sees a node: each attribute's kind against the op's (its kernel's default,
+or the table below where the default is None) and the required inputs present — onnxruntime's load-time schema
+checks, so no kernel, numpy or native, meets an attribute of the wrong kind."""
+import numpy as np
+
+from ..errors import InvalidGraph, OnnxideError
+from .registry import resolve_opdef
+
+# attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
+_INTS = ("kernel_shape", "strides", "dilations", "pads", "perm", "axes", "output_shape", "output_padding", "split",
+         "shape", "starts", "ends", "pooled_shape", "paddings", "directions", "scan_input_axes", "scan_output_axes",
+         "scan_input_directions", "scan_output_directions", "consumed_inputs", "ngram_counts", "ngram_indexes",
+         "pool_int64s", "cats_int64s", "classlabels_int64s", "classlabels_ints", "int64_vocabulary",
+         "inputdimensions", "qkv_hidden_sizes", "vectors_per_class", "keys_int64s", "values_int64s",
+         "imputed_value_int64s", "leaf_targetids", "nodes_falseleafs", "nodes_falsenodeids", "nodes_featureids",
+         "nodes_missing_value_tracks_true", "nodes_nodeids", "nodes_trueleafs", "nodes_truenodeids",
+         "nodes_treeids", "tree_roots", "class_ids", "class_nodeids", "class_treeids", "target_ids",
+         "target_nodeids", "target_treeids")
+_INT = ("axis", "blocksize", "hidden_size", "num_groups", "num_heads", "kv_num_heads", "q_num_heads", "k",
+        "num_outputs", "num_scan_inputs", "size", "dtype", "end", "ignore_index", "max_gram_length",
+        "min_gram_length", "max_skip_count", "maxsplit", "n_targets", "value_int", "block_size", "K", "N",
+        "softmax_precision")
+_FLOAT = ("seed", "alpha", "beta", "norm_coefficient", "min", "max", "clip", "height_scale", "width_scale", "value_float",
+          "k_norm_epsilon", "q_norm_epsilon")
+_FLOATS = ("activation_alpha", "activation_beta", "activation_params", "base_values", "class_weights",
+           "coefficients", "intercepts", "kernel_params", "nodes_hitrates", "nodes_values", "prob_a", "prob_b", "rho",
+           "support_vectors", "target_weights", "weights", "scales", "imputed_value_floats", "keys_floats",
+           "values_floats", "leaf_weights", "nodes_splits", "membership_values", "value_floats", "offset")
+_STRS = ("activations", "cats_strings", "classes_strings", "classlabels_strings", "keys_strings", "nodes_modes",
+         "pool_strings", "stopwords", "string_vocabulary", "values_strings", "value_strings")
+_STR = ("direction", "equation", "mode", "locale", "pattern", "delimiter", "value_string")
+_GRAPH = ("body", "then_branch", "else_branch", "score_mod", "prob_mod")
+_TENSOR = ("value", "sparse_value", "default_tensor", "keys_tensor", "values_tensor", "base_values_as_tensor",
+           "class_weights_as_tensor", "nodes_hitrates_as_tensor", "nodes_values_as_tensor",
+           "target_weights_as_tensor", "nodes_modes")
+KINDS = {**{n: "ints" for n in _INTS}, **{n: "int" for n in _INT}, **{n: "float" for n in _FLOAT},
+         **{n: "floats" for n in _FLOATS}, **{n: "strs" for n in _STRS}, **{n: "str" for n in _STR},
+         **{n: "graph" for n in _GRAPH}, **{n: "tensor" for n in _TENSOR}}
+OP_KINDS = {("", "Scaler"): {"scale": "floats", "offset": "floats"}, ("", "Constant"): {"value": "tensor"},
+            ("", "Pad"): {"value": "float"},
+            ("ai.onnx.ml", "TreeEnsemble"): {n: "tensor" for n in ("nodes_modes", "nodes_splits", "leaf_weights",
+                                                                   "membership_values")},
+            ("", "Optional"): {"type": "type"}}
+
+
+def _kind_of_default(v):
+    if isinstance(v, bool) or isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "float"
+    if isinstance(v, str):
+        return "str"
+    if isinstance(v, (list, tuple)) and v:
+        return "ints" if all(isinstance(x, int) for x in v) else "floats" if all(
+            isinstance(x, (int, float)) for x in v) else "strs" if all(isinstance(x, str) for x in v) else None
+    return "list" if isinstance(v, (list, tuple)) else None
+
+
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) or isinstance(v, bool)
+
+
+def _matches(kind, v):
+    if kind == "int":
+        return _is_int(v)
+    if kind == "float":
+        return isinstance(v, (int, float))
+    if kind == "str":
+        return isinstance(v, str)
+    if kind == "graph":
+        return hasattr(v, "nodes")
+    if kind == "tensor":
+        return isinstance(v, np.ndarray)
+    if not isinstance(v, list):
+        return kind == "type"
+    if kind == "ints":
+        return all(_is_int(x) for x in v)
+    if kind == "floats":
+        return all(isinstance(x, (int, float)) for x in v)
+    if kind == "strs":
+        return all(isinstance(x, str) for x in v)
+    return True  # "list": any list
+
+
+_KIND_NAMES = {"int": "INT", "float": "FLOAT", "str": "STRING", "ints": "INTS", "floats": "FLOATS",
+               "strs": "STRINGS", "graph": "GRAPH", "tensor": "TENSOR", "list": "a list", "type": "TYPE_PROTO"}
+
+
+def _actual(v):
+    if isinstance(v, list):
+        return "INTS" if all(_is_int(x) for x in v) else "FLOATS" if all(isinstance(x, float) for x in v) else \
+            "STRINGS" if all(isinstance(x, str) for x in v) else "a list"
+    return {int: "INT", bool: "INT", float: "FLOAT", str: "STRING"}.get(type(v), type(v).__name__)
+
+
+def check_node(node, opdef):
+    """InvalidGraph naming the node when an attribute has the wrong kind or a required input is missing."""
+    label = f"{node.op_type} node. Name:'{node.name}'"
+    overrides = OP_KINDS.get((opdef.domain, opdef.op_type), {})
+    for name, value in node.attrs.items():
+        kind = overrides.get(name) or (_kind_of_default(opdef.attrs[name]) if name in opdef.attrs else None) or \
+            KINDS.get(name)
+        if kind is not None and not _matches(kind, value) and type(value).__name__ != "AttrRef":
+            raise InvalidGraph(f"{label}: mismatched attribute type '{name}': expected {_KIND_NAMES[kind]}, got "
+                               f"{_actual(value)}")
+    required = opdef.n_required
+    given = list(node.inputs)
+    missing = [i for i in range(required) if i >= len(given) or not given[i]]
+    if missing:
+        raise InvalidGraph(f"{label}: required input {missing[0]} missing ({len([x for x in given if x])} given, "
+                           f"{node.op_type} needs {required})")
+
+
+def check_graph(graph, opsets):
+    """check_node for every node of `graph` and its bodies whose op onnxide knows (unknown ops are the partition's
+    to report)."""
+    from ..ir.model import subgraphs
+
+    for node in graph.nodes:
+        try:
+            opdef, _ = resolve_opdef(node, opsets)
+        except OnnxideError:
+            opdef = None
+        if opdef is not None:
+            check_node(node, opdef)
+        for body in subgraphs(node):
+            check_graph(body, opsets)
