@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .inference import rule, unknown_dims
 from .registry import op
 
@@ -74,11 +75,10 @@ def constant_of_shape(input, *, value=None):  # noqa: A002
     shape = np.asarray(input).astype(np.int64).reshape(-1).tolist()
     if any(d < 0 for d in shape):
         raise InvalidArgument(f"ConstantOfShape: negative dimension in {shape}")
-    if value is None:
-        return np.zeros(shape, dtype=np.float32)
-    v = np.asarray(value)
+    v = np.zeros((), np.float32) if value is None else np.asarray(value)
     if v.size != 1:
         raise InvalidArgument("ConstantOfShape: 'value' must hold exactly one element")
+    limits.check_shape(shape, v.dtype, "ConstantOfShape output")
     return np.full(shape, v.reshape(-1)[0], dtype=v.dtype)
 
 

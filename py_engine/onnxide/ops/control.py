@@ -2,10 +2,13 @@
 generators that run bodies with `yield from ctx.run_graph(...)` (a body may await device work). If, Loop and Scan 9+
 touch the values they carry only through `ctx.array_ops` (take / stack / zeros) and `ctx.release`, so a device EP
 runs them with the carried values staying on its device; only conditions and trip counts are host values."""
+import math
+
 import numpy as np
 
 from .. import dtypes
 from ..errors import Fail, InvalidArgument
+from ..runtime import limits
 from ..runtime.devices import HostArrayOps
 from .inference import UNKNOWN, SequenceOf, entry_of, positive_axis, rule
 from .registry import op
@@ -28,7 +31,8 @@ def _result(outs, n):
 
 
 def _declared_type(graph, index):
-    """(static per-iteration shape as a list or None, numpy dtype) of a body output, from its declared type."""
+    """(per-iteration shape as a list or None, numpy dtype) of a body output, from its declared (or inferred) type;
+    a dim the type leaves unknown is 0 (the output is empty either way; its rank is the type's)."""
     dt, shape = np.dtype(np.float32), None
     try:
         vi = graph.outputs[index]
@@ -37,8 +41,8 @@ def _declared_type(graph, index):
         shape = vi.shape
     except (AttributeError, IndexError, KeyError, TypeError):
         pass
-    if shape is not None and all(isinstance(d, int) for d in shape):
-        return [int(d) for d in shape], dt
+    if shape is not None:
+        return [d if isinstance(d, int) else 0 for d in shape], dt
     return None, dt
 
 
@@ -61,6 +65,12 @@ def _stack(ops, values, axis, what):
     if len(shapes) > 1:
         raise InvalidArgument(f"{what}: scan output shapes differ between iterations: {sorted(shapes)}")
     return ops.stack(values, axis)
+
+
+def _check_scans(scans, iterations):
+    """The memory limit holds for the scan outputs a Loop has gathered so far (they are stacked at the end)."""
+    per = sum(math.prod(v[-1].shape) * np.dtype(v[-1].dtype).itemsize for v in scans if hasattr(v[-1], "shape"))
+    limits.check(per * iterations, f"Loop scan outputs after {iterations} iterations")
 
 
 def _owned_values(ctx, *groups):
@@ -117,6 +127,8 @@ def loop(M=None, cond=None, *v_initial, body, ctx):
             for k, v in enumerate(outs[1 + n_carried:]):
                 scans[k].append(v)
             i += 1
+            if n_scan:
+                _check_scans(scans, i)
         results = carried
         for k in range(n_scan):
             if scans[k]:

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import InvalidArgument
+from ..runtime import limits
 from . import conv_direct as _direct_paths
 from . import conv_winograd as _wino
 from .conv_geometry import ConvGeometry, conv_output_shape
@@ -279,6 +280,7 @@ def col2im(x, image_shape, block_shape, *, dilations=None, pads=None, strides=No
         raise InvalidArgument(f"{name}: input dim 2 ({length}) does not match the {nb} blocks the shapes give")
     cols = x.reshape((n, c) + tuple(blk) + tuple(nb))
     padded = [i + b + e for i, b, e in zip(img, pb, pe)]
+    limits.check_shape((n, c, *padded), x.dtype, f"{name} output")
     buf = np.zeros((n, c) + tuple(padded), dtype=x.dtype)
     for kidx in itertools.product(*[range(k) for k in blk]):
         sl = tuple(slice(k * d, k * d + (q - 1) * s + 1, s) for k, d, q, s in zip(kidx, dil, nb, st))

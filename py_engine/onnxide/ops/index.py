@@ -6,6 +6,7 @@ import numpy as np
 
 from ..dtypes import INT64, np_dtype
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .inference import positive_axis, rule, same_as_input, unknown_dims
 from .math import lift, via_float32
 from .registry import op
@@ -427,6 +428,9 @@ def one_hot(indices, depth, values, *, axis=-1):
     if not -r - 1 <= axis <= r:
         raise InvalidArgument(f"OneHot: axis {axis} is out of range for rank {r}")
     a = axis + r + 1 if axis < 0 else axis
+    if d < 0:
+        raise InvalidArgument(f"OneHot: depth must not be negative, got {d}")
+    limits.check_shape(indices.shape + (d,), v.dtype, "OneHot output")
     idx = lift(indices)[0].astype(np.int64)
     idx = np.where(idx < 0, idx + d, idx)
     shape = [1] * (r + 1)
@@ -570,20 +574,25 @@ rule("CumSum", "CumProd")(same_as_input)
 
 def _range(start, limit, delta, stash):
     dt = np.asarray(start).dtype
+    for name, v in (("start", start), ("limit", limit), ("delta", delta)):
+        if np.size(v) != 1:
+            raise InvalidArgument(f"Range: {name} must be a scalar, got shape {np.shape(v)}")
     s, l, d = (np.asarray(v).reshape(()) for v in (start, limit, delta))
     if dt.kind in "iu":
         s, l, d = int(s), int(l), int(d)
         if d == 0:
             raise InvalidArgument("Range: delta cannot be 0")
         n = max(-((s - l) // d), 0)  # ceil((l - s) / d)
+        limits.check_shape([n], dt, "Range output")
         return (s + np.arange(n, dtype=np.int64) * d).astype(dt)
     work = dt
     if dt.kind not in "f" or dt.itemsize < 4 or dt == np.float16:
         work = np.dtype(np.float32) if stash is None else np_dtype(stash)
     fs, fl, fd = (float(v.astype(np.float64)) for v in (s, l, d))
-    if fd == 0:
-        raise InvalidArgument("Range: delta cannot be 0")
+    if fd == 0 or not math.isfinite(fs) or not math.isfinite(fl) or not math.isfinite(fd):
+        raise InvalidArgument(f"Range: start {fs}, limit {fl} and delta {fd} must be finite, delta non-zero")
     n = max(int(math.ceil((fl - fs) / fd)), 0)
+    limits.check_shape([n], dt, "Range output")
     ws, wd = np.asarray(fs, work), np.asarray(fd, work)
     return (ws + np.arange(n).astype(work) * wd).astype(work).astype(dt)
 

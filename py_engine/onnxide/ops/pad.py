@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .inference import positive_axis, rule, unknown_dims
 from .math import lower
 from .registry import op
@@ -30,6 +31,7 @@ def _pad(data, pads, mode, value, axes=None):
     width = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
     if not any(b or e for b, e in width):
         return data.copy()
+    limits.check_shape([d + b + e for d, (b, e) in zip(data.shape, width)], data.dtype, "Pad output")
     if mode == "constant":
         v = np.zeros((), data.dtype) if value is None else np.asarray(value).reshape(-1)
         v = v.reshape(-1)[0] if v.size else np.zeros((), data.dtype)

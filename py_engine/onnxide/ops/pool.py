@@ -1,10 +1,12 @@
 """Pooling: MaxPool (with Indices), AveragePool, LpPool, the Global* pools, MaxUnpool, MaxRoiPool."""
 import itertools
+import math
 
 import numpy as np
 
 from .. import dtypes as dt
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .conv import compute_dtype, pad_spatial
 from .conv_geometry import ConvGeometry, conv_output_shape
 from .inference import rule, unknown_dims
@@ -202,11 +204,17 @@ def max_unpool(x, indices, output_shape=None, *, kernel_shape=None, pads=None, s
     ks = [int(k) for k in kernel_shape]
     st = [int(s) for s in strides] if strides else [1] * nd
     p = [int(v) for v in pads] if pads else [0] * (2 * nd)
+    if nd < 1 or len(ks) != nd or len(st) != nd or len(p) != 2 * nd or min(ks + st) < 1 or min(p) < 0:
+        raise InvalidArgument(f"{name}: kernel_shape {ks}, strides {st} and pads {p} do not fit X shape {x.shape} "
+                              "(kernel and strides positive, pads non-negative, one per spatial dim)")
     inferred = x.shape[:2] + tuple((i - 1) * s + k - p[a] - p[nd + a]
                                    for a, (i, s, k) in enumerate(zip(x.shape[2:], st, ks)))
     if indices.shape != x.shape:
         raise InvalidArgument(f"{name}: I shape {indices.shape} differs from X shape {x.shape}")
-    y = np.zeros(int(np.prod(inferred)), dtype=x.dtype)
+    if min(inferred) < 0:
+        raise InvalidArgument(f"{name}: the pads leave a negative output shape {inferred}")
+    limits.check_shape(inferred, x.dtype, f"{name} output")
+    y = np.zeros(math.prod(inferred), dtype=x.dtype)
     idx = indices.reshape(-1).astype(np.int64)
     if idx.size and (idx.min() < 0 or idx.max() >= y.size):
         raise InvalidArgument(f"{name}: index out of range for unpooled shape {inferred}")
@@ -218,6 +226,7 @@ def max_unpool(x, indices, output_shape=None, *, kernel_shape=None, pads=None, s
     shape = tuple(int(v) for v in np.asarray(output_shape).reshape(-1))
     if len(shape) != x.ndim or any(s < i for s, i in zip(shape, inferred)):
         raise InvalidArgument(f"{name}: output_shape {shape} must have rank {x.ndim} and cover {inferred}")
+    limits.check_shape(shape, x.dtype, f"{name} output")
     res = np.zeros(shape, dtype=x.dtype)
     res[tuple(slice(0, i) for i in inferred)] = y
     return res
@@ -234,6 +243,9 @@ def max_roi_pool(x, rois, *, pooled_shape=None, spatial_scale=1.0, ctx=None):
     if not pooled_shape or len(pooled_shape) != 2 or x.ndim != 4:
         raise InvalidArgument(f"{name}: needs 4-D X and a 2-value pooled_shape")
     ph, pw = (int(v) for v in pooled_shape)
+    if ph < 1 or pw < 1 or not math.isfinite(spatial_scale):
+        raise InvalidArgument(f"{name}: pooled_shape {list(pooled_shape)} must be positive and spatial_scale "
+                              f"{spatial_scale} finite")
     n, c, h, w = x.shape
     r = np.asarray(rois, dtype=np.float64).reshape(-1, 5)
     y = np.zeros((r.shape[0], c, ph, pw), dtype=x.dtype)

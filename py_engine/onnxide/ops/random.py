@@ -5,6 +5,7 @@ import numpy as np
 
 from ..dtypes import FLOAT, INT32, np_dtype
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .inference import rule
 from .math import lift, lower, via_float32
 from .registry import op
@@ -33,11 +34,21 @@ def _float_dtype(code, what):
     return dt
 
 
+def _checked(shape, dtype, what):
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise InvalidArgument(f"{what}: negative dimension in shape {list(shape)}")
+    limits.check_shape(shape, dtype, f"{what} output")
+    return shape
+
+
 def _uniform(shape, dtype, seed, low, high):
+    shape = _checked(shape, dtype, "RandomUniform")
     return _rng(seed).uniform(low, high, size=tuple(shape)).astype(dtype)
 
 
 def _normal(shape, dtype, seed, mean, scale):
+    shape = _checked(shape, dtype, "RandomNormal")
     return _rng(seed).normal(mean, scale, size=tuple(shape)).astype(dtype)
 
 

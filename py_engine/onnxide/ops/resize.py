@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .inference import rule, unknown_dims
 from .math import via_float32
 from .registry import op
@@ -145,13 +146,15 @@ def resize_plan(shape, roi, scales, sizes, p, axes=None, policy="stretch"):
         if scales.size != k:
             raise InvalidArgument(f"Resize: scales has {scales.size} values, expected {k}")
         for i, a in enumerate(axes):
-            if scales[i] <= 0:
-                raise InvalidArgument("Resize: scales must be greater than 0")
+            if not scales[i] > 0 or not math.isfinite(scales[i]):
+                raise InvalidArgument(f"Resize: scales must be finite and greater than 0, got {scales.tolist()}")
             full_scales[a] = float(scales[i])
             out_shape[a] = int(math.floor(full_scales[a] * shape[a]))
     else:
         if sizes.size != k:
             raise InvalidArgument(f"Resize: sizes has {sizes.size} values, expected {k}")
+        if (sizes < 0).any():
+            raise InvalidArgument(f"Resize: sizes must not be negative, got {sizes.tolist()}")
         ratios = [sizes[i] / shape[a] if shape[a] else 1.0 for i, a in enumerate(axes)]
         if policy == "stretch":
             for i, a in enumerate(axes):
@@ -181,6 +184,7 @@ def resize_plan(shape, roi, scales, sizes, p, axes=None, policy="stretch"):
                 and (p["ctm"] != "tf_crop_and_resize" or full_roi[a] == (0.0, 1.0)))
         if not same:
             passes.append((a, out_shape[a], full_scales[a], full_roi[a]))
+    limits.check(math.prod(out_shape) * 4, f"Resize output {tuple(out_shape)}")
     return out_shape, passes
 
 
@@ -191,6 +195,10 @@ def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
     y = x if nearest else x.astype(np.float64)
     masks = []
     for a, n_out, scale, roi_a in passes:
+        taps = 1 if nearest else (4 if p["mode"] == "cubic" else 2) * (math.ceil(1 / scale) if p["antialias"] and
+                                                                        scale < 1 else 1)
+        limits.check(math.prod(y.shape) // max(y.shape[a], 1) * n_out * taps * y.dtype.itemsize,
+                     f"Resize intermediate along axis {a}")
         y, m = _resize_axis(y, a, n_out, scale, roi_a, p)
         if m is not None and m.any():
             masks.append((a, m))
@@ -236,8 +244,10 @@ def integer_nearest_factors(shape, scales=None, sizes=None, *, mode="nearest",
         fh, fw = sz[2] / h, sz[3] / w
     else:
         return None
-    if fh != int(fh) or fw != int(fw) or fh < 1 or fw < 1 or n * c * h * w == 0:
+    if not (math.isfinite(fh) and math.isfinite(fw)) or fh != int(fh) or fw != int(fw) or fh < 1 or fw < 1 or \
+            n * c * h * w == 0:
         return None
+    limits.check(n * c * h * int(fh) * w * int(fw) * 4, "Resize output")
     for n_in, f in ((h, int(fh)), (w, int(fw))):
         x, _ = _source_coords(coordinate_transformation_mode, n_in * f, n_in, float(f), 0.0, 1.0)
         idx = np.clip(_nearest_index(x, nearest_mode), 0, n_in - 1)

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..dtypes import INT64, np_dtype
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .inference import broadcast, positive_axis, product, rule, same_as_input, unknown_dims
 from .math import lower
 from .registry import op
@@ -129,6 +130,7 @@ def _concat(inputs, axis):
         raise InvalidArgument("Concat: no inputs")
     rank = inputs[0].ndim
     a = norm_axis(axis, rank, "Concat")
+    limits.check(sum(x.nbytes for x in inputs), "Concat output")
     try:
         return np.concatenate(inputs, axis=a)
     except ValueError as e:
@@ -350,7 +352,9 @@ def expanded_shape(in_shape, shape):
 
 @op("Expand", since=8, host_inputs=(1,))
 def expand(input, shape):  # noqa: A002
-    return np.broadcast_to(input, expanded_shape(input.shape, shape)).copy()
+    out = expanded_shape(input.shape, shape)
+    limits.check_shape(out, input.dtype, "Expand output")
+    return np.broadcast_to(input, out).copy()
 
 
 @rule("Expand")
@@ -367,7 +371,7 @@ def _expand_rule(f):
 def tile_v1(input, tiles, axis):  # noqa: A002
     reps = [1] * input.ndim
     reps[norm_axis(ints(axis)[0], input.ndim, "Tile")] = ints(tiles)[0]
-    return np.tile(input, reps)
+    return _tile(input, reps)
 
 
 @op("Tile", since=6, host_inputs=(1,))
@@ -375,9 +379,14 @@ def tile(input, repeats):  # noqa: A002
     reps = ints(repeats)
     if len(reps) != input.ndim:
         raise InvalidArgument(f"Tile: repeats has {len(reps)} entries for a rank-{input.ndim} input")
+    return _tile(input, reps)
+
+
+def _tile(x, reps):
     if any(r < 0 for r in reps):
         raise InvalidArgument(f"Tile: negative repeat in {reps}")
-    return np.tile(input, reps)
+    limits.check_shape([d * r for d, r in zip(x.shape, reps)], x.dtype, "Tile output")
+    return np.tile(x, reps)
 
 
 @rule("Tile")

@@ -18,6 +18,7 @@ from .iobinding import IOBinding
 from .ortvalue import OrtValue, from_external, now
 from .memory import keep_freed_memory
 from .threads import blas_threads
+from . import limits
 from .options import SessionOptions
 from . import model_io
 from .lora import with_adapters
@@ -98,11 +99,13 @@ class InferenceSession(SessionAPI):
         if mp.graph is None:
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
         self._profiler = self._prepare_load(mp, kwargs)
+        self._memory_limit = limits.session_limit(self._sess_options)
         try:
             self._model = load_model(mp, base_dir)
             _override_free_dims(self._model.graph, self._sess_options._free_dims)
             infer_shapes(self._model)
-            optimize(self._model, self._sess_options.graph_optimization_level)
+            with limits.use(self._memory_limit):  # (constant folding runs kernels)
+                optimize(self._model, self._sess_options.graph_optimization_level)
             infer_bodies(self._model)
         except OnnxideError:
             raise
@@ -212,7 +215,7 @@ class InferenceSession(SessionAPI):
         names, feeds = self._prepare(output_names, with_adapters(input_feed, run_options))
         control = RunControl.of(run_options)
         try:
-            with self._threads, self._profiled_run():
+            with self._threads, self._profiled_run(), limits.use(self._memory_limit):
                 ex = self._executor_for(feeds)
                 try:
                     outs = ex.run(feeds, names, fetch_devices, control)
@@ -251,7 +254,7 @@ class InferenceSession(SessionAPI):
         API's preferredOutputLocation)."""
         names, feeds = self._prepare(output_names, with_adapters(input_feed, run_options))
         control = RunControl.of(run_options)
-        with self._threads, self._profiled_run():  # as `run`: the session's thread count for BLAS and EP kernels
+        with self._threads, self._profiled_run(), limits.use(self._memory_limit):  # as `run`
             ex = self._executor_for(feeds)
             try:
                 outs = await ex.run_async(feeds, names, fetch_devices, control)
