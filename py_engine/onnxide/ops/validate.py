@@ -32,7 +32,7 @@ _STR = ("direction", "equation", "mode", "locale", "pattern", "delimiter", "valu
 _GRAPH = ("body", "then_branch", "else_branch", "score_mod", "prob_mod")
 _TENSOR = ("value", "sparse_value", "default_tensor", "keys_tensor", "values_tensor", "base_values_as_tensor",
            "class_weights_as_tensor", "nodes_hitrates_as_tensor", "nodes_values_as_tensor",
-           "target_weights_as_tensor", "nodes_modes")
+           "target_weights_as_tensor")  # (TreeEnsemble's tensor nodes_modes: OP_KINDS)
 KINDS = {**{n: "ints" for n in _INTS}, **{n: "int" for n in _INT}, **{n: "float" for n in _FLOAT},
          **{n: "floats" for n in _FLOATS}, **{n: "strs" for n in _STRS}, **{n: "str" for n in _STR},
          **{n: "graph" for n in _GRAPH}, **{n: "tensor" for n in _TENSOR}}
