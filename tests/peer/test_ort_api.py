@@ -1,6 +1,4 @@
-"""onnxruntime's Python API behaviours onnxruntime's own tests do not pin down, checked against onnxruntime itself:
-provider names and fallback, options attributes, enum printing, module functions, string / sparse / map feeds,
-LoRA adapter files both ways, session profiling events, external initializers, the compile API."""
+"""onnxruntime Python API behaviours its own tests leave open, checked against onnxruntime itself."""
 import json
 import os
 import subprocess

@@ -1,7 +1,4 @@
-"""onnxruntime's own Python API tests (../shared/peer/onnxruntime-python-tests, never edited: run from a scratch
-copy) against onnxide, with `import onnxruntime` resolving to onnxide through the re-export-only alias in
-tests/peer/alias. Every test recorded in ort_python_suite_passing.txt must still pass: the set may grow, never
-shrink. docs/compatibility.md gives the per-file counts, which must agree with the record."""
+"""onnxruntime's own Python tests (shared, copied, never edited) on onnxide: the recorded passes must hold."""
 import collections
 import os
 import re
@@ -42,6 +39,8 @@ def _pytest(folder, files):
 
 @pytest.mark.skipif(not os.path.isdir(SUITE), reason=f"onnxruntime's Python tests are not at {SUITE}")
 def test_onnxruntime_python_suite_keeps_passing(tmp_path):
+    """`import onnxruntime` resolves to onnxide through tests/peer/alias; every test id recorded in
+    ort_python_suite_passing.txt must pass (the set may grow, never shrink)."""
     folder = tmp_path / "onnxruntime-python-tests"
     shutil.copytree(SUITE, folder)
     files = sorted(f for f in os.listdir(folder) if f.startswith("onnxruntime_test") and f.endswith(".py"))

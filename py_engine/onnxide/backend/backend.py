@@ -1,5 +1,4 @@
-"""OnnxRuntimeBackend: onnx.backend's Backend interface (prepare / run_model / supports_device) on onnxide
-sessions; SessionOptions attributes may be passed as keyword arguments to prepare."""
+"""OnnxRuntimeBackend: the onnx.backend interface (prepare / run_model / supports_device) on onnxide."""
 from ..errors import InvalidArgument
 from ..runtime.env import get_device
 from ..runtime.options import RunOptions, SessionOptions

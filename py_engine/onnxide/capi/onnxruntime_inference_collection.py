@@ -1,5 +1,4 @@
-"""onnxruntime's Python-level classes (`onnxruntime.capi.onnxruntime_inference_collection`): onnxide's own, plus
-the provider-argument normalization onnxruntime's InferenceSession applies."""
+"""onnxruntime's Python-level classes (onnxide's own) and its provider-argument normalization."""
 import collections.abc
 import warnings
 

@@ -1,5 +1,4 @@
-"""The names of onnxruntime's native module (`onnxruntime.capi.onnxruntime_pybind11_state`), each onnxide's own:
-exception classes, enums, options, values, devices, the C-level session and IO binding, module functions."""
+"""The names of onnxruntime's native module, each re-exported from onnxide's own modules."""
 from ..errors import (  # noqa: F401
     DeviceReset, EngineError, EPFail, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, ModelLoadCanceled,
     ModelLoaded, ModelRequiresCompilation, NoModel, NoSuchFile, NotFound, NotImplemented, RuntimeException,

@@ -1,5 +1,4 @@
-"""onnxruntime's C-level session and IO binding (`capi._pybind_state.InferenceSession`, a Python session's `_sess`,
-`SessionIOBinding`): thin views over onnxide's session, with the C API's argument orders and return types."""
+"""onnxruntime's C-level session (`session._sess`, `initialize_session`) and SessionIOBinding, over onnxide's."""
 from ..runtime.iobinding import IOBinding
 from ..runtime.options import SessionOptions
 from ..runtime.ortvalue import OrtValueVector

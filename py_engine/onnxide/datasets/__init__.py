@@ -1,5 +1,4 @@
-"""Small example models for documentation and tests (`datasets.get_example(name)`): logreg_iris.onnx, mul_1.onnx,
-sigmoid.onnx — the model files onnxruntime ships under the same names (MIT license, (c) Microsoft)."""
+"""Example models by name: onnxruntime's logreg_iris, mul_1 and sigmoid files (MIT, (c) Microsoft)."""
 import os
 
 

@@ -1,5 +1,4 @@
-"""com.microsoft SparseToDenseMatMul: Y = alpha * op(A) @ op(B) for a sparse A, which reaches the kernel dense
-(sessions densify sparse feeds; sparse initializers are densified when the model is built)."""
+"""com.microsoft SparseToDenseMatMul: alpha * op(A) @ op(B), A densified before it reaches the kernel."""
 import numpy as np
 
 from ..errors import InvalidArgument

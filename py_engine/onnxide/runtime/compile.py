@@ -1,6 +1,4 @@
-"""onnxruntime's compile API (ModelCompiler): the model as a session of these options prepares it — optimized at
-the compiler's level — written to a file, bytes or a stream. onnxide's execution providers compile no nodes, so
-a compiled model holds no EP context nodes."""
+"""onnxruntime's compile API (ModelCompiler): the session-prepared model written out (no EP compiles)."""
 import os
 
 from ..errors import Fail

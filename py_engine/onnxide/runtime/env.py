@@ -1,5 +1,4 @@
-"""The process-wide environment onnxruntime's module functions configure: provider names, build info, logging,
-telemetry, the random seed, global thread pools, registered allocators and execution provider libraries."""
+"""Process-wide settings onnxruntime's module functions configure (providers, logging, seed, thread pools)."""
 import logging
 import platform
 

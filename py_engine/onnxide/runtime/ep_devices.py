@@ -1,5 +1,4 @@
-"""Hardware devices and the execution providers that can use them (get_ep_devices), compiled-model compatibility,
-and the per-node EP assignment a session records (get_provider_graph_assignment_info)."""
+"""EP devices (get_ep_devices), compiled-model compatibility and a session's per-node EP assignment."""
 from .enums import OrtCompiledModelCompatibility, OrtHardwareDeviceType
 from .enums import OrtDeviceVendorId as Vendor
 from . import providers as eps

@@ -1,5 +1,4 @@
-"""A minimal FlatBuffers codec (little-endian tables of scalars, strings, scalar vectors and table vectors), enough
-for onnxruntime's `.onnx_adapter` files. Fields are addressed by their index in the schema."""
+"""A minimal FlatBuffers reader / writer (scalars, strings, vectors, tables): enough for `.onnx_adapter`."""
 import struct
 
 import numpy as np
@@ -101,7 +100,8 @@ class Builder:
         if isinstance(value, np.ndarray):
             self._align(8, 4)
             pos = len(self.buf)
-            self.buf += struct.pack("<I", value.size) + np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
+            data = np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
+            self.buf += struct.pack("<I", value.size) + data
             return pos
         self._align(4)
         pos = len(self.buf)  # a vector of tables: offsets first, the tables after

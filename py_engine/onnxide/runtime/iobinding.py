@@ -1,7 +1,4 @@
-"""IOBinding: a session's inputs and outputs bound ahead of `session.run_with_iobinding(binding)`, on the host or
-on a device — inputs stay where they are bound, outputs are made (or read back) where they are bound, and
-`get_outputs()` hands them over as OrtValues on those devices. Devices are named as onnxruntime's Python API names
-them (`'cuda', 0`) or given as an OrtDevice (its C API's form)."""
+"""IOBinding: a run's inputs and outputs bound ahead, kept or made on their devices."""
 import ctypes
 
 import numpy as np
@@ -20,6 +17,10 @@ def _host_array(element_type, shape, buffer_ptr):
 
 
 class IOBinding:
+    """Inputs stay where they are bound, outputs are made (or read back) where they are bound, and `get_outputs()`
+    hands them over as OrtValues there. Devices are named as onnxruntime's Python API names them (`'cuda', 0`) or
+    given as an OrtDevice (its C API's form)."""
+
     def __init__(self, session):
         self._session = session
         self._inputs, self._outputs, self._results = {}, {}, None

@@ -1,6 +1,4 @@
-"""LoRA adapters: onnxruntime's `.onnx_adapter` files (FlatBuffers, identifier "TORT") read and written
-(AdapterFormat), loaded as LoraAdapter; a run whose RunOptions has active adapters feeds their parameters to the
-model's inputs of those names (inputs with initializer defaults: the base weights)."""
+"""LoRA adapters: `.onnx_adapter` files read and written, their parameters fed to runs that activate them."""
 import os
 
 import numpy as np
@@ -85,7 +83,8 @@ class AdapterFormat:
 
 
 class LoraAdapter:
-    """A loaded adapter; activate it per run with `RunOptions.add_active_adapter`."""
+    """A loaded adapter; activated per run with `RunOptions.add_active_adapter`, its parameters are fed to the
+    model's inputs of those names (inputs whose initializers are the base weights)."""
 
     def __init__(self):
         self._params = {}

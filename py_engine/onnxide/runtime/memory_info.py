@@ -1,5 +1,4 @@
-"""OrtMemoryInfo, OrtArenaCfg and allocator registration as onnxruntime's API has them. numpy owns onnxide's host
-memory, so a registered allocator changes no allocation; it is recorded, and checked as onnxruntime checks it."""
+"""OrtMemoryInfo, OrtArenaCfg and allocator registration (recorded: numpy owns onnxide's host memory)."""
 from .enums import OrtAllocatorType, OrtDeviceMemoryType, OrtMemoryInfoDeviceType, OrtMemType
 from .enums import OrtDeviceVendorId as Vendor
 from . import env

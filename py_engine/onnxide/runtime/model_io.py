@@ -1,6 +1,4 @@
-"""What a session does to the model around loading it, as onnxruntime does: session options stored in the model
-(ORT_LOAD_CONFIG_FROM_MODEL), initializers the user supplies (add_initializer, external initializers as values or
-as file contents in memory), and writing a model with its large initializers in an external file."""
+"""A session's model I/O as onnxruntime's: config from the model, user initializers, external data out."""
 import json
 import os
 

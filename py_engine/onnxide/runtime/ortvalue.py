@@ -1,6 +1,4 @@
-"""OrtValue and OrtDevice as onnxruntime's Python API has them: a value that carries the device it lives on (a
-numpy array on the host, an opaque device value elsewhere — runtime/devices.py, a SparseTensor), and the device
-naming it. One class serves both of onnxruntime's layers (`onnxruntime.OrtValue` and `capi.OrtValue`)."""
+"""OrtValue and OrtDevice, one class each for onnxruntime's Python and C API layers."""
 import numpy as np
 
 from .. import dtypes as dt

@@ -1,5 +1,4 @@
-"""SessionOptions.enable_profiling: chrome-trace events as onnxruntime writes them — session events (model loading,
-session initialization, each model_run) and one per node run (op, EP, shapes, duration) — one event a line."""
+"""enable_profiling: onnxruntime's chrome-trace file (session and node events, one event a line)."""
 import json
 import os
 import time

@@ -10,7 +10,6 @@ from ..ir import load_model
 from ..ir.infer import infer_bodies, infer_shapes
 from ..ops.inference import tensor_type
 from ..optimizer import optimize
-from . import providers as eps
 from . import specialize
 from ..execute import Executor, RunControl
 from . import devices

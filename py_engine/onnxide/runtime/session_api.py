@@ -1,6 +1,4 @@
-"""The parts of onnxruntime's InferenceSession API around the engine: provider selection with onnxruntime's
-unknown-name and fallback rules, load-time options (config from the model, user initializers, cancellation,
-thread pools), session profiling events, sparse outputs, memory infos, EP assignment and the C-level view."""
+"""onnxruntime's InferenceSession behaviour around the engine: providers, load-time options, events, views."""
 import contextlib
 import os
 import warnings
@@ -68,7 +66,9 @@ def map_feed(map_type, value):
 
 
 class SessionAPI:
-    """Mixed into runtime.session.InferenceSession."""
+    """Mixed into runtime.session.InferenceSession: provider selection with onnxruntime's unknown-name and fallback
+    rules, load-time options (config from the model, user initializers, cancellation, thread pools), profiling's
+    session events, sparse outputs, memory infos, EP assignment and the C-level view (`_sess`)."""
 
     # --- creation ----------------------------------------------------------------------------------------------
     def _prepare_load(self, mp, kwargs):

@@ -1,5 +1,4 @@
-"""SparseTensor (COO / CSR(C) / block-sparse, host memory) as onnxruntime's API has it. onnxide computes densely:
-a sparse feed is densified where a session takes it, and an output the model declares sparse comes back as COO."""
+"""SparseTensor (COO / CSR / block-sparse, host memory); sessions densify sparse feeds, sparsify outputs."""
 import numpy as np
 
 from .. import dtypes as dt
@@ -24,7 +23,9 @@ class _View:
 
 
 class SparseTensor:
-    """A sparse tensor on the host: its format, dense shape, values and index arrays (read-only views)."""
+    """A sparse tensor on the host: its format, dense shape, values and index arrays (read-only views). onnxide
+    computes densely: a sparse feed is densified where a session takes it, and an output the model declares sparse
+    comes back as COO of the dense result."""
 
     def __init__(self, fmt, dense_shape, values, indices):
         self._format, self._shape = OrtSparseFormat(fmt), [int(d) for d in dense_shape]

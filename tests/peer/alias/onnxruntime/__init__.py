@@ -1,5 +1,4 @@
-"""Test-only alias: `import onnxruntime` (and `onnxruntime.X.Y`) gives onnxide's module `onnxide.X.Y` itself. It only
-re-exports: no name is defined here, every one the importer uses must exist in onnxide."""
+"""Test-only alias: `onnxruntime.X.Y` is onnxide's module `onnxide.X.Y` itself; it defines no API name."""
 import importlib
 import importlib.abc
 import importlib.util
