@@ -70,7 +70,7 @@ def _stack(ops, values, axis, what):
 def _check_scans(scans, iterations):
     """The memory limit holds for the scan outputs a Loop has gathered so far (they are stacked at the end)."""
     per = sum(math.prod(v[-1].shape) * np.dtype(v[-1].dtype).itemsize for v in scans if hasattr(v[-1], "shape"))
-    limits.check(per * iterations, f"Loop scan outputs after {iterations} iterations")
+    limits.check(per * iterations, "Loop scan outputs after {} iterations", iterations)
 
 
 def _owned_values(ctx, *groups):

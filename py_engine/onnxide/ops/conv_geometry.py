@@ -1,9 +1,11 @@
 """Conv-family geometry, parsed once per node and read by every kernel set (numpy, WASM, native, GPU): kernel,
 strides, dilations, pads (auto_pad resolved), group, output dims — with one-line errors for what the ONNX spec
 rejects — and the output-shape rule type / shape inference uses."""
+import math
 from dataclasses import dataclass
 
 from ..errors import InvalidArgument
+from ..runtime import limits
 
 
 def _ints(v, n, fill, what, name):
@@ -71,7 +73,8 @@ class ConvGeometry:
                 pb.append(t // 2 if upper else t - t // 2)
                 pe.append(t - pb[-1])
                 out.append(o)
-            return cls(in_shape, kernel, st, dil, tuple(pb), tuple(pe), tuple(out), group, bool(ceil_mode))
+            return cls(in_shape, kernel, _moot_strides(st, out), dil, tuple(pb), tuple(pe), tuple(out), group,
+                       bool(ceil_mode))
         if not auto_pad or auto_pad == "NOTSET":
             p = _ints(pads, 2 * nd, 0, "pads", name)
             pb, pe = p[:nd], p[nd:]
@@ -90,11 +93,17 @@ class ConvGeometry:
             if o <= 0 or k <= 0 or d <= 0 or b < 0 or e < 0:
                 raise _invalid_window(name, in_shape, kernel, st, dil, pb, pe)
             out.append(o)
-        return cls(in_shape, kernel, st, dil, pb, pe, tuple(out), group, bool(ceil_mode))
+        return cls(in_shape, kernel, _moot_strides(st, out), dil, pb, pe, tuple(out), group, bool(ceil_mode))
+
+    def _checked(self, n, c, name, size_check):
+        """self, after the memory limit check of its output (n × c × out, float32 at least)."""
+        if size_check:
+            limits.check(n * c * math.prod(self.out) * 4, "{} output of {} per channel", name, self.out)
+        return self
 
     @classmethod
     def conv(cls, x_shape, w_shape, name="Conv", *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
-             pads=None, strides=None, **_other_attributes):
+             pads=None, strides=None, size_check=True, **_other_attributes):
         """Conv / FusedConv / ConvInteger / QLinearConv / DeformConv: X (N, C, *S), W (M, C/group, *K)."""
         kernel = _conv_kernel(x_shape, w_shape, kernel_shape, name)
         c, m = x_shape[1], w_shape[0]
@@ -102,23 +111,23 @@ class ConvGeometry:
             raise InvalidArgument(f"{name}: X channels {c}, W shape {tuple(w_shape)} and group {group} are "
                                   "inconsistent")
         return cls.window(x_shape[2:], kernel, name, auto_pad=auto_pad, strides=strides, dilations=dilations,
-                          pads=pads, group=int(group))
+                          pads=pads, group=int(group))._checked(x_shape[0], m, name, size_check)
 
     @classmethod
     def pool(cls, x_shape, name="Pool", *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None,
-             pads=None, strides=None, **_other_attributes):
+             pads=None, strides=None, size_check=True, **_other_attributes):
         """MaxPool / AveragePool / LpPool: X (N, C, *S), kernel_shape required."""
         if len(x_shape) < 3:
             raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {tuple(x_shape)}")
         if not kernel_shape:
             raise InvalidArgument(f"{name}: attribute 'kernel_shape' is required")
         return cls.window(x_shape[2:], kernel_shape, name, auto_pad=auto_pad, strides=strides, dilations=dilations,
-                          pads=pads, ceil_mode=bool(ceil_mode))
+                          pads=pads, ceil_mode=bool(ceil_mode))._checked(x_shape[0], x_shape[1], name, size_check)
 
     @classmethod
     def conv_transpose(cls, x_shape, w_shape, name="ConvTranspose", *, auto_pad="NOTSET", dilations=None, group=1,
                        kernel_shape=None, output_padding=None, output_shape=None, pads=None, strides=None,
-                       **_other_attributes):
+                       size_check=True, **_other_attributes):
         """ConvTranspose: X (N, C, *S), W (C, M/group, *K); the output from output_shape, auto_pad or pads (ONNX's
         rule: with output_shape or SAME_* the total padding splits as auto_pad says, begin pads clamped at 0, so a
         larger output than the natural one grows at the end, as onnxruntime does)."""
@@ -158,7 +167,8 @@ class ConvGeometry:
         if min(out, default=1) <= 0:
             raise InvalidArgument(f"{name}: computed output shape {list(out)} is not positive")
         pe = tuple(nat - b - o for nat, b, o in zip(natural, pb, out))
-        return cls(ins, kernel, st, dil, pb, pe, out, int(group), False, opad)
+        return cls(ins, kernel, st, dil, pb, pe, out, int(group), False, opad)._checked(
+            x_shape[0], w_shape[1] * group, name, size_check)
 
     @property
     def window_pads_end(self):
@@ -174,6 +184,13 @@ class ConvGeometry:
         return ConvGeometry(one(self.in_shape, 1), one(self.kernel, 1), one(self.strides, 1),
                             one(self.dilations, 1), one(self.pads_begin, 0), one(self.pads_end, 0), one(self.out, 1),
                             self.group, self.ceil_mode, one(self.output_padding, 0) if self.output_padding else ())
+
+
+def _moot_strides(strides, out):
+    """Strides with 1 along axes of one window: the stride is moot there (a huge one would size kernels' views)."""
+    if 1 in out and max(strides) > 1:
+        return tuple(1 if o == 1 else s for o, s in zip(out, strides))
+    return strides
 
 
 def _conv_kernel(x_shape, w_shape, kernel_shape, name):
@@ -221,7 +238,8 @@ def conv_output_shape(op_type, attrs, x_shape, w_shape=None):
         ws = [group, 1] + list(kernel)
     xs = [1, 1 if pool else group] + [_UNKNOWN_DIM if a in unknown else d for a, d in enumerate(x_shape[2:])]
     try:
-        g = ConvGeometry.pool(xs, op_type, **attrs) if pool else _SHAPE_RULES[op_type](xs, ws, op_type, **attrs)
+        g = ConvGeometry.pool(xs, op_type, **attrs, size_check=False) if pool else \
+            _SHAPE_RULES[op_type](xs, ws, op_type, **attrs, size_check=False)
     except (InvalidArgument, TypeError, ValueError):
         return shape
     return shape[:2] + [None if a in unknown and not fixed else o for a, o in enumerate(g.out)]

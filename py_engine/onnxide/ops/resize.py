@@ -184,7 +184,7 @@ def resize_plan(shape, roi, scales, sizes, p, axes=None, policy="stretch"):
                 and (p["ctm"] != "tf_crop_and_resize" or full_roi[a] == (0.0, 1.0)))
         if not same:
             passes.append((a, out_shape[a], full_scales[a], full_roi[a]))
-    limits.check(math.prod(out_shape) * 4, f"Resize output {tuple(out_shape)}")
+    limits.check(math.prod(out_shape) * 4, "Resize output {}", tuple(out_shape))
     return out_shape, passes
 
 
@@ -198,7 +198,7 @@ def _resize(x, roi, scales, sizes, p, axes=None, policy="stretch"):
         taps = 1 if nearest else (4 if p["mode"] == "cubic" else 2) * (math.ceil(1 / scale) if p["antialias"] and
                                                                         scale < 1 else 1)
         limits.check(math.prod(y.shape) // max(y.shape[a], 1) * n_out * taps * y.dtype.itemsize,
-                     f"Resize intermediate along axis {a}")
+                     "Resize intermediate along axis {}", a)
         y, m = _resize_axis(y, a, n_out, scale, roi_a, p)
         if m is not None and m.any():
             masks.append((a, m))

@@ -92,16 +92,19 @@ def current():
     return limit or None
 
 
-def check(nbytes, what):
+def check(nbytes, what, *args):
     """Raise onnxruntime's RuntimeException when `nbytes` (a Python int, never overflowing) exceeds the limit;
-    `what` names the tensor (e.g. "Tile output (100000, 100000) float32")."""
-    limit = current()
-    if limit is not None and nbytes > limit:
-        raise RuntimeException(f"Failed to allocate memory for requested buffer of size {nbytes} ({what}): above the "
-                               f"session's memory limit of {limit} bytes (session config entry '{CONFIG_KEY}')")
+    `what` (formatted with `args` only then) names the tensor, e.g. "Tile output (100000, 100000) float32"."""
+    limit = _limit.get()
+    if limit is None:
+        limit = default_limit()
+    if limit and nbytes > limit:
+        raise RuntimeException(f"Failed to allocate memory for requested buffer of size {nbytes} "
+                               f"({what.format(*args)}): above the session's memory limit of {limit} bytes (session "
+                               f"config entry '{CONFIG_KEY}')")
 
 
 def check_shape(shape, dtype, what):
     """check() for an array of `shape` (ints, maybe huge) and numpy `dtype`; negative dims count as zero."""
     n = math.prod(max(int(d), 0) for d in shape) * getattr(dtype, "itemsize", 8)
-    check(n, f"{what} {tuple(int(d) for d in shape)} {getattr(dtype, 'name', dtype)}")
+    check(n, "{} {} {}", what, tuple(int(d) for d in shape), getattr(dtype, "name", dtype))

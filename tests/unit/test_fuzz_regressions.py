@@ -1,0 +1,115 @@
+"""Regression tests for what the fuzzing campaign (tests/fuzz/) and issue 19's probes found: each invalid model is
+refused with an onnxide error on every EP (the native EP's depthwise conv once segfaulted or read outside its
+buffers), each valid corner case runs there as on the CPU EP."""
+import numpy as np
+import pytest
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+import onnxide
+from fuzz.harness import INTERNAL
+from onnxide.errors import OnnxideError
+
+vi = helper.make_tensor_value_info
+EPS = [p for p in ("CPUExecutionProvider", "NativeCPUExecutionProvider", "WasmExecutionProvider")
+       if p in onnxide.get_available_providers()]
+
+
+def _model(node, x_shape, inits=(), opset=17, outputs=1):
+    g = helper.make_graph([node], "g", [vi("x", T.FLOAT, list(x_shape))],
+                          [helper.ValueInfoProto(name=o) for o in node.output[:outputs]],
+                          [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+
+def _session(data, ep, threads=2):
+    so = onnxide.SessionOptions()
+    so.intra_op_num_threads = threads
+    return onnxide.InferenceSession(data, so, providers=[ep])
+
+
+def _refused(data, x, ep, threads=2):
+    """True when the model is refused with an onnxide error at creation or run (never a crash or an output)."""
+    try:
+        _session(data, ep, threads).run(None, {"x": x})
+    except OnnxideError as e:
+        assert not INTERNAL.search(str(e)), str(e)  # onnxide's own check, not a wrapped Python exception
+        return True
+    return False
+
+
+DW = np.random.default_rng(0).standard_normal((1, 32, 24, 24)).astype(np.float32)
+BAD_CONVS = {  # issue 19: the native EP's depthwise conv segfaulted or returned heap contents on these
+    "kernel_shape 200x200 vs W 1x1, pads 100": (dict(group=32, kernel_shape=[200, 200], pads=[100] * 4), (32, 1, 1, 1)),
+    "negative dilation": (dict(group=32, dilations=[-1, 1], pads=[1] * 4), (32, 1, 3, 3)),
+    "zero dilation": (dict(group=32, dilations=[0, 0]), (32, 1, 3, 3)),
+    "kernel_shape [0, 0]": (dict(group=32, kernel_shape=[0, 0]), (32, 1, 3, 3)),
+    "kernel_shape [-1, 3]": (dict(group=32, kernel_shape=[-1, 3]), (32, 1, 3, 3)),
+    "strides [0, 1] (was ZeroDivisionError)": (dict(group=32, strides=[0, 1]), (32, 1, 3, 3)),
+    "negative pads": (dict(group=32, pads=[-2, 0, 0, 0]), (32, 1, 3, 3)),
+    "group not dividing channels": (dict(group=5), (32, 1, 3, 3)),
+}
+BAD_POOLS = {
+    "kernel_shape [0, 0]": dict(kernel_shape=[0, 0]),
+    "kernel_shape [-1, 3]": dict(kernel_shape=[-1, 3]),
+    "zero dilations": dict(kernel_shape=[3, 3], dilations=[0, 1]),
+    "negative dilations": dict(kernel_shape=[3, 3], dilations=[-1, 1], pads=[1, 1, 1, 1]),
+    "strides [0, 1]": dict(kernel_shape=[3, 3], strides=[0, 1]),
+    "kernel larger than the padded input": dict(kernel_shape=[30, 30]),
+    "negative pads": dict(kernel_shape=[3, 3], pads=[-1, 0, 0, 0]),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("ep", EPS)
+@pytest.mark.parametrize("case", sorted(BAD_CONVS))
+def test_invalid_depthwise_conv_is_refused_on_every_ep(case, ep, threads):
+    attrs, w_shape = BAD_CONVS[case]
+    w = np.ones(w_shape, np.float32)
+    data = _model(helper.make_node("Conv", ["x", "w"], ["y"], **attrs), DW.shape, [("w", w)])
+    assert _refused(data, DW, ep, threads)
+
+
+@pytest.mark.parametrize("ep", EPS)
+@pytest.mark.parametrize("case", sorted(BAD_POOLS))
+def test_invalid_max_pool_is_refused_on_every_ep(case, ep):
+    data = _model(helper.make_node("MaxPool", ["x"], ["y"], **BAD_POOLS[case]), DW.shape, opset=12)
+    assert _refused(data, DW, ep)
+
+
+@pytest.mark.parametrize("attr,value", [("dilations", 7), ("strides", [1.5, 1.0]), ("group", [1, 2]),
+                                        ("kernel_shape", "x")])
+def test_an_attribute_of_the_wrong_kind_is_refused_at_load(attr, value):
+    node = helper.make_node("Conv", ["x", "w"], ["y"], **{attr: value})
+    data = _model(node, DW.shape, [("w", np.ones((32, 32, 3, 3)))])
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidGraph, match=f"mismatched attribute type '{attr}'"):
+            _session(data, ep)
+
+
+@pytest.mark.parametrize("ep", EPS)
+def test_a_huge_stride_over_a_single_window_runs_as_stride_one(ep):
+    """strides 2^62 with one output position per axis: numpy built a view too big to exist, the native EP asked for
+    2.75 TiB of scratch; onnxruntime runs it."""
+    x = np.random.default_rng(1).standard_normal((1, 16, 20, 20)).astype(np.float32)
+    w = np.random.default_rng(2).standard_normal((32, 16, 3, 3)).astype(np.float32)
+    got = {}
+    for strides in ([2**62, 2**62], [20, 20]):
+        node = helper.make_node("Conv", ["x", "w"], ["y"], strides=strides, pads=[1, 1, 1, 1])
+        got[strides[0]] = _session(_model(node, x.shape, [("w", w)]), ep).run(None, {"x": x})[0]
+    assert got[2**62].shape == (1, 32, 1, 1)
+    np.testing.assert_allclose(got[2**62], got[20], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("declared,want", [(["a", 3], (0, 0, 3)), ([2, 3], (0, 2, 3)), (None, (0, 2, 3))])
+def test_a_loop_without_iterations_gives_scan_outputs_of_the_declared_rank(declared, want):
+    """Was (0,): the rank is the body output's (its declared or inferred type; an unknown dim is 0)."""
+    s = vi("s", T.FLOAT, declared) if declared else helper.ValueInfoProto(name="s")
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Relu", ["x"], ["s"])],
+                             "body", [vi("i", T.INT64, []), vi("c", T.BOOL, [])], [vi("c2", T.BOOL, []), s])
+    g = helper.make_graph([helper.make_node("Loop", ["n", ""], ["y"], body=body)], "g",
+                          [vi("x", T.FLOAT, [2, 3]), vi("n", T.INT64, [])], [vi("y", T.FLOAT, None)])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    for ep in EPS:
+        y = _session(data, ep).run(None, {"x": np.ones((2, 3), np.float32), "n": np.array(0, np.int64)})[0]
+        assert y.shape == want
