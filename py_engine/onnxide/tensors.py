@@ -1,5 +1,6 @@
 """TensorProto ⇄ numpy: raw_data (zero-copy views), typed fields, packed sub-byte types, exotic dtypes in both
 representations (ml_dtypes or structured, see dtypes.py), external data, sparse."""
+import math
 import os
 
 import numpy as np
@@ -59,14 +60,17 @@ def _external_bytes(t, base_dir):
                            f"bounds of '{loc}' ({size} bytes)")
     if length == 0:
         return b""
-    return np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=(length,))
+    data = np.fromfile(path, dtype=np.uint8, count=length, offset=offset)  # read now: a mapped file that shrank
+    if data.size != length:  # later would fault (SIGBUS) on access
+        raise InvalidGraph(f"External data file '{loc}' of tensor '{t.name}' changed size while loading")
+    return data
 
 
 def to_numpy(t, base_dir=None):
     """Decode a TensorProto into a numpy array (a view over the model bytes where the layout allows)."""
     code = t.data_type
     shape = tuple(int(d) for d in t.dims)
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     if code == dt.UNDEFINED or code not in dt.NAMES:
         raise InvalidGraph(f"Tensor '{t.name}' has unsupported data type {code}")
     target = dt.np_dtype(code)
@@ -92,10 +96,12 @@ def to_numpy(t, base_dir=None):
                     arr = arr.astype(target)
         else:
             arr = _from_typed_fields(t, code, target, count)
+        if arr.size != count or count < 0:
+            raise ValueError
         return arr.reshape(shape)
-    except ValueError as e:
+    except ValueError:
         raise InvalidGraph(f"Tensor '{t.name}' data does not match its dims {list(shape)} and type "
-                           f"{dt.NAMES[code]}: {e}") from None
+                           f"{dt.NAMES[code]} ({count} values expected)") from None
 
 
 def _from_typed_fields(t, code, target, count):
