@@ -7,7 +7,7 @@ from ...ops.registry import MS_DOMAIN
 from ...ops.util import norm_axis
 from . import ops_elementwise as E
 from . import programs as P
-from .claims import CLAIMS, F32, FLOAT
+from .claims import CLAIMS, F16, F32, FLOAT
 from .ops_data import expand
 from .ops_reduce import LOOP, arg_body, rows, store
 
@@ -18,15 +18,22 @@ def _ld(name):
 
 # --- Softmax / LogSoftmax / Hardmax ------------------------------------------------------------------------------
 
-def _softmax_body(log, dtype):
+def _softmax_body(log, dtype, zero_sum=False):
+    """WGSL of a softmax row (log: LogSoftmax); `zero_sum`: a row whose exponentials sum to 0 gives zeros (the
+    attention ops' rule) instead of NaN. f16 rows round each step to f16 as the CPU EP (and ONNX's reference) do."""
+    def r(v):
+        return f"f32(f16({v}))" if dtype == F16 else v
     x = _ld("x")("at(base, j)")
-    out = "(x_ - mx) - log(s)" if log else "exp(x_ - mx) / s"
+    e = r(f"exp({r(x + ' - mx')})")
+    out = f"{r('x_ - mx')} - {r('log(s)')}" if log else f"{r('exp(' + r('x_ - mx') + ')')} / s"
+    total = "select(total, 1.0, total == 0.0)" if zero_sum else "total"
     return f"""var mx = -inf_f32();
   {LOOP} {{ mx = max_nan(mx, {x}); }}
   mx = finite_or_zero(wg_max(mx, lid));
   var acc = 0.0;
-  {LOOP} {{ acc += exp({x} - mx); }}
-  let s = wg_sum(acc, lid);
+  {LOOP} {{ acc += {e}; }}
+  let total = wg_sum(acc, lid);
+  let s = {r(total)};
   {LOOP} {{ let o = at(base, j); let x_ = {_ld("x")("o")}; {store("y", dtype, "o", out)} }}"""
 
 
@@ -40,7 +47,7 @@ def _softmax_axes(op, x, axis, coerced):
     return list(range(a, x.ndim))
 
 
-def softmax(device, op, x, axis, coerced):
+def softmax(device, op, x, axis, coerced, zero_sum=False):
     y = device.alloc(x.shape, x.dtype)
     if y.size:
         axes = _softmax_axes(op, x, axis, coerced)
@@ -48,7 +55,8 @@ def softmax(device, op, x, axis, coerced):
             emit = f"{LOOP} {{ {store('y', x.dtype, 'at(base, j)', 'select(0.0, 1.0, j == best)')} }}"
             rows(device, op, arg_body(x.dtype, emit), [("x", x)], [("y", y)], x.shape, axes, [1, 0])
         else:
-            rows(device, op, _softmax_body(op == "LogSoftmax", x.dtype), [("x", x)], [("y", y)], x.shape, axes)
+            rows(device, op, _softmax_body(op == "LogSoftmax", x.dtype, zero_sum), [("x", x)], [("y", y)], x.shape,
+                 axes)
     return y
 
 
