@@ -9,11 +9,7 @@ from . import ops_elementwise as E
 from . import programs as P
 from .claims import CLAIMS, F16, F32, FLOAT
 from .ops_data import expand
-from .ops_reduce import LOOP, arg_body, rows, store
-
-
-def _ld(name):
-    return f"f32(ld_{name}({{}}))".format
+from .ops_reduce import LOOP, arg_body, load, rows, store
 
 
 # --- Softmax / LogSoftmax / Hardmax ------------------------------------------------------------------------------
@@ -23,7 +19,7 @@ def _softmax_body(log, dtype, zero_sum=False):
     attention ops' rule) instead of NaN. f16 rows round each step to f16 as the CPU EP (and ONNX's reference) do."""
     def r(v):
         return f"f32(f16({v}))" if dtype == F16 else v
-    x = _ld("x")("at(base, j)")
+    x = load("x", "at(base, j)")
     e = r(f"exp({r(x + ' - mx')})")
     out = f"{r('x_ - mx')} - {r('log(s)')}" if log else f"{r('exp(' + r('x_ - mx') + ')')} / s"
     total = "select(total, 1.0, total == 0.0)" if zero_sum else "total"
@@ -34,7 +30,7 @@ def _softmax_body(log, dtype, zero_sum=False):
   {LOOP} {{ acc += {e}; }}
   let total = wg_sum(acc, lid);
   let s = {r(total)};
-  {LOOP} {{ let o = at(base, j); let x_ = {_ld("x")("o")}; {store("y", dtype, "o", out)} }}"""
+  {LOOP} {{ let o = at(base, j); let x_ = {load("x", "o")}; {store("y", dtype, "o", out)} }}"""
 
 
 def _softmax_axes(op, x, axis, coerced):
@@ -53,7 +49,7 @@ def softmax(device, op, x, axis, coerced, zero_sum=False):
         axes = _softmax_axes(op, x, axis, coerced)
         if op == "Hardmax":
             emit = f"{LOOP} {{ {store('y', x.dtype, 'at(base, j)', 'select(0.0, 1.0, j == best)')} }}"
-            rows(device, op, arg_body(x.dtype, emit), [("x", x)], [("y", y)], x.shape, axes, [1, 0])
+            rows(device, op, arg_body(emit), [("x", x)], [("y", y)], x.shape, axes, [1, 0])
         else:
             rows(device, op, _softmax_body(op == "LogSoftmax", x.dtype, zero_sum), [("x", x)], [("y", y)], x.shape,
                  axes)
@@ -113,7 +109,7 @@ def layer_norm(device, op, x, scale, bias, axis, epsilon, rms, n_out, skip=None,
     stat_shape = x.shape[:a] + (1,) * (x.ndim - a)
     temps = [block_param(device, scale, block, op, "scale")]
     ins = [("x", x), ("g", temps[0])]
-    val = _ld("x")("o")
+    val = load("x", "o")
     if skip is not None:
         if skip.shape != x.shape:
             if skip.ndim > x.ndim or skip.shape[-1:] != x.shape[-1:]:
@@ -121,17 +117,17 @@ def layer_norm(device, op, x, scale, bias, axis, epsilon, rms, n_out, skip=None,
             skip = block_param(device, skip, x.shape, op, "skip")
             temps.append(skip)
         ins.append(("s", skip))
-        val = f"({val} + {_ld('s')('o')}"
+        val = f"({val} + {load('s', 'o')}"
         if skip_bias is not None:
             temps.append(block_param(device, skip_bias, x.shape[-1:], op, "bias"))
             ins.append(("sb", temps[-1]))
-            val += f" + {_ld('sb')('j')}"
+            val += f" + {load('sb', 'j')}"
         val += ")"
-    out = "(v - mean) * inv * " + _ld("g")("j")
+    out = "(v - mean) * inv * " + load("g", "j")
     if bias is not None:
         temps.append(block_param(device, bias, block, op, "bias"))
         ins.append(("b", temps[-1]))
-        out += " + " + _ld("b")("j")
+        out += " + " + load("b", "j")
     y = device.alloc(x.shape, y_dtype or x.dtype)
     outs = [("y", y)]
     stats = []
@@ -221,8 +217,8 @@ def channel_norm(device, op, x, scale, bias, epsilon, groups=None, per_channel=T
     y = device.alloc(x.shape, x.dtype)
     if y.size:
         gi = "(row % pu(1)) * pu(2) + j / pu(3)" if per_channel else "row % pu(1)"
-        emit = store("y", x.dtype, "o", f"(v - mean) * inv * {_ld('g')(gi)} + {_ld('b')(gi)}")
-        body = norm_body(_ld("x")("o"), False, emit)
+        emit = store("y", x.dtype, "o", f"(v - mean) * inv * {load('g', gi)} + {load('b', gi)}")
+        body = norm_body(load("x", "o"), False, emit)
         params = [P.f32_word(epsilon), g, c // g, spatial]
         grouped = (x.shape[0] * g, (c // g) * spatial)  # rows of a group's channels, contiguous
         xg = device.view(x, grouped)
@@ -239,10 +235,10 @@ def lp_norm(device, x, axis, p):
     if y.size:
         term, total = ("abs(v)", "s") if p == 1 else ("v * v", "sqrt(s)")
         body = f"""var acc = 0.0;
-  {LOOP} {{ let v = {_ld("x")("at(base, j)")}; acc += {term}; }}
+  {LOOP} {{ let v = {load("x", "at(base, j)")}; acc += {term}; }}
   let s = wg_sum(acc, lid);
   let nrm = {total};
-  {LOOP} {{ let o = at(base, j); {store("y", x.dtype, "o", f"select({_ld('x')('o')} / nrm, 0.0, nrm == 0.0)")} }}"""
+  {LOOP} {{ let o = at(base, j); {store("y", x.dtype, "o", f"select({load('x', 'o')} / nrm, 0.0, nrm == 0.0)")} }}"""
         rows(device, "LpNormalization", body, [("x", x)], [("y", y)], x.shape, [a])
     return y
 
@@ -252,13 +248,12 @@ def mvn(device, x, axes):
     ax = sorted(set(norm_axis(int(a), x.ndim, "MeanVarianceNormalization") for a in axes))
     y = device.alloc(x.shape, x.dtype)
     if y.size:
-        x_ = _ld("x")
         body = f"""var acc = 0.0;
   var sq = 0.0;
-  {LOOP} {{ let v = {x_("at(base, j)")}; acc += v; sq += v * v; }}
+  {LOOP} {{ let v = {load("x", "at(base, j)")}; acc += v; sq += v * v; }}
   let mean = wg_sum(acc, lid) / f32(n);
   let sd = sqrt(max(wg_sum(sq, lid) / f32(n) - mean * mean, 0.0));
-  {LOOP} {{ let o = at(base, j); {store("y", x.dtype, "o", f"({x_('o')} - mean) / (sd + 1e-9)")} }}"""
+  {LOOP} {{ let o = at(base, j); {store("y", x.dtype, "o", f"({load('x', 'o')} - mean) / (sd + 1e-9)")} }}"""
         rows(device, "MeanVarianceNormalization", body, [("x", x)], [("y", y)], x.shape, ax)
     return y
 

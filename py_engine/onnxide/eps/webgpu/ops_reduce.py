@@ -57,9 +57,9 @@ def workgroup_size(device, n):
     return min(wg, limit)
 
 
-def f32_of(name, dtype):
-    """WGSL loading element i of tensor `name` as f32: a format string over {i}."""
-    return f"f32(ld_{name}({{i}}))"
+def load(name, i):
+    """WGSL reading element i of tensor `name` as f32."""
+    return f"f32(ld_{name}({i}))"
 
 
 def store(name, dtype, i, v):
@@ -67,15 +67,13 @@ def store(name, dtype, i, v):
     return f"st_{name}({i}, {'f16' if np.dtype(dtype) == F16 else 'f32'}({v}));"
 
 
-def rows(device, name, body, inputs, outputs, shape, axes, params=(), n_rows=None):
+def rows(device, name, body, inputs, outputs, shape, axes, params=()):
     """Dispatch `body` (WGSL inside main: row, lid, n, base, at(base, j), the wg_* trees, p(k) / pu(k) for
     `params` words) once per row of `shape` (C-contiguous) reduced over `axes`. `inputs` / `outputs`:
     [(WGSL name, GpuTensor)]."""
     (kd, ks), (rd, rs) = layout(shape, axes)
     n = int(np.prod(rd, dtype=np.int64)) if rd else 1
     count = int(np.prod(kd, dtype=np.int64)) if kd else 1
-    if n_rows is not None:
-        count = n_rows
     if count == 0:
         return
     wg = workgroup_size(device, n)
@@ -110,20 +108,20 @@ REDUCE = {
 _COMBINE = {"sum": "{a} + {b}", "max": "max_nan({a}, {b})", "min": "min_nan({a}, {b})", "prod": "{a} * {b}"}
 
 
-def _reduce_body(op, x_dtype, y_dtype):
-    load = f32_of("x", x_dtype).format(i="at(base, j)")
+def _reduce_body(op, y_dtype):
+    x = load("x", "at(base, j)")
     if op == "ReduceLogSumExp":  # max first (a non-finite one counts as 0, like the CPU EP), then the sum
         return f"""var mx = -inf_f32();
-  {LOOP} {{ mx = max_nan(mx, {load}); }}
+  {LOOP} {{ mx = max_nan(mx, {x}); }}
   mx = finite_or_zero(wg_max(mx, lid));
   var acc = 0.0;
-  {LOOP} {{ acc += exp({load} - mx); }}
+  {LOOP} {{ acc += exp({x} - mx); }}
   let r = wg_sum(acc, lid);
   if (lid == 0u) {{ {store("y", y_dtype, "row", "log_z(r) + mx")} }}"""
     tree, init, term, result = REDUCE[op]
     step = _COMBINE[tree].format(a="acc", b=term.replace("v", "v_"))
     return f"""var acc = {init};
-  {LOOP} {{ let v_ = {load}; acc = {step}; }}
+  {LOOP} {{ let v_ = {x}; acc = {step}; }}
   let r = wg_{tree}(acc, lid);
   if (lid == 0u) {{ {store("y", y_dtype, "row", result)} }}"""
 
@@ -136,7 +134,7 @@ def reduce(device, op, x, axes, keepdims, noop):
     out_shape = [1 if i in ax else d for i, d in enumerate(x.shape)] if keepdims else kept
     y = device.alloc(out_shape, x.dtype)
     if y.size:
-        rows(device, op, _reduce_body(op, x.dtype, y.dtype), [("x", x)], [("y", y)], x.shape, ax)
+        rows(device, op, _reduce_body(op, y.dtype), [("x", x)], [("y", y)], x.shape, ax)
     return y
 
 
@@ -154,16 +152,15 @@ def _reduce_claim(device, spec):
 
 # --- ArgMax / ArgMin ---------------------------------------------------------------------------------------------
 
-def arg_body(x_dtype, emit):
-    """WGSL finding `best` (the index within the row of its max / min: p(0) != 0 for max, pu(1) != 0 for the last of
+def arg_body(emit):
+    """WGSL finding `best` (the index within the row of its max / min: pu(0) != 0 for max, pu(1) != 0 for the last of
     equals), then `emit`."""
-    load = f32_of("x", x_dtype).format(i="at(base, j)")
     return f"""let want_max = pu(0) != 0u;
   let last = pu(1) != 0u;
   var bv = 0.0;
   var bi = NONE;
   {LOOP} {{
-    let v = {load};
+    let v = {load("x", "at(base, j)")};
     if (beats(bv, bi, v, j, want_max, last)) {{ bv = v; bi = j; }}
   }}
   let best = wg_arg(bv, bi, lid, want_max, last);
@@ -178,7 +175,7 @@ def arg(device, op, x, axis, keepdims, last):
         [d for i, d in enumerate(x.shape) if i != a]
     y = device.alloc(out_shape, I64)
     if y.size:
-        body = arg_body(x.dtype, "if (lid == 0u) { st_y(row, i32(best)); }")
+        body = arg_body("if (lid == 0u) { st_y(row, i32(best)); }")
         rows(device, "Arg", body, [("x", x)], [("y", y)], x.shape, [a], [int(op == "ArgMax"), int(bool(last))])
     return y
 
