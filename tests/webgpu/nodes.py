@@ -1,7 +1,7 @@
 """One-node models run on the WebGPU EP and on the CPU EP, compared output by output; the node must have run on the
 device (or, with on_device=False, have been declined at claim time)."""
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 import onnxide as ort
 
@@ -11,7 +11,7 @@ MS = "com.microsoft"
 def model(node, feeds, inits=(), opset=18):
     ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
            for k, v in feeds.items()]
-    outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in node.output if o]
+    outs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
     g = helper.make_graph([node], "g", ins, outs, [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
     opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(MS, 1)] if node.domain == MS else [])
     return helper.make_model(g, opset_imports=opsets).SerializeToString()
