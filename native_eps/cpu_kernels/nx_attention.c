@@ -17,6 +17,7 @@ void nx_gemm_pack_b(long K, long N, const float* b, long sk, long sn, float* bp)
 NX_EXPORT int nx_attention(long B, long S, long T, long N, long H, long HV, const float* q, const float* k,
                            const float* v, const float* bias, int bias_b, int bias_h, float scale, float* out,
                            int threads) {
+    NX_CHECK(B >= 1 && S >= 1 && T >= 1 && N >= 1 && H >= 1 && HV >= 1);
     int failed = 0;
     int nt = threads > 1 && B * N > 1 ? threads : 1;
     long kt_size = nx_gemm_packed_size(H, T), scores = S * T;

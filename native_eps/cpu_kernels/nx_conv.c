@@ -35,6 +35,9 @@ static void padded_phases(const float* x, long H, long W, long PT, long PL, long
 NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                          long PT, long PL, long OH, long OW, const float* x, const float* w, const float* bias,
                          float* y, int act, float a, float b, int threads) {
+    NX_CHECK(N >= 1 && C >= 1 && act >= 0);
+    NX_CHECK(KH >= 1 && KW >= 1 && SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PT >= 0 && PL >= 0);
+    NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1);
     long planes = N * C;
     long R = (OH - 1) * SH + (KH - 1) * DH + 1;
     long WP = (OW - 1) * SW + (KW - 1) * DW + 1;
@@ -111,6 +114,9 @@ static inline float max_nan(float o, float v) { return (v > o || v != v) ? v : o
  * the window along that one row (one pass for the common 3-wide stride-2 window) */
 NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                           long PT, long PL, long OH, long OW, const float* x, float* y, int threads) {
+    NX_CHECK(planes >= 0);
+    NX_CHECK(KH >= 1 && KW >= 1 && SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PT >= 0 && PL >= 0);
+    NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1);
     long len = (OW - 1) * SW + (KW - 1) * DW + 1;  /* the padded row the windows read */
     if (len < PL + W) len = PL + W;
 #pragma omp parallel num_threads(planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1)
@@ -161,6 +167,7 @@ NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH
 /* nearest upsampling of planes by whole factors: y[p][i][j] = x[p][i / fh][j / fw] */
 NX_EXPORT void nx_upsample_nearest(long planes, long H, long W, long fh, long fw, const float* x, float* y,
                                    int threads) {
+    NX_CHECK(planes >= 0 && H >= 0 && W >= 0 && fh >= 1 && fw >= 1);
     long OW = W * fw;
 #pragma omp parallel for schedule(static) num_threads(planes * H * W * fh * fw >= 65536 && threads > 1 ? threads : 1)
     for (long p = 0; p < planes; p++) {
@@ -176,6 +183,7 @@ NX_EXPORT void nx_upsample_nearest(long planes, long H, long W, long fh, long fw
 
 /* y[p] = mean of plane p's hw values */
 NX_EXPORT void nx_global_avg(long planes, long hw, const float* x, float* y, int threads) {
+    NX_CHECK(planes >= 0 && hw >= 1);
 #pragma omp parallel for schedule(static) num_threads(planes * hw >= 65536 && threads > 1 ? threads : 1)
     for (long p = 0; p < planes; p++) y[p] = nx_sum(x + p * hw, hw) / (float)hw;
 }
@@ -183,6 +191,7 @@ NX_EXPORT void nx_global_avg(long planes, long hw, const float* x, float* y, int
 /* ConvTranspose with kernel == stride, from per-tap planes: y[m][i*KH + a][j*KW + b] = taps[(m*KH + a)*KW + b][i*W + j]
  * (the taps come from one GEMM; numpy's copy through a 5-D transposed view took ~15x longer) */
 NX_EXPORT void nx_place_taps(long M, long KH, long KW, long H, long W, const float* taps, float* y, int threads) {
+    NX_CHECK(M >= 0 && KH >= 1 && KW >= 1 && H >= 0 && W >= 0);
 #pragma omp parallel for schedule(static) num_threads(M * KH * KW * H * W >= 65536 && threads > 1 ? threads : 1)
     for (long m = 0; m < M; m++)
         for (long i = 0; i < H; i++)
@@ -198,6 +207,7 @@ NX_EXPORT void nx_place_taps(long M, long KH, long KW, long H, long W, const flo
 /* depthwise ConvTranspose with kernel == stride: y[c][i*KH + a][j*KW + b] = x[c][i][j] * w[c][a][b] + bias[c] */
 NX_EXPORT void nx_dw_transpose(long C, long KH, long KW, long H, long W, const float* x, const float* w,
                                const float* bias, float* y, int threads) {
+    NX_CHECK(C >= 0 && KH >= 1 && KW >= 1 && H >= 0 && W >= 0);
 #pragma omp parallel for schedule(static) num_threads(C * KH * KW * H * W >= 65536 && threads > 1 ? threads : 1)
     for (long c = 0; c < C; c++)
         for (long i = 0; i < H; i++)

@@ -28,6 +28,7 @@ static int use_threads(int threads, long work) { return work >= 2 * CHUNK && thr
 /* y = act(x + residual) over n flat elements (residual may be NULL; y may alias x) */
 NX_EXPORT void nx_act(long n, const float* x, float* y, const float* residual, int act, float a, float b,
                       int threads) {
+    NX_CHECK(n >= 0 && act >= 0);
     long chunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel for schedule(static) num_threads(use_threads(threads, n))
     for (long c = 0; c < chunks; c++) {
@@ -47,6 +48,7 @@ NX_EXPORT void nx_act(long n, const float* x, float* y, const float* residual, i
 /* y[r, c] = act(x[r, c] + bias[c]) (BiasGelu, FastGelu); y may alias x */
 NX_EXPORT void nx_bias_act(long rows, long cols, const float* x, float* y, const float* bias, int act, float a,
                            float b, int threads) {
+    NX_CHECK(rows >= 0 && cols >= 1 && act >= 0);
 #pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
     for (long r = 0; r < rows; r++) {
         const float* xr = x + r * cols;
@@ -61,6 +63,7 @@ NX_EXPORT void nx_bias_act(long rows, long cols, const float* x, float* y, const
 NX_EXPORT void nx_layernorm(long rows, long cols, const float* x, const float* skip, const float* bias,
                             const float* gamma, const float* beta, float eps, float* y, float* sum_out,
                             float* mean_out, float* inv_std_out, int threads) {
+    NX_CHECK(rows >= 0 && cols >= 1);
 #pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
     for (long r = 0; r < rows; r++) {
         const float* xr = x + r * cols;
@@ -92,6 +95,7 @@ NX_EXPORT void nx_layernorm(long rows, long cols, const float* x, const float* s
  * per query, per head only if bias_h, per batch only if bias_b. */
 NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float scale, const float* bias, long heads,
                           long seq, int bias_b, int bias_h, int log, int threads) {
+    NX_CHECK(rows >= 0 && cols >= 1 && (!bias || (heads >= 1 && seq >= 1 && rows % (heads * seq) == 0)));
 #pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
     for (long r = 0; r < rows; r++) {
         const float* br = NULL;
@@ -125,6 +129,7 @@ NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float 
 
 NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, int b_full, const float* a,
                          const float* b, float* y, int threads) {
+    NX_CHECK(op >= 0 && op <= 3 && outer >= 0 && mid >= 0 && inner >= 0);
     long n = outer * mid * inner;
     long step = inner == 1 && !b_full ? mid : inner;            /* chunks hold whole broadcast rows */
     long per = step >= CHUNK ? step : (CHUNK / step) * step;
@@ -148,6 +153,7 @@ NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, 
 /* y = x * scale[c] + shift[c] over N×C planes of hw values (inference BatchNormalization: one pass) */
 NX_EXPORT void nx_channel_affine(long n, long c, long hw, const float* x, const float* scale, const float* shift,
                                  float* y, int threads) {
+    NX_CHECK(n >= 0 && c >= 0 && hw >= 0);
 #pragma omp parallel for schedule(static) num_threads(use_threads(threads, n * c * hw))
     for (long p = 0; p < n * c; p++) {
         const float* xs = x + p * hw;

@@ -188,6 +188,8 @@ NX_EXPORT long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw
 NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const float* ap, const float* b, long ldb,
                       const float* bp, float* c, long ldc, const float* bias, const float* row_bias, const float* res,
                       long ldr, int act, float alpha, float beta, float* scratch, int threads) {
+    NX_CHECK(M >= 0 && N >= 0 && K >= 0 && (a || ap) && (b || bp) && ldc >= N && (!a || lda >= K) && (!b || ldb >= N));
+    NX_CHECK(!res || ldr >= N);
     long panels = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
     long kblocks = (K + KC - 1) / KC;
     int nt = threads > 1 && M * N * K >= (1L << 20) ? threads : 1;
@@ -294,6 +296,9 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
                               long PL, long OH, long OW, const float* x, long M, const float* ap, float* y,
                               const float* bias, const float* res, int act, float alpha, float beta, float* scratch,
                               int threads) {
+    NX_CHECK(C >= 1 && M >= 1 && scratch);
+    NX_CHECK(KH >= 1 && KW >= 1 && SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PT >= 0 && PL >= 0);
+    NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1);
     long hs, ws;
     shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);
     long K = C * KH * KW, plane = hs * ws, Q = OH * ws, P = OH * OW;

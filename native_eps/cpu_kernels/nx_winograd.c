@@ -49,6 +49,8 @@ NX_EXPORT long nx_winograd_f4_scratch(long C, long M, long OH, long OW) {
 NX_EXPORT int nx_winograd_f4(long N, long C, long H, long W, long M, long PT, long PL, long OH, long OW,
                              const float* x, const float* up, const float* bias, const float* res, float* y,
                              float* scratch, int act, float alpha, float beta, int threads) {
+    NX_CHECK(N >= 1 && C >= 1 && M >= 1 && H >= 1 && W >= 1 && PT >= 0 && PL >= 0 && OH >= 1 && OW >= 1);
+    NX_CHECK(scratch != NULL);
     long TH = (OH + 3) / 4, TW = (OW + 3) / 4, T = TH * TW;
     long ua = nx_gemm_packed_a_size(M, C), vb = nx_gemm_packed_size(C, T);
     float* v = scratch;              /* [36] B panels of V[ξ] (C×T): [panel][c][32 tiles] */
