@@ -105,6 +105,9 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     present_key, present_value = k, v
     batch, hq, sq, head = q.shape
     hkv, skv = k.shape[1], k.shape[2]
+    if k.shape[0] != batch or v.shape[0] != batch or k.shape[3] != head or v.shape[2] != skv:
+        raise InvalidArgument(f"{name}: Q {q.shape}, K {k.shape} and V {v.shape} (batch, heads, sequence, head size) "
+                              "disagree")
     if hq != hkv:
         if hkv <= 0 or hq % hkv or v.shape[1] != hkv:
             raise InvalidArgument(f"{name}: q_num_heads {hq} must be a multiple of kv_num_heads {hkv}")

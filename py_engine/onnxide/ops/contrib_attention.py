@@ -145,6 +145,8 @@ def ms_attention(x, weights, bias=None, mask_index=None, past=None, attention_bi
     dt = x.dtype
     xf, wf = lift32(x)[0], lift32(weights)[0]
     qkv = np.matmul(xf, wf.astype(xf.dtype, copy=False))
+    if bias is not None and bias.shape != (total,):
+        raise InvalidArgument(f"{name}: bias shape {bias.shape} must be ({total},)")
     if bias is not None:
         qkv = qkv + lift32(bias)[0].astype(xf.dtype, copy=False)
     q = _heads(qkv[..., :dq], num_heads, name, "Q")

@@ -82,6 +82,8 @@ def _skip_sum(x, skip, bias, name):
 @op("SkipLayerNormalization", since=1, domain=MS_DOMAIN)
 def skip_layer_norm(x, skip, gamma, beta=None, bias=None, *, epsilon=1e-12, ctx=None):
     name = "SkipLayerNormalization"
+    if not epsilon >= 0:
+        raise InvalidArgument(f"{name}: epsilon must be non-negative, got {epsilon}")
     if gamma.shape != (x.shape[-1],) or (beta is not None and beta.shape != (x.shape[-1],)):
         raise InvalidArgument(f"{name}: gamma/beta must have shape ({x.shape[-1]},)")
     s_comp, s_out = _skip_sum(x, skip, bias, name)

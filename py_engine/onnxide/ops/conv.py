@@ -179,6 +179,11 @@ def _conv_nd(x, w, group, kernel, strides, dilations, pb, pe, out, dtype):
     return y.reshape((n, m) + tuple(out))
 
 
+def _check_bias(b, m, name):
+    if b is not None and (b.ndim != 1 or b.shape[0] != m):
+        raise InvalidArgument(f"{name}: B shape {b.shape} must be ({m},), one value per output channel")
+
+
 def _float_in(a):
     ct = compute_dtype(a.dtype)
     return a if a.dtype == ct else a.astype(ct)
@@ -191,6 +196,9 @@ def conv(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     name = f"Conv node '{ctx.node_name}'" if ctx is not None else "Conv"
     g = ConvGeometry.conv(x.shape, w.shape, name, auto_pad=auto_pad, dilations=dilations, group=group,
                           kernel_shape=kernel_shape, pads=pads, strides=strides)
+    _check_bias(b, w.shape[0], name)
+    if w.shape[0] == 0:  # no output channels: an empty result
+        return np.zeros((x.shape[0], 0) + g.out, x.dtype)
     y = conv_nd(_float_in(x), _float_in(w), g.group, g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end,
                 g.out, name, fast=True, bias=None if b is None else _float_in(b).reshape(-1))
     return y.astype(x.dtype, copy=False)
@@ -222,6 +230,7 @@ def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, 
                                     kernel_shape=kernel_shape, output_padding=output_padding,
                                     output_shape=output_shape, pads=pads, strides=strides)
     n, c = x.shape[:2]
+    _check_bias(b, w.shape[1] * g.group, name)
     ins, ks, st, dil, pb, out = list(g.in_shape), list(g.kernel), list(g.strides), list(g.dilations), \
         list(g.pads_begin), list(g.out)
     nd = len(ins)

@@ -105,7 +105,7 @@ class ConvGeometry:
     def conv(cls, x_shape, w_shape, name="Conv", *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
              pads=None, strides=None, size_check=True, **_other_attributes):
         """Conv / FusedConv / ConvInteger / QLinearConv / DeformConv: X (N, C, *S), W (M, C/group, *K)."""
-        kernel = _conv_kernel(x_shape, w_shape, kernel_shape, name)
+        kernel = _conv_kernel(x_shape, w_shape, kernel_shape, name, auto_pad, pads)
         c, m = x_shape[1], w_shape[0]
         if group <= 0 or c % group or m % group or w_shape[1] * group != c:
             raise InvalidArgument(f"{name}: X channels {c}, W shape {tuple(w_shape)} and group {group} are "
@@ -131,7 +131,7 @@ class ConvGeometry:
         """ConvTranspose: X (N, C, *S), W (C, M/group, *K); the output from output_shape, auto_pad or pads (ONNX's
         rule: with output_shape or SAME_* the total padding splits as auto_pad says, begin pads clamped at 0, so a
         larger output than the natural one grows at the end, as onnxruntime does)."""
-        kernel = _conv_kernel(x_shape, w_shape, kernel_shape, name)
+        kernel = _conv_kernel(x_shape, w_shape, kernel_shape, name, auto_pad, pads)
         c, ins, nd = x_shape[1], tuple(x_shape[2:]), len(x_shape) - 2
         if group <= 0 or w_shape[0] != c or c % group:
             raise InvalidArgument(f"{name}: X channels {c}, W shape {tuple(w_shape)} and group {group} are "
@@ -141,8 +141,9 @@ class ConvGeometry:
         if min(kernel + st + dil, default=1) <= 0:
             raise _invalid_window(name, ins, kernel, st, dil, (), ())
         opad = _ints(output_padding, nd, 0, "output_padding", name)
-        if min(opad, default=0) < 0:
-            raise InvalidArgument(f"{name}: output_padding must be non-negative, got {list(opad)}")
+        if min(opad, default=0) < 0 or any(o >= max(s, d) for o, s, d in zip(opad, st, dil)):
+            raise InvalidArgument(f"{name}: output_padding {list(opad)} must be non-negative and less than "
+                                  f"max(stride, dilation) per axis")
         natural = [s * (i - 1) + o + (k - 1) * d + 1 for s, i, o, k, d in zip(st, ins, opad, kernel, dil)]
         auto_pad = auto_pad or "NOTSET"
         if auto_pad not in _AUTO_PADS:
@@ -193,7 +194,9 @@ def _moot_strides(strides, out):
     return strides
 
 
-def _conv_kernel(x_shape, w_shape, kernel_shape, name):
+def _conv_kernel(x_shape, w_shape, kernel_shape, name, auto_pad="NOTSET", pads=None):
+    if auto_pad not in ("", "NOTSET") and pads:  # (pools allow both: onnxruntime too)
+        raise InvalidArgument(f"{name}: a Conv / ConvTranspose node has both 'auto_pad' and 'pads' attributes")
     if len(x_shape) < 3:
         raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {tuple(x_shape)}")
     if len(w_shape) != len(x_shape):

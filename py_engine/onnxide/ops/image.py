@@ -1,10 +1,12 @@
 """Spatial image ops: GridSample (N-d), AffineGrid, RoiAlign and NonMaxSuppression."""
 import itertools
+import math
 
 import numpy as np
 
 from ..dtypes import INT64
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .inference import rule
 from .math import via_float32
 from .registry import op
@@ -214,10 +216,20 @@ def _roi_align(x, rois, batch_indices, mode, output_height, output_width, sampli
     return out.astype(x.dtype)
 
 
+def _check_roi_align(x, rois, output_height, output_width, sampling_ratio, spatial_scale):
+    if x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 4:
+        raise InvalidArgument(f"RoiAlign: X must be 4-D and rois (num_rois, 4), got {x.shape} and {rois.shape}")
+    if output_height < 1 or output_width < 1 or sampling_ratio < 0 or not math.isfinite(spatial_scale):
+        raise InvalidArgument(f"RoiAlign: output_height {output_height} and output_width {output_width} must be "
+                              f"positive, sampling_ratio {sampling_ratio} non-negative, spatial_scale finite")
+    limits.check_shape((rois.shape[0], x.shape[1], output_height, output_width), x.dtype, "RoiAlign output")
+
+
 @op("RoiAlign", since=10)
 @via_float32
 def roi_align_10(x, rois, batch_indices, *, mode="avg", output_height=1, output_width=1, sampling_ratio=0,
                  spatial_scale=1.0):
+    _check_roi_align(x, rois, output_height, output_width, sampling_ratio, spatial_scale)
     return _roi_align(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio,
                       spatial_scale, False)
 
@@ -229,6 +241,7 @@ def roi_align_16(x, rois, batch_indices, *, coordinate_transformation_mode="half
     if coordinate_transformation_mode not in ("half_pixel", "output_half_pixel"):
         raise InvalidArgument(f"RoiAlign: unsupported coordinate_transformation_mode "
                               f"'{coordinate_transformation_mode}'")
+    _check_roi_align(x, rois, output_height, output_width, sampling_ratio, spatial_scale)
     return _roi_align(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio,
                       spatial_scale, coordinate_transformation_mode == "half_pixel")
 

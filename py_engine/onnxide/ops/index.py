@@ -89,7 +89,8 @@ def _gather_elements_rule(f):
 def _nd_setup(data, indices, batch_dims, name):
     b = batch_dims
     k = indices.shape[-1] if indices.ndim else 0
-    if indices.ndim < 1 or k > data.ndim - b or indices.shape[:b] != data.shape[:b]:
+    if indices.ndim < 1 or b < 0 or (b and b >= min(data.ndim, indices.ndim)) or k > data.ndim - b or \
+            indices.shape[:b] != data.shape[:b]:
         raise InvalidArgument(f"{name}: incompatible data {data.shape} / indices {indices.shape} "
                               f"with batch_dims={b}")
     nb = math.prod(data.shape[:b])
@@ -428,8 +429,8 @@ def one_hot(indices, depth, values, *, axis=-1):
     if not -r - 1 <= axis <= r:
         raise InvalidArgument(f"OneHot: axis {axis} is out of range for rank {r}")
     a = axis + r + 1 if axis < 0 else axis
-    if d < 0:
-        raise InvalidArgument(f"OneHot: depth must not be negative, got {d}")
+    if d < 1:
+        raise InvalidArgument(f"OneHot: depth must be positive, got {d}")
     limits.check_shape(indices.shape + (d,), v.dtype, "OneHot output")
     idx = lift(indices)[0].astype(np.int64)
     idx = np.where(idx < 0, idx + d, idx)
@@ -473,14 +474,21 @@ def top_k_v1(X, *, axis=-1, k):  # noqa: N803
     return _topk(X, k, axis, True)
 
 
+def _k(K):
+    k = ints(K)
+    if len(k) != 1:
+        raise InvalidArgument(f"TopK: K must hold one value, got {len(k)}")
+    return k[0]
+
+
 @op("TopK", since=10, host_inputs=(1,))
 def top_k_v10(X, K, *, axis=-1):  # noqa: N803
-    return _topk(X, ints(K)[0], axis, True)
+    return _topk(X, _k(K), axis, True)
 
 
 @op("TopK", since=11, host_inputs=(1,))
 def top_k(X, K, *, axis=-1, largest=1, sorted=1):  # noqa: N803, A002
-    return _topk(X, ints(K)[0], axis, largest)
+    return _topk(X, _k(K), axis, largest)
 
 
 @rule("TopK")

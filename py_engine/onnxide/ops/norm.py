@@ -125,6 +125,7 @@ def _batch_norm_rule(f):
 @via_float32(outputs=(0,))
 def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=None):
     a = norm_axis(axis, x.ndim, "LayerNormalization")
+    _check_params(x.shape[a:], "LayerNormalization", scale=scale, B=b)
     sd, cd = _stash(stash_type, x.dtype, "LayerNormalization")
     xf = x.astype(cd, copy=False)
     axes = tuple(range(a, x.ndim))
@@ -138,6 +139,19 @@ def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ctx=Non
         y = y + b
     y = np.asarray(y).astype(x.dtype, copy=False)
     return _outs((y, mean.astype(sd), (cd.type(1) / std).astype(sd)), ctx)
+
+
+def _check_params(shape, what, **params):
+    """Scale / bias inputs must broadcast to `shape` (the normalized dims) without growing it."""
+    for name, p in params.items():
+        if p is not None:
+            try:
+                ok = np.broadcast_shapes(p.shape, tuple(shape)) == tuple(shape)
+            except ValueError:
+                ok = False
+            if not ok:
+                raise InvalidArgument(f"{what}: {name} shape {p.shape} does not broadcast to the normalized shape "
+                                      f"{tuple(shape)}")
 
 
 def stat_dims(dims, axis):
@@ -159,6 +173,7 @@ def _layer_norm_rule(f):
 @via_float32
 def rms_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
     a = norm_axis(axis, x.ndim, "RMSNormalization")
+    _check_params(x.shape[a:], "RMSNormalization", scale=scale)
     _, cd = _stash(stash_type, x.dtype, "RMSNormalization")
     xf = x.astype(cd, copy=False)
     ms = np.mean(np.square(xf), axis=tuple(range(a, x.ndim)), keepdims=True)
@@ -171,6 +186,7 @@ def rms_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
 def instance_norm(x, scale, b, *, epsilon=1e-5):
     if x.ndim < 2:
         raise InvalidArgument(f"InstanceNormalization: input must have rank >= 2, got shape {x.shape}")
+    _check_params((x.shape[1],), "InstanceNormalization", scale=scale.reshape(-1), B=b.reshape(-1))
     cd = compute_dtype(x.dtype)
     xf = x.astype(cd, copy=False)
     axes = tuple(range(2, x.ndim))
@@ -186,6 +202,10 @@ def _group_norm(x, scale, b, epsilon, num_groups, cd, per_channel):
     n, c = x.shape[0], x.shape[1]
     if num_groups <= 0 or c % num_groups:
         raise InvalidArgument(f"GroupNormalization: {c} channels are not divisible into num_groups={num_groups}")
+    want = c if per_channel else num_groups
+    if np.size(scale) != want or np.size(b) != want:
+        raise InvalidArgument(f"GroupNormalization: scale and bias need {want} values each, got {np.size(scale)} "
+                              f"and {np.size(b)}")
     xg = x.astype(cd, copy=False).reshape(n, num_groups, -1)
     mean = np.mean(xg, axis=2, keepdims=True)
     dev = xg - mean
@@ -227,6 +247,8 @@ rule("RMSNormalization", "InstanceNormalization", "GroupNormalization")(same_as_
 def lrn(x, *, alpha=1e-4, beta=0.75, bias=1.0, size):
     if x.ndim < 3:
         raise InvalidArgument(f"LRN: input must have rank >= 3, got shape {x.shape}")
+    if not (size >= 1 and alpha > 0 and beta > 0 and bias > 0):
+        raise InvalidArgument(f"LRN: size {size}, alpha {alpha}, beta {beta} and bias {bias} must be positive")
     cd = compute_dtype(x.dtype)
     xf = x.astype(cd, copy=False)
     c = x.shape[1]

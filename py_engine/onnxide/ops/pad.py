@@ -25,9 +25,9 @@ def _pad(data, pads, mode, value, axes=None):
         before[a], after[a] = pads[i], pads[i + n]
     if any(p < 0 for p in before + after):  # negative pads crop first
         sl = tuple(slice(max(-b, 0), d - max(-e, 0)) for b, e, d in zip(before, after, data.shape))
+        if any(max(-b, 0) + max(-e, 0) > d for b, e, d in zip(before, after, data.shape)):
+            raise InvalidArgument(f"Pad: negative pads {list(pads)} remove more than the whole of shape {data.shape}")
         data = data[sl]
-        if any(d < 0 for d in data.shape):
-            raise InvalidArgument("Pad: negative pads remove more than the whole dimension")
     width = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
     if not any(b or e for b, e in width):
         return data.copy()
@@ -129,6 +129,10 @@ def center_crop_pad(input_data, shape, *, axes=None):
     target = ints(shape)
     if len(target) != len(axes):
         raise InvalidArgument(f"CenterCropPad: shape has {len(target)} entries for {len(axes)} axes")
+    if min(target, default=0) < 0:
+        raise InvalidArgument(f"CenterCropPad: negative target shape {target}")
+    limits.check_shape([target[axes.index(a)] if a in axes else d for a, d in enumerate(input_data.shape)],
+                       input_data.dtype, "CenterCropPad output")
     src = [slice(None)] * r
     dst = [slice(None)] * r
     out_shape = list(input_data.shape)

@@ -146,6 +146,7 @@ def _lp_pool(x, p, auto_pad, ceil_mode, dilations, kernel_shape, pads, strides, 
 @op("LpPool", since=1)
 @via_float32
 def lp_pool_1(x, *, auto_pad="NOTSET", kernel_shape=None, p=2.0, pads=None, strides=None, ctx=None):
+    _check_p(p, "LpPool")
     return _lp_pool(x, float(p), auto_pad, 0, None, kernel_shape, pads, strides, ctx)
 
 
@@ -153,7 +154,13 @@ def lp_pool_1(x, *, auto_pad="NOTSET", kernel_shape=None, p=2.0, pads=None, stri
 @via_float32
 def lp_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2, pads=None, strides=None,
             ctx=None):
+    _check_p(p, "LpPool")
     return _lp_pool(x, float(p), auto_pad, ceil_mode, dilations, kernel_shape, pads, strides, ctx)
+
+
+def _check_p(p, what):
+    if not p > 0 or not math.isfinite(p):
+        raise InvalidArgument(f"{what}: p must be positive, got {p}")
 
 
 def _spatial_axes(x, kind):
@@ -243,10 +250,13 @@ def max_roi_pool(x, rois, *, pooled_shape=None, spatial_scale=1.0, ctx=None):
     if not pooled_shape or len(pooled_shape) != 2 or x.ndim != 4:
         raise InvalidArgument(f"{name}: needs 4-D X and a 2-value pooled_shape")
     ph, pw = (int(v) for v in pooled_shape)
-    if ph < 1 or pw < 1 or not math.isfinite(spatial_scale):
+    if ph < 1 or pw < 1 or not math.isfinite(spatial_scale) or not spatial_scale > 0:
         raise InvalidArgument(f"{name}: pooled_shape {list(pooled_shape)} must be positive and spatial_scale "
                               f"{spatial_scale} finite")
     n, c, h, w = x.shape
+    if np.ndim(rois) != 2 or np.shape(rois)[1] != 5:
+        raise InvalidArgument(f"{name}: rois must be (num_rois, 5), got shape {np.shape(rois)}")
+    limits.check_shape((np.shape(rois)[0], c, ph, pw), x.dtype, f"{name} output")
     r = np.asarray(rois, dtype=np.float64).reshape(-1, 5)
     y = np.zeros((r.shape[0], c, ph, pw), dtype=x.dtype)
     for i, roi in enumerate(r):

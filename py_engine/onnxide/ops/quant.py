@@ -150,6 +150,8 @@ def quantize_rule(f):
 @op("DequantizeLinear", since=10)
 def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=0, ctx=None):
     name = _name("DequantizeLinear", ctx)
+    if output_dtype not in (0, D.FLOAT, D.DOUBLE, D.FLOAT16, D.BFLOAT16):
+        raise InvalidArgument(f"{name}: output_dtype {output_dtype} is not a floating-point type")
     if x_scale.ndim > 1 and not block_size:
         raise InvalidArgument(f"{name}: x_scale must be a scalar or 1-D")
     x_code, s_code = _code(x, ctx, 0), _code(x_scale, ctx, 1)

@@ -313,6 +313,8 @@ def _unsqueeze_rule(f):
         return [(t0, None)]
     r = len(s0) + len(axes)
     ax = {positive_axis(x, r) for x in axes}
+    if len(ax) != len(axes) or not all(0 <= a < r for a in ax):
+        return [(t0, None)]  # (the kernel reports the axes)
     it = iter(s0)
     return [(t0, [1 if i in ax else next(it) for i in range(r)])]
 
@@ -539,6 +541,8 @@ def identity(input):  # noqa: A002
 def trilu(input, k=None, *, upper=1):  # noqa: A002
     if input.ndim < 2:
         raise InvalidArgument(f"Trilu: input must have rank >= 2, got shape {input.shape}")
+    if k is not None and np.size(k) != 1:
+        raise InvalidArgument(f"Trilu: k must hold one value, got shape {np.shape(k)}")
     kk = 0 if k is None else ints(k)[0]
     n, m = input.shape[-2:]
     rows = np.arange(n).reshape(n, 1)

@@ -3,7 +3,7 @@ or the table below where the default is None) and the required inputs present â€
 checks, so no kernel, numpy or native, meets an attribute of the wrong kind."""
 import numpy as np
 
-from ..errors import InvalidGraph, OnnxideError
+from ..errors import InvalidArgument, InvalidGraph, OnnxideError
 from .registry import resolve_opdef
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
@@ -36,11 +36,20 @@ _TENSOR = ("value", "sparse_value", "default_tensor", "keys_tensor", "values_ten
 KINDS = {**{n: "ints" for n in _INTS}, **{n: "int" for n in _INT}, **{n: "float" for n in _FLOAT},
          **{n: "floats" for n in _FLOATS}, **{n: "strs" for n in _STRS}, **{n: "str" for n in _STR},
          **{n: "graph" for n in _GRAPH}, **{n: "tensor" for n in _TENSOR}}
-OP_KINDS = {("", "Scaler"): {"scale": "floats", "offset": "floats"}, ("", "Constant"): {"value": "tensor"},
+OP_KINDS = {("ai.onnx.ml", "Scaler"): {"scale": "floats", "offset": "floats"}, ("", "Constant"): {"value": "tensor"},
+            ("", "Dropout"): {"seed": "int"},
             ("", "Pad"): {"value": "float"},
             ("ai.onnx.ml", "TreeEnsemble"): {n: "tensor" for n in ("nodes_modes", "nodes_splits", "leaf_weights",
                                                                    "membership_values")},
             ("", "Optional"): {"type": "type"}}
+
+
+# flags the spec defines as 0 or 1 (onnxruntime reads some as `== 1`, refuses others: any other value is refused)
+FLAGS = frozenset(("keepdims", "largest", "sorted", "ceil_mode", "is_causal", "unidirectional", "exclusive", "reverse",
+                   "center_point_box", "count_include_pad", "training_mode", "select_last_index",
+                   "noop_with_empty_axes", "transA", "transB", "fmod", "do_rotary", "interleaved", "allowzero",
+                   "layout", "storage_order", "exclude_outside", "antialias", "onesided", "inverse", "upper",
+                   "detect_negative", "detect_positive", "saturate", "input_forget"))
 
 
 def _kind_of_default(v):
@@ -64,7 +73,7 @@ def _matches(kind, v):
     if kind == "int":
         return _is_int(v)
     if kind == "float":
-        return isinstance(v, (int, float))
+        return isinstance(v, float)
     if kind == "str":
         return isinstance(v, str)
     if kind == "graph":
@@ -103,9 +112,13 @@ def check_node(node, opdef):
         if kind is not None and not _matches(kind, value) and type(value).__name__ != "AttrRef":
             raise InvalidGraph(f"{label}: mismatched attribute type '{name}': expected {_KIND_NAMES[kind]}, got "
                                f"{_actual(value)}")
+        if name in FLAGS and kind == "int" and value not in (0, 1):
+            raise InvalidArgument(f"{label}: attribute '{name}' must be 0 or 1, got {value}")
     required = opdef.n_required
     given = list(node.inputs)
-    missing = [i for i in range(required) if i >= len(given) or not given[i]]
+    # (an empty name counts as missing for ai.onnx ops, whose kernels take the optional inputs with defaults;
+    # contrib kernels may take an optional input without one)
+    missing = [i for i in range(required) if i >= len(given) or not given[i] and not opdef.domain]
     if missing:
         raise InvalidGraph(f"{label}: required input {missing[0]} missing ({len([x for x in given if x])} given, "
                            f"{node.op_type} needs {required})")
