@@ -11,6 +11,7 @@ from ...runtime.providers import ExecutionProvider
 from . import ops_data as D
 from . import ops_elementwise as E
 from . import ops_norm, ops_reduce, ops_misc  # noqa: F401 (registers claims)
+from . import ops_linalg, ops_conv, ops_pool  # noqa: F401 (registers claims)
 from .claims import ARITH_INT, BOOL, CLAIMS, DEVICE_TYPES, F16, F32, FLOAT, I32, I64, MOVABLE, U32
 
 
