@@ -7,9 +7,9 @@ from ...ops.registry import MS_DOMAIN
 from ...ops.util import norm_axis
 from . import ops_elementwise as E
 from . import programs as P
-from .claims import CLAIMS, F16, F32, FLOAT
+from .claims import F16, F32, FLOAT
 from .ops_data import expand
-from .ops_reduce import LOOP, arg_body, load, rows, store
+from .ops_reduce import LOOP, arg_body, claim, load, rows, store
 
 
 # --- Softmax / LogSoftmax / Hardmax ------------------------------------------------------------------------------
@@ -301,14 +301,14 @@ def _lp_claim(device, spec):
     return lambda x, *, axis=-1, p=2, **kw: lp_norm(device, x, axis, p)
 
 
-CLAIMS.add(["Softmax", "LogSoftmax", "Hardmax"], FLOAT, _softmax_claim)
-CLAIMS.add(["LayerNormalization", "SimplifiedLayerNormalization"], FLOAT, _layer_norm_claim)
-CLAIMS.add(["RMSNormalization"], FLOAT, _layer_norm_claim, since=23)
-CLAIMS.add(["SkipLayerNormalization", "SkipSimplifiedLayerNormalization"], FLOAT, _skip_claim, domain=MS_DOMAIN)
-CLAIMS.add(["BatchNormalization"], FLOAT, _batch_norm_claim)
-CLAIMS.add(["InstanceNormalization"], FLOAT, lambda device, spec: lambda x, s, b, *, epsilon=1e-5, **kw:
-           channel_norm(device, "InstanceNormalization", x, s, b, epsilon))
-CLAIMS.add(["GroupNormalization"], FLOAT, _group_claim, since=18)
-CLAIMS.add(["LpNormalization"], FLOAT, _lp_claim)
-CLAIMS.add(["MeanVarianceNormalization"], FLOAT, lambda device, spec: lambda x, *, axes=(0, 2, 3), **kw:
-           mvn(device, x, axes), since=9)
+claim(["Softmax", "LogSoftmax", "Hardmax"], FLOAT, _softmax_claim)
+claim(["LayerNormalization", "SimplifiedLayerNormalization"], FLOAT, _layer_norm_claim)
+claim(["RMSNormalization"], FLOAT, _layer_norm_claim, since=23)
+claim(["SkipLayerNormalization", "SkipSimplifiedLayerNormalization"], FLOAT, _skip_claim, domain=MS_DOMAIN)
+claim(["BatchNormalization"], FLOAT, _batch_norm_claim)
+claim(["InstanceNormalization"], FLOAT, lambda device, spec: lambda x, s, b, *, epsilon=1e-5, **kw:
+      channel_norm(device, "InstanceNormalization", x, s, b, epsilon))
+claim(["GroupNormalization"], FLOAT, _group_claim, since=18)
+claim(["LpNormalization"], FLOAT, _lp_claim)
+claim(["MeanVarianceNormalization"], FLOAT, lambda device, spec: lambda x, *, axes=(0, 2, 3), **kw:
+      mvn(device, x, axes), since=9)

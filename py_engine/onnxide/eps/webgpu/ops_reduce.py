@@ -7,9 +7,16 @@ from ...ops.reduce import _norm_axes
 from ...ops.util import ints, norm_axis
 from . import programs as P
 from .claims import CLAIMS, F16, FLOAT, I64
+from .ops_linalg import fits
 
 MAX_WG = 256  # invocations per workgroup (SwiftShader in Chromium allows 256)
 LOOP = "for (var j = lid; j < n; j += WG)"
+
+
+def claim(ops, types, make, **kw):
+    """CLAIMS.add for these families: a node whose statically known inputs or outputs exceed the device's binding
+    size is declined (ops_linalg.fits) before `make` sees it."""
+    CLAIMS.add(ops, types, lambda device, spec: make(device, spec) if fits(device, spec) else None, **kw)
 
 
 def contiguous_strides(shape):
@@ -186,5 +193,5 @@ def _arg_claim(device, spec):
                                                                             select_last_index)
 
 
-CLAIMS.add(list(REDUCE) + ["ReduceLogSumExp"], FLOAT, _reduce_claim)
-CLAIMS.add(["ArgMax", "ArgMin"], FLOAT, _arg_claim)
+claim(list(REDUCE) + ["ReduceLogSumExp"], FLOAT, _reduce_claim)
+claim(["ArgMax", "ArgMin"], FLOAT, _arg_claim)
