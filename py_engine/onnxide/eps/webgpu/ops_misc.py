@@ -1,18 +1,23 @@
-"""CumSum, Pad, Resize / Upsample, ConstantOfShape, Trilu and com.microsoft's bias activations (Gelu, BiasGelu,
-FastGelu, BiasAdd) on the WebGPU device. Per-element kernels are bodies in the element-wise template."""
+"""CumSum, Pad, Resize / Upsample, ConstantOfShape, Trilu, com.microsoft's bias activations (Gelu, BiasGelu,
+FastGelu, BiasAdd) and MultiHeadAttention on the WebGPU device. Per-element kernels are bodies in the element-wise
+template."""
 import re
 
 import numpy as np
 
 from ...errors import InvalidArgument
 from ...ops import resize as R
+from ...ops.contrib_attention import _causal
 from ...ops.registry import MS_DOMAIN
 from ...ops.util import ints, norm_axes, norm_axis
 from . import ops_elementwise as E
+from . import ops_linalg as L
 from . import programs as P
-from .claims import CLAIMS, DEVICE_TYPES, F16, F32, FLOAT, MOVABLE, U32
+from .claims import DEVICE_TYPES, F16, F32, FLOAT, MOVABLE, U32
 from .device import STORAGE
-from .ops_reduce import contiguous_strides, rows, store
+from .ops_data import strided_copy_into
+from .ops_norm import softmax
+from .ops_reduce import claim, contiguous_strides, rows, store
 
 
 def per_element(device, name, body, inputs, out, meta, rank=0):
@@ -258,6 +263,9 @@ def fill(device, shape, value, dtype):
 
 
 def _constant_claim(device, spec):
+    dims = spec.output_shapes[0]
+    if dims is None or any(d is None for d in dims):
+        return None  # (a size nothing bounds: the light model zoo builds its weights so, past the binding size)
     v = spec.attrs.get("value")
     v = np.zeros(1, np.float32) if v is None else np.asarray(v)
     if v.size != 1 or v.dtype not in DEVICE_TYPES.values():
@@ -311,11 +319,148 @@ def _bias_claim(device, spec):
     return lambda *xs, **kw: bias_activation(device, op, *xs)
 
 
-CLAIMS.add(["CumSum"], FLOAT, lambda device, spec: lambda x, axis, *, exclusive=0, reverse=0, **kw:
-           cumsum(device, x, axis, exclusive, reverse), since=11)
-CLAIMS.add(["Pad"], MOVABLE, _pad_claim)
-CLAIMS.add(["Resize", "Upsample"], FLOAT, _resize_claim)
-CLAIMS.add(["ConstantOfShape"], MOVABLE, _constant_claim, since=9)
-CLAIMS.add(["Trilu"], MOVABLE, lambda device, spec: lambda x, k=None, *, upper=1, **kw:
-           trilu(device, x, 0 if k is None else ints(k)[0], upper), since=14)
-CLAIMS.add(["Gelu", "BiasGelu", "FastGelu", "BiasAdd"], FLOAT, _bias_claim, domain=MS_DOMAIN)
+# --- com.microsoft MultiHeadAttention ------------------------------------------------------------------------------
+
+def _split(x, n, what, parts=1, part=0):
+    """(dims (B, N, S, H), element strides, first element) of x's heads: (B, S, N*H), or packed (B, S, N, parts, H)
+    taking `part`, or already (B, N, S, H)."""
+    name = "MultiHeadAttention"
+    if x.ndim == 4:
+        return list(x.shape), contiguous_strides(x.shape), 0
+    if x.ndim == 5:
+        b, s, heads, k, h = x.shape
+        if heads != n or k != parts:
+            raise InvalidArgument(f"{name}: packed {what} must be (batch, seq, num_heads, {parts}, head_size), got "
+                                  f"{x.shape}")
+        return [b, n, s, h], [s * n * k * h, k * h, n * k * h, 1], part * h
+    if x.ndim != 3:
+        raise InvalidArgument(f"{name}: {what} must be 3D, 4D or 5D, got shape {x.shape}")
+    b, s, hidden = x.shape
+    if n <= 0 or hidden % n:
+        raise InvalidArgument(f"{name}: {what} hidden size {hidden} is not divisible by num_heads={n}")
+    h = hidden // n
+    return [b, n, s, h], [s * hidden, h, hidden, 1], 0
+
+
+def _heads(device, x, layout, bias=None, boff=0):
+    """A (B, N, S, H) f32 tensor of x's heads (`layout` from _split), plus bias[boff:boff + N*H] by head."""
+    dims, strides, base = layout
+    t = device.alloc(dims, x.dtype)
+    strided_copy_into(device, x, t, dims, strides, ibase=base)
+    if bias is None and x.dtype == F32:
+        return t
+    ins = [t]
+    if bias is not None:
+        n, h = dims[1], dims[3]
+        ins.append(device.alloc((n, 1, h), bias.dtype))
+        strided_copy_into(device, bias, ins[1], [n, 1, h], [h, 0, 1], ibase=boff)
+    out = E.run(device, "MultiHeadAttention", "a + b" if bias is not None else "a", ins, F32, out_shape=tuple(dims),
+                float_math=True)
+    for u in ins:
+        device.release(u)
+    return out
+
+
+def _merged(device, y4, dtype):
+    """(B, N, S, H) -> (B, S, N*H) of `dtype`."""
+    b, n, s, h = y4.shape
+    y = device.alloc((b, s, n * h), F32 if dtype != y4.dtype else dtype)
+    strided_copy_into(device, y4, y, [b, s, n, h], [n * s * h, h, s * h, 1])
+    if y.dtype == dtype:
+        return y
+    out = E.cast(device, y, dtype)
+    device.release(y)
+    return out
+
+
+def _add(device, scores, mask):
+    out = E.run(device, "MultiHeadAttention", "a + b", [scores, mask], F32, out_shape=scores.shape, float_math=True)
+    device.release(scores)
+    return out
+
+
+def multi_head_attention(device, query, key, value, bias, attention_bias, n, scale, unidirectional, n_out):
+    """softmax(scale · Q·Kᵀ + attention_bias (+ causal mask)) · V per head: head splits as strided copies, the two
+    products through ops_linalg's matmul, the softmax row kernel (rows summing to 0 give zeros, as the CPU EP's)."""
+    name = "MultiHeadAttention"
+    if query.ndim == 5:
+        if key is not None or value is not None:
+            raise InvalidArgument(f"{name}: packed QKV must be (batch, seq, num_heads, 3, head_size) without key/value")
+        q_at, k_at, v_at = (_split(query, n, "QKV", 3, i) for i in range(3))
+        key = value = query
+    elif query.ndim == 3:
+        if key is None:
+            raise InvalidArgument(f"{name}: key is required unless query is packed QKV")
+        q_at = _split(query, n, "query")
+        if key.ndim == 5:
+            if value is not None:
+                raise InvalidArgument(f"{name}: packed KV must be (batch, kv_seq, num_heads, 2, head_size)")
+            k_at, v_at = (_split(key, n, "KV", 2, i) for i in range(2))
+            value = key
+        elif key.ndim in (3, 4) and value is not None and value.ndim == key.ndim:
+            k_at, v_at = _split(key, n, "key"), _split(value, n, "value")
+        else:
+            raise InvalidArgument(f"{name}: key {key.shape} and value {None if value is None else value.shape} must "
+                                  "both be 3D or 4D")
+    else:
+        raise InvalidArgument(f"{name}: query must be 3D or packed 5D, got shape {query.shape}")
+    d = q_at[0][1] * q_at[0][3]
+    kv_bias = bias if key.ndim != 4 else None
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] - 2 * d <= 0):
+        raise InvalidArgument(f"{name}: bias shape {bias.shape} does not match hidden size {d}")
+    q4 = _heads(device, query, q_at, bias, 0)
+    k4 = _heads(device, key, k_at, kv_bias, d)
+    v4 = _heads(device, value, v_at, kv_bias, 2 * d)
+    b, _, s, h = q4.shape
+    t = k4.shape[2]
+    if attention_bias is not None and (attention_bias.ndim != 4 or attention_bias.shape[0] not in (1, b) or
+                                       attention_bias.shape[1] not in (1, n) or attention_bias.shape[2:] != (s, t)):
+        raise InvalidArgument(f"{name}: attention_bias shape {attention_bias.shape} must be (batch_size or 1, "
+                              f"num_heads or 1, {s}, {t})")
+    scores = L.matmul(device, q4, k4, float(scale) if scale else 1.0 / np.sqrt(h), False, True, name)
+    device.release(q4)
+    if attention_bias is not None:
+        scores = _add(device, scores, attention_bias)
+    if unidirectional:
+        causal = device.upload(_causal(s, t, 0))
+        scores = _add(device, scores, causal)
+        device.release(causal)
+    probs = softmax(device, "Softmax", scores, -1, False, zero_sum=True)
+    device.release(scores)
+    y4 = L.matmul(device, probs, v4, name=name)
+    device.release(probs)
+    y = _merged(device, y4, query.dtype)
+    device.release(y4)
+    outs = [y]
+    for kv in (k4, v4):  # present_key / present_value when asked for: the (B, N, L, H) heads after the bias
+        if len(outs) < n_out and kv.dtype == query.dtype:
+            outs.append(kv)
+            continue
+        if len(outs) < n_out:
+            outs.append(E.cast(device, kv, query.dtype))
+        device.release(kv)
+    return tuple(outs) if n_out > 1 else y
+
+
+def _mha_claim(device, spec):
+    present = [i for i, x in enumerate(spec.node.inputs) if x]
+    if any(i in present for i in (4, 6, 7, 8, 9)) or len(spec.node.outputs) > 3 or not L.gemm_fits(device):
+        return None  # (key padding masks, past key / value and the beam-search inputs stay with the CPU EP)
+    n_out = len(spec.node.outputs)
+
+    def kernel(query, key=None, value=None, bias=None, _mask=None, attention_bias=None, *, num_heads, scale=0.0,
+               unidirectional=0, **kw):
+        return multi_head_attention(device, query, key, value, bias, attention_bias, int(num_heads), scale,
+                                    unidirectional, n_out)
+    return kernel
+
+
+claim(["CumSum"], FLOAT, lambda device, spec: lambda x, axis, *, exclusive=0, reverse=0, **kw:
+      cumsum(device, x, axis, exclusive, reverse), since=11)
+claim(["Pad"], MOVABLE, _pad_claim)
+claim(["Resize", "Upsample"], FLOAT, _resize_claim)
+claim(["ConstantOfShape"], MOVABLE, _constant_claim, since=9)
+claim(["Trilu"], MOVABLE, lambda device, spec: lambda x, k=None, *, upper=1, **kw:
+      trilu(device, x, 0 if k is None else ints(k)[0], upper), since=14)
+claim(["Gelu", "BiasGelu", "FastGelu", "BiasAdd"], FLOAT, _bias_claim, domain=MS_DOMAIN)
+claim(["MultiHeadAttention"], FLOAT, _mha_claim, domain=MS_DOMAIN)
