@@ -24,6 +24,8 @@ _ACTS = {
 
 
 _ACTIVATION_SETS = {}  # (op, names, alphas, betas, num_dirs, dtype) -> _activations' result
+GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}
+DEFAULT_ACTIVATIONS = {"RNN": ["Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
 
 
 def _activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
@@ -39,7 +41,9 @@ def _activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
     return fns
 
 
-def _build_activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
+def activation_specs(op_name, names, alphas, betas, defaults, num_dirs):
+    """Per direction, (lower-case name, alpha, beta) of each activation function: `defaults` when none are named (one
+    set named for two directions serves both), alphas / betas consumed in order by the functions that use them."""
     n = len(defaults)
     if names is None or len(names) == 0:
         names = list(defaults) * num_dirs
@@ -50,27 +54,35 @@ def _build_activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
     alphas = list(alphas or [])
     betas = list(betas or [])
     ai = bi = 0
-    fns = []
+    specs = []
     for name in names:
         key = name.lower()
         if key not in _ACTS:
             raise InvalidArgument(f"{op_name}: unsupported activation function '{name}'")
-        fn, da, db = _ACTS[key]
+        _, da, db = _ACTS[key]
         a = b = None
         if da is not None:
             if ai < len(alphas):
                 a, ai = alphas[ai], ai + 1
             else:
                 a = da
-            a = cdt.type(a)
         if db is not None:
             if bi < len(betas):
                 b, bi = betas[bi], bi + 1
             else:
                 b = db
-            b = cdt.type(b)
-        fns.append(lambda x, fn=fn, a=a, b=b: fn(x, a, b))
-    return [fns[d * n:(d + 1) * n] for d in range(num_dirs)]
+        specs.append((key, a, b))
+    return [specs[d * n:(d + 1) * n] for d in range(num_dirs)]
+
+
+def _build_activations(op_name, names, alphas, betas, defaults, num_dirs, cdt):
+    def fn(key, a, b):
+        f = _ACTS[key][0]
+        a = None if a is None else cdt.type(a)
+        b = None if b is None else cdt.type(b)
+        return lambda x: f(x, a, b)
+    return [[fn(*spec) for spec in specs]
+            for specs in activation_specs(op_name, names, alphas, betas, defaults, num_dirs)]
 
 
 def _prepare(op_name, X, W, R, B, sequence_lens, initial, layout, hidden_size, direction, gates):
@@ -256,8 +268,9 @@ def _check_float(op_name, X):
 def _rnn(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip, direction,
          hidden_size, layout, ctx):
     dt = _check_float("RNN", X)
-    return _run("RNN", X, W, R, B, sequence_lens, [initial_h], None, layout, hidden_size, direction, 1, ["Tanh"],
-                activations, activation_alpha, activation_beta, _rnn_step(clip), ctx.num_outputs, dt)
+    return _run("RNN", X, W, R, B, sequence_lens, [initial_h], None, layout, hidden_size, direction, GATES["RNN"],
+                DEFAULT_ACTIVATIONS["RNN"], activations, activation_alpha, activation_beta, _rnn_step(clip),
+                ctx.num_outputs, dt)
 
 
 @op("RNN", since=1, host_inputs=(4,))
@@ -296,8 +309,8 @@ def _lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, activation_alpha, 
         if P.ndim != 2 or P.shape[0] != nd:
             raise InvalidArgument(f"LSTM: P has invalid shape {P.shape}")
         P = P.astype(np.float64 if np.asarray(X).dtype == np.float64 else np.float32)
-    return _run("LSTM", X, W, R, B, sequence_lens, [initial_h, initial_c], P, layout, hidden_size, direction, 4,
-                ["Sigmoid", "Tanh", "Tanh"], activations, activation_alpha, activation_beta,
+    return _run("LSTM", X, W, R, B, sequence_lens, [initial_h, initial_c], P, layout, hidden_size, direction,
+                GATES["LSTM"], DEFAULT_ACTIVATIONS["LSTM"], activations, activation_alpha, activation_beta,
                 _lstm_step(clip, input_forget), ctx.num_outputs, dt)
 
 
@@ -334,8 +347,8 @@ def lstm_14(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None,
 def _gru(X, W, R, B, sequence_lens, initial_h, activation_alpha, activation_beta, activations, clip, direction,
          hidden_size, linear_before_reset, layout, ctx):
     dt = _check_float("GRU", X)
-    return _run("GRU", X, W, R, B, sequence_lens, [initial_h], None, layout, hidden_size, direction, 3,
-                ["Sigmoid", "Tanh"], activations, activation_alpha, activation_beta,
+    return _run("GRU", X, W, R, B, sequence_lens, [initial_h], None, layout, hidden_size, direction, GATES["GRU"],
+                DEFAULT_ACTIVATIONS["GRU"], activations, activation_alpha, activation_beta,
                 _gru_step(clip, linear_before_reset), ctx.num_outputs, dt, bias_in_input=False)
 
 
