@@ -1,12 +1,13 @@
 """CumSum, Pad, Resize / Upsample, ConstantOfShape, Trilu, com.microsoft's bias activations (Gelu, BiasGelu,
-FastGelu, BiasAdd) and MultiHeadAttention on the WebGPU device. Per-element kernels are bodies in the element-wise
-template."""
+FastGelu, BiasAdd), MultiHeadAttention and RNN / LSTM / GRU on the WebGPU device. Per-element kernels are bodies in
+the element-wise template."""
 import re
 
 import numpy as np
 
 from ...errors import InvalidArgument
 from ...ops import resize as R
+from ...ops import rnn as RNN
 from ...ops.contrib_attention import _causal
 from ...ops.registry import MS_DOMAIN
 from ...ops.util import ints, norm_axes, norm_axis
@@ -56,56 +57,24 @@ def value_expr(dtype, at, w):
 
 # --- CumSum ------------------------------------------------------------------------------------------------------
 
-_CUMSUM = """let reverse = pu(0) != 0u;
-  let exclusive = pu(1) != 0u;
-  var carry = 0.0;
-  for (var c = 0u; c < n; c += WG) {
-    let j = c + lid;
-    let jj = select(j, n - 1u - j, reverse);
-    var v = 0.0;
-    if (j < n) { v = f32(ld_x(at(base, jj))); }
-    let inclusive = wg_scan(v, lid);
-    let before = select(0.0, sh[max(lid, 1u) - 1u], lid > 0u);
-    if (j < n) { STORE }
-    let total = sh[WG - 1u];
-    workgroupBarrier();
-    carry += total;
-  }"""
-
-
 def cumsum(device, x, axis, exclusive, reverse):
     a = norm_axis(ints(axis)[0], x.ndim, "CumSum")
     y = device.alloc(x.shape, x.dtype)
     if y.size:
-        body = _CUMSUM.replace("STORE", store("y", x.dtype, "at(base, jj)",
-                                              "select(inclusive, before, exclusive) + carry"))
+        body = P.render("cumsum_row", STORE=store("y", x.dtype, "at(base, jj)",
+                                                  "select(inclusive, before, exclusive) + carry"))
         rows(device, "CumSum", body, [("x", x)], [("y", y)], x.shape, [a], [int(bool(reverse)), int(bool(exclusive))])
     return y
 
 
 # --- Pad ---------------------------------------------------------------------------------------------------------
 
-_PAD_MODES = {  # t: the coordinate in the (cropped) input, outside [0, len)
+_PAD_MODES = {  # (webgpu_shaders/pad_element.wgsl's t: the coordinate in the cropped input, outside [0, len))
     "constant": "inside = false; t = 0;",
     "edge": "t = clamp(t, 0, len - 1);",
     "wrap": "t = ((t % len) + len) % len;",
     "reflect": "if (len == 1) { t = 0; } else { let q = 2 * (len - 1); t = abs(t) % q; if (t >= len) { t = q - t; } }",
 }
-_PAD = """var rem = i;
-  var src = 0u;
-  var inside = true;
-  for (var d = 0u; d < RANK; d++) {
-    let e = RANK - 1u - d;
-    let c = i32(rem % m(3u + e));
-    rem = rem / m(3u + e);
-    let len = mi(3u + RANK + e);
-    var t = c - mi(3u + 2u * RANK + e);
-    if (t < 0 || t >= len) { MODE }
-    src += u32(t + mi(3u + 3u * RANK + e)) * m(3u + 4u * RANK + e);
-  }
-  if (inside) { COPY } else { FILL }"""
-
-
 def pad(device, x, pads, mode, value, axes=None):
     """Pad (negative pads crop first, as the CPU EP's): one kernel mapping each output element to its source."""
     r = x.ndim
@@ -131,7 +100,7 @@ def pad(device, x, pads, mode, value, axes=None):
         const_at = 3 + 5 * r
         copy = " ".join(f"st_y(i * {words}u + {w}u, ld_x(src * {words}u + {w}u));" for w in range(words))
         fill = " ".join(f"st_y(i * {words}u + {w}u, {value_expr(x.dtype, const_at, w)});" for w in range(words))
-        body = _PAD.replace("MODE", _PAD_MODES[mode]).replace("COPY", copy).replace("FILL", fill)
+        body = P.render("pad_element", MODE=_PAD_MODES[mode], COPY=copy, FILL=fill)
         meta = [y.size, 0, 0] + out_shape + lens + [max(b, 0) for b in before] + crop + \
             contiguous_strides(x.shape) + value_words(0 if value is None else value, x.dtype)
         per_element(device, "Pad", body, [("x", x, decl)], ("y", y, decl), meta, r)
@@ -153,23 +122,6 @@ def _pad_claim(device, spec):
 
 
 # --- Resize / Upsample --------------------------------------------------------------------------------------------
-
-_RESIZE = """let n_in = m(3u);
-  let n_out = m(4u);
-  let inner = m(5u);
-  let k = m(6u);
-  let o = (i / inner) % n_out;
-  var acc = 0.0;
-  if (ld_t(2u * n_out * k + o) != 0u) {
-    acc = p0;
-  } else {
-    let base = (i / (inner * n_out)) * n_in * inner + i % inner;
-    for (var q = 0u; q < k; q++) {
-      acc += bitcast<f32>(ld_t(n_out * k + o * k + q)) * f32(ld_x(base + ld_t(o * k + q) * inner));
-    }
-  }
-  STORE"""
-
 
 def _tables(device, shape, passes, p):
     """Per pass: (axis, n_out, taps, a u32 table on the device: source indices, f32 weights, extrapolation flags)."""
@@ -211,7 +163,7 @@ class _Resize:
             y = d.alloc(shape, x.dtype if n == len(tables) - 1 else F32)
             inner = int(np.prod(shape[a + 1:], dtype=np.int64))
             meta = [y.size, P.f32_word(self.params["extrapolation_value"]), 0, n_in, n_out, inner, k]
-            per_element(d, "Resize", _RESIZE.replace("STORE", store("y", y.dtype, "i", "acc")),
+            per_element(d, "Resize", P.render("resize_axis", STORE=store("y", y.dtype, "i", "acc")),
                         [("x", cur, cur.dtype), ("t", table, U32)], ("y", y, y.dtype), meta)
             d.release(cur)
             cur = y
@@ -455,6 +407,158 @@ def _mha_claim(device, spec):
     return kernel
 
 
+# --- RNN / LSTM / GRU ---------------------------------------------------------------------------------------------
+
+# rnn.py's activations whose formula ops_elementwise.UNARY_FLOAT has with the same parameters (affine, scaledtanh and
+# thresholdedrelu, which keeps x == alpha where ThresholdedRelu does not, stay with the CPU EP)
+_RNN_ACTS = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid", "leakyrelu": "LeakyRelu",
+             "hardsigmoid": "HardSigmoid", "elu": "Elu", "softsign": "Softsign", "softplus": "Softplus"}
+
+
+def _pre(g, part="xr"):
+    """WGSL of gate g's pre-activation for unit j: its input projection (x) and / or recurrent product (r), each
+    with its bias."""
+    x = f"in_dot(d, b, src, {g}u * hidden + j) + f32(ld_bias(bias + {g}u * hidden + j))"
+    r = f"rec_dot(d, b, {g}u * hidden + j) + f32(ld_bias(bias + (G + {g}u) * hidden + j))"
+    return "(" + " + ".join(e for k, e in (("x", x), ("r", r)) if k in part) + ")"
+
+
+def _step_body(op, linear_before_reset, phase, y_dtype):
+    """WGSL of one step for a thread: the next state(s) and its Y element (GRU without linear_before_reset: phase 0
+    the z gate and r * h, phase 1 the rest)."""
+    keep = "st_hn(at, select(hp, 0.0, last_of_empty));"
+    if op == "GRU" and not linear_before_reset and phase == 0:
+        return f"""let hp = ld_h(at);
+  st_zs(at, act(d, 0u, clipped({_pre(0)})));
+  st_rh(at, act(d, 0u, clipped({_pre(1)})) * hp);"""
+    if op == "RNN":
+        new = f"let hn = act(d, 0u, clipped({_pre(0)}));"
+    elif op == "GRU":
+        z, hh = ("ld_zs(at)", f"{_pre(2, 'x')} + {_pre(2, 'r')}") if not linear_before_reset else \
+            (f"act(d, 0u, clipped({_pre(0)}))", f"{_pre(2, 'x')} + act(d, 0u, clipped({_pre(1)})) * {_pre(2, 'r')}")
+        new = f"let z = {z};\n    let hn = (1.0 - z) * act(d, 1u, clipped({hh})) + z * hp;"
+    else:
+        keep += " st_cn(at, select(cp, 0.0, last_of_empty));"
+        new = f"""let pb = d * 3u * hidden + j;
+    let ig = act(d, 0u, clipped({_pre(0)} + f32(ld_p(pb)) * cp));
+    let fg = select(act(d, 0u, clipped({_pre(2)} + f32(ld_p(pb + 2u * hidden)) * cp)), 1.0 - ig, m(11u) != 0u);
+    let cn = fg * cp + ig * act(d, 1u, clipped({_pre(3)}));
+    let hn = act(d, 0u, clipped({_pre(1)} + f32(ld_p(pb + hidden)) * cn)) * act(d, 2u, cn);
+    st_cn(at, cn);"""
+    return f"""let hp = ld_h(at);
+  {"let cp = ld_c(at);" if op == "LSTM" else ""}
+  if (valid) {{
+    {new}
+    st_hn(at, hn);
+    {store("y", y_dtype, "y_at", "hn")}
+  }} else {{ {keep} }}"""
+
+
+def _permuted(device, t, perm):
+    """`t` transposed by `perm` (a strided copy)."""
+    shape, strides = [t.shape[p] for p in perm], contiguous_strides(t.shape)
+    out = device.alloc(shape, t.dtype)
+    strided_copy_into(device, t, out, shape, [strides[p] for p in perm])
+    return out
+
+
+def _converted(device, t, dtype, perm=None):
+    """`t` as `dtype`, transposed by `perm` when given (t is released)."""
+    u = t if t.dtype == dtype else E.cast(device, t, dtype)
+    v = u if perm is None else _permuted(device, u, perm)
+    for w in {id(t): t, id(u): u}.values():
+        if w is not v:
+            device.release(w)
+    return v
+
+
+def _step(device, op, acts, phase, inputs, outputs, meta, linear_before_reset=0):
+    """Dispatch one time step (see recurrent.wgsl); inputs / outputs: [(WGSL name, GpuTensor)]."""
+    ins, outs = [(k, t.dtype) for k, t in inputs], [(k, t.dtype) for k, t in outputs]
+    y_dtype = dict(outs).get("y", F32)
+    state = "ld_rh" if "rh" in dict(ins) else "ld_h"
+    cases = "\n    ".join(f"case {i}u: {{ return {E.UNARY_FLOAT[name][0]}; }}" for i, name in enumerate(acts[0]))
+
+    def wgsl():
+        return P.render("recurrent", INTERFACE=P.interface(ins, outs), COMMON=P.template("common"),
+                        GATES=RNN.GATES[op], FUNCTIONS=len(RNN.DEFAULT_ACTIVATIONS[op]), STATE=state,
+                        ACTIVATIONS=cases, WORKGROUP=P.WORKGROUP, LINEAR=P.LINEAR,
+                        BODY=_step_body(op, linear_before_reset, phase, y_dtype))
+
+    key = ("recurrent", op, phase, bool(linear_before_reset), tuple(acts[0]), tuple(d.str for _, d in ins + outs))
+    device.dispatch(key, wgsl, [t for _, t in inputs], [t for _, t in outputs], meta + list(acts[1]), meta[0])
+
+
+def recurrence(device, op, attrs, acts, n_out, x, w, r, bias=None, lens=None, h0=None, c0=None, p=None):
+    """RNN / LSTM / GRU: checked by rnn.py on data-less stand-ins, then one dispatch per time step (two for GRU
+    without linear_before_reset) over every direction, batch row and hidden unit; `acts`: (per direction and
+    position the activation's UNARY_FLOAT name, their (alpha, beta) meta words)."""
+    gates, layout, direction = RNN.GATES[op], attrs.get("layout", 0), attrs.get("direction", "forward")
+    lstm = op == "LSTM"
+    stand = [None if t is None else np.broadcast_to(np.zeros((), t.dtype), t.shape) for t in (x, w, r, bias, h0, c0)]
+    _, xs, lens, _, dirs, hidden = RNN._prepare(op, *stand[:4], lens, stand[4:6 if lstm else 5], layout,
+                                                attrs.get("hidden_size"), direction, gates)
+    if p is not None and p.shape != (dirs, 3 * hidden):
+        raise InvalidArgument(f"LSTM: P has invalid shape {p.shape}")
+    steps, batch, width = xs.shape
+    shape = (dirs, batch, hidden)
+    temps = [_permuted(device, x, (1, 0, 2)) if layout else device.share(x), device.share(w), device.share(r),
+             device.zeros((dirs, 2 * gates * hidden), F32) if bias is None else device.share(bias),
+             device.upload(lens.astype(np.int32))]
+    if lstm:
+        temps.append(device.zeros((dirs, 3 * hidden), F32) if p is None else device.share(p))
+    base = list(zip(["x", "w", "r", "bias", "lens", "p"], temps))
+    states = [_state(device, h0, layout, shape)] + ([_state(device, c0, layout, shape)] if lstm else [])
+    y = device.zeros((steps, dirs, batch, hidden), x.dtype)
+    clip, lbr = attrs.get("clip"), attrs.get("linear_before_reset", 0)
+    meta = [dirs * batch * hidden, 0, steps, batch, hidden, width, int(direction == "reverse"), 1,
+            P.f32_word(clip or 0.0), int(clip is not None), dirs, attrs.get("input_forget", 0)]
+    gru = [device.alloc(shape, F32), device.alloc(shape, F32)] if op == "GRU" and not lbr else []
+    try:
+        for t in range(steps):
+            meta[1] = t
+            if gru:
+                _step(device, op, acts, 0, base + [("h", states[0])], list(zip(["zs", "rh"], gru)), meta)
+            new = [device.alloc(shape, F32) for _ in states]
+            _step(device, op, acts, 1, base + list(zip(["h", "c"], states)) + list(zip(["zs", "rh"], gru)),
+                  list(zip(["hn", "cn"], new)) + [("y", y)], meta, lbr)
+            for old in states:
+                device.release(old)
+            states = new
+    finally:
+        for t_ in temps + gru:
+            device.release(t_)
+    outs = [_converted(device, y, y.dtype, (2, 0, 1, 3) if layout else None)]
+    for i, s_ in enumerate(states):
+        outs.append(_converted(device, s_, x.dtype, (1, 0, 2) if layout else None) if i + 1 < n_out else s_)
+    for extra in outs[max(n_out, 1):]:
+        device.release(extra)
+    return tuple(outs[:n_out]) if n_out > 1 else outs[0]
+
+
+def _state(device, t, layout, shape):
+    """An f32 (directions, B, H) copy of initial state `t` (zeros without one)."""
+    if t is None:
+        return device.zeros(shape, F32)
+    return _converted(device, device.share(t), F32, (1, 0, 2) if layout else None)
+
+
+def _recurrence_claim(device, spec):
+    op, a = spec.op_type, spec.attrs
+    dirs = 2 if a.get("direction") == "bidirectional" else 1
+    try:
+        specs = RNN.activation_specs(op, a.get("activations"), a.get("activation_alpha"), a.get("activation_beta"),
+                                     RNN.DEFAULT_ACTIVATIONS[op], dirs)
+    except InvalidArgument:
+        return None  # (the CPU EP reports it)
+    flat = [f for per_dir in specs for f in per_dir]
+    if any(k not in _RNN_ACTS for k, _, _ in flat):
+        return None
+    acts = ([_RNN_ACTS[k] for k, _, _ in flat], [P.f32_word(v or 0.0) for _, al, be in flat for v in (al, be)])
+    n_out = len(spec.node.outputs)
+    return lambda *xs, **kw: recurrence(device, op, a, acts, n_out, *xs)
+
+
 claim(["CumSum"], FLOAT, lambda device, spec: lambda x, axis, *, exclusive=0, reverse=0, **kw:
       cumsum(device, x, axis, exclusive, reverse), since=11)
 claim(["Pad"], MOVABLE, _pad_claim)
@@ -464,3 +568,4 @@ claim(["Trilu"], MOVABLE, lambda device, spec: lambda x, k=None, *, upper=1, **k
       trilu(device, x, 0 if k is None else ints(k)[0], upper), since=14)
 claim(["Gelu", "BiasGelu", "FastGelu", "BiasAdd"], FLOAT, _bias_claim, domain=MS_DOMAIN)
 claim(["MultiHeadAttention"], FLOAT, _mha_claim, domain=MS_DOMAIN)
+claim(["RNN", "LSTM", "GRU"], FLOAT, _recurrence_claim)
