@@ -1,7 +1,8 @@
-"""WebGPU Conv, FusedConv and ConvTranspose: an implicit GEMM on matmul.wgsl, or conv.wgsl's direct kernel."""
+"""WebGPU Conv, FusedConv, ConvTranspose: implicit GEMM (matmul.wgsl), direct (conv.wgsl), Winograd F(2×2, 3×3)."""
 import math
 
 from ...errors import InvalidArgument
+from ...ops.conv import _check_bias
 from ...ops.conv_geometry import ConvGeometry
 from ...ops.registry import MS_DOMAIN
 from . import ops_linalg as L
@@ -44,14 +45,15 @@ def conv(device, x, w, b=None, z=None, *, transposed=False, act=("none", 0.0, 0.
         raise InvalidArgument(f"{name}: the WebGPU kernels take 1 to 3 spatial dims, not {len(g.kernel)}")
     n, c = x.shape[:2]
     cg = c // g.group
-    if b is not None and b.size != m:
-        raise InvalidArgument(f"{name}: B has {b.size} values for {m} output channels")
+    _check_bias(b, m, name)
     out_shape = (n, m) + tuple(g.out)
     if z is not None and z.shape != out_shape:
         raise InvalidArgument(f"{name}: Z shape {z.shape} is not the output's {out_shape}")
     y = device.alloc(out_shape, x.dtype)
     if y.size == 0:
         return y
+    if not transposed and winograd_fits(device, g, c, m, n):
+        return winograd(device, x, w, b, z, y, g, act)
     taps, positions = math.prod(g.kernel), math.prod(g.out)
     meta = _three(g.in_shape, 1) + _three(g.kernel, 1) + _three(g.strides, 1) + _three(g.dilations, 1) + \
         _three(g.pads_begin, 0) + _three(g.out, 1) + [c, cg, mg, m, g.group, P.f32_word(act[1]),
@@ -61,8 +63,6 @@ def conv(device, x, w, b=None, z=None, *, transposed=False, act=("none", 0.0, 0.
     taps_wgsl = P.render("conv_taps", G=G, AXIS=_AXIS[transposed], ACT=L.activation_fn(act[0]), ADD=add,
                          OUT=P.ctype(x.dtype))
     family = ("conv", transposed, b is not None, z is not None, act[0])
-    if not transposed and winograd_fits(device, g, c, m, n):
-        return winograd(device, x, w, b, z, y, g, act)
     if mg >= DIRECT_BELOW:
         L.gemm(device, family, inputs, y, mg, positions, cg * taps, n * g.group, meta, load_a=_W_GEMM[transposed],
                load_b=_LOAD_B, store="epilogue(img, grp, row, col, v);", prologue=_PROLOGUE, helpers=taps_wgsl)
@@ -105,8 +105,7 @@ def _sandwich(left, src, right, dst):
     return lines
 
 
-_TILE = ["let tiles = m(11u);", "let n = t / (m(7u) * m(8u));", "let ty = (t / m(8u)) % m(7u);",
-         "let tx = t % m(8u);"]
+_TILE = ["let n = t / (m(7u) * m(8u));", "let ty = (t / m(8u)) % m(7u);", "let tx = t % m(8u);"]  # tile t
 
 
 def _winograd_body(stage, out_ctype="f32", add=""):
@@ -116,7 +115,7 @@ def _winograd_body(stage, out_ctype="f32", add=""):
         lines += _sandwich(_G, "g", _transposed(_G), "u")
         lines += [f"st_wplanes({4 * r + c}u * m(0u) + i, u{r}_{c});" for r in range(4) for c in range(4)]
     elif stage == "input":
-        lines = ["let t = i % m(11u);", "let c = i / m(11u);"] + _TILE[1:] + [
+        lines = ["let t = i % m(11u);", "let c = i / m(11u);"] + _TILE + [
             "let y0 = i32(ty * 2u) - i32(m(9u));", "let x0 = i32(tx * 2u) - i32(m(10u));",
             "let h = i32(m(3u));", "let w = i32(m(4u));", "let base = (n * m(1u) + c) * m(3u) * m(4u);"]
         for a in range(4):
@@ -127,7 +126,7 @@ def _winograd_body(stage, out_ctype="f32", add=""):
         lines += _sandwich(_BT, "d", _transposed(_BT), "v")
         lines += [f"st_xplanes({4 * r + c}u * m(0u) + i, v{r}_{c});" for r in range(4) for c in range(4)]
     else:
-        lines = ["let t = i % m(11u);", "let mo = i / m(11u);"] + _TILE[1:]
+        lines = ["let t = i % m(11u);", "let mo = i / m(11u);"] + _TILE
         lines += [f"let q{a}_{b} = ld_planes({4 * a + b}u * m(0u) + i);" for a in range(4) for b in range(4)]
         lines += _sandwich(_AT, "q", _transposed(_AT), "y")
         for r in range(2):

@@ -38,8 +38,8 @@ def gemm_fits(device):
 
 def fits(device, spec, weight=None):
     """False when an input or output whose shape the graph fixes exceeds the device's binding size (the kernel could
-    not allocate it), or when input `weight`'s dims are not all known: a weight can be that large (VGG's and
-    AlexNet's first fully connected layers: 150-436 MB; onnx's light_* models make them with ConstantOfShape)."""
+    not allocate it), or when input `weight`'s dims are not all known: a weight can be that large (Gemm's B in VGG's
+    and AlexNet's first fully connected layers: 150-436 MB; onnx's light_* models make them with ConstantOfShape)."""
     limit = device.limits.get("max-storage-buffer-binding-size", 1 << 27)
     if weight is not None and (spec.input_shapes[weight] is None or None in spec.input_shapes[weight]):
         return False
@@ -207,7 +207,7 @@ def usable(device, spec, weight=None):
 
 
 def _matmul(device, spec):
-    if not usable(device, spec, weight=1):
+    if not usable(device, spec):  # (B's dims may be data-dependent: AffineGrid's expansion)
         return None
     if spec.op_type == "MatMul":
         return lambda a, b, **kw: matmul(device, a, b)

@@ -1,6 +1,7 @@
 """WebGPU MaxPool (with Indices), AveragePool, LpPool and the Global* pools: one window per thread (pool.wgsl)."""
 from ...errors import InvalidArgument
 from ...ops.conv_geometry import ConvGeometry
+from ...ops.pool import _check_p
 from . import ops_linalg as L
 from . import programs as P
 from .claims import CLAIMS, FLOAT, I64
@@ -83,6 +84,8 @@ def _claim(device, spec):
             g = ConvGeometry.window(x.shape[2:], x.shape[2:], name)
         else:
             g = ConvGeometry.pool(x.shape, name, **attrs)
+            if mode == "lp":
+                _check_p(p, op)
         return pool(device, x, mode, g, indices=indices, storage_order=storage_order,
                     count_include_pad=count_include_pad, p=float(p))
     return run
