@@ -1,5 +1,4 @@
-"""tests/webgpu: WebGPU EP kernels against the CPU EP; every test here is skipped where wgpu-py or a WebGPU adapter
-is unavailable (CI installs lavapipe, Vulkan on the CPU)."""
+"""tests/webgpu: WebGPU EP kernels against the CPU EP, skipped where wgpu-py or a WebGPU adapter is unavailable."""
 import functools
 
 import pytest

@@ -1,5 +1,4 @@
-"""One-node models run on the WebGPU EP and on the CPU EP, compared output by output; the node must have run on the
-device (or, with on_device=False, have been declined at claim time)."""
+"""One-node models run on the WebGPU EP and the CPU EP, compared output by output, with where the node ran."""
 import numpy as np
 from onnx import helper, numpy_helper
 
@@ -35,7 +34,8 @@ class Const:
 
 def check(op, inputs, outputs=("y",), opset=18, rtol=1e-4, atol=1e-5, exact=False, on_device=True, **attrs):
     """Run `op` (com.microsoft's with an "ms:" prefix) on `inputs` (arrays fed at run time, Const initializers,
-    None for an omitted input) on both EPs and compare every output; returns the WebGPU EP's outputs."""
+    None for an omitted input) on both EPs and compare every output; the node must have run on the WebGPU device
+    (on_device=False: have been declined at claim time, so the CPU EP ran it). Returns the WebGPU EP's outputs."""
     domain = MS if op.startswith("ms:") else ""
     names = ["" if v is None else f"in{i}" for i, v in enumerate(inputs)]
     feeds = {n: v for n, v in zip(names, inputs) if n and not isinstance(v, Const)}

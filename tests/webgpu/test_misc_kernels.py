@@ -1,5 +1,4 @@
-"""WebGPU CumSum, Pad, Resize / Upsample, ConstantOfShape, Trilu, com.microsoft's bias activations and
-MultiHeadAttention (ops_misc.py) against the CPU EP."""
+"""WebGPU CumSum, Pad, Resize, ConstantOfShape, Trilu, bias activations and MultiHeadAttention vs the CPU EP."""
 import itertools
 
 import numpy as np

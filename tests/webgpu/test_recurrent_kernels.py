@@ -1,6 +1,4 @@
-"""WebGPU RNN / LSTM / GRU (ops_misc.recurrence: one dispatch per time step, states on the device) against the CPU
-EP: directions, sequence lengths (zero-length rows included), clip, activations with their alpha / beta, layout 1,
-peepholes, input_forget, linear_before_reset, omitted outputs, f16; unsupported activations are declined."""
+"""WebGPU RNN / LSTM / GRU (one dispatch per time step, states on the device) against the CPU EP."""
 import numpy as np
 import pytest
 

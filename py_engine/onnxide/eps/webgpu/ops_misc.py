@@ -1,6 +1,4 @@
-"""CumSum, Pad, Resize / Upsample, ConstantOfShape, Trilu, com.microsoft's bias activations (Gelu, BiasGelu,
-FastGelu, BiasAdd), MultiHeadAttention and RNN / LSTM / GRU on the WebGPU device. Per-element kernels are bodies in
-the element-wise template."""
+"""WebGPU CumSum, Pad, Resize, ConstantOfShape, Trilu, bias activations, MultiHeadAttention, RNN / LSTM / GRU."""
 import re
 
 import numpy as np

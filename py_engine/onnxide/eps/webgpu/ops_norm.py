@@ -1,5 +1,4 @@
-"""Softmax / LogSoftmax / Hardmax and the normalisations (Layer / RMS / Skip / Instance / Group / Lp / MVN) as row
-kernels on the WebGPU device (ops_reduce.rows); inference BatchNormalization as element-wise kernels."""
+"""WebGPU Softmax / LogSoftmax / Hardmax and the normalisations (Layer, RMS, Skip, Batch, Instance, Group, Lp, MVN)."""
 import numpy as np
 
 from ...errors import InvalidArgument

@@ -1,5 +1,4 @@
-"""Row kernels on the WebGPU device (webgpu_shaders/rows.wgsl: one workgroup per row, shared-memory trees) and
-the families built directly on them here: the Reduce* ops and ArgMax / ArgMin."""
+"""Row kernels on the WebGPU device (rows.wgsl: a workgroup per row) and the Reduce* and ArgMax / ArgMin families."""
 import numpy as np
 
 from ...errors import InvalidArgument
