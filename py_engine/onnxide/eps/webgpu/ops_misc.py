@@ -175,12 +175,15 @@ def _key(v):
 def _resize_claim(device, spec):
     a = spec.attrs
     if spec.op_type == "Upsample":
+        runs = {}  # (one entry: the node's mode fixes the parameters)
+
         def upsample(x, scales_in=None, *, scales=None, height_scale=None, width_scale=None, mode="nearest", **kw):
             s = scales_in if scales_in is not None else scales
             if s is None:
                 s = [1.0] * (x.ndim - 2) + [height_scale, width_scale]
             s, p = R.upsample_params(x.ndim, s, mode)
-            return _Resize(device, p)(x, None, s, None)  # (a fresh table per call: Upsample is rare)
+            run = runs.get(p["mode"]) or runs.setdefault(p["mode"], _Resize(device, p))
+            return run(x, None, s, None)
         return upsample
     if spec.opdef.since < 11:
         run10 = _Resize(device, R._params(a.get("mode", "nearest"), "asymmetric", "simple", -0.75, 0, 0.0))
