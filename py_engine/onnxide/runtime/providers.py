@@ -59,7 +59,8 @@ def register_provider(cls):
 
 
 def available_providers():
-    return list(_PROVIDERS)
+    """Registered EP names in onnxruntime's order: the CPU EP, which takes what nobody else does, last."""
+    return [n for n in _PROVIDERS if n != "CPUExecutionProvider"] + ["CPUExecutionProvider"]
 
 
 def default_providers():
