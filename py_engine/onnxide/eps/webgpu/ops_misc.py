@@ -53,6 +53,24 @@ def value_expr(dtype, at, w):
     return f"f16(mf({at}u))" if np.dtype(dtype) == F16 else f"m({at + w}u)"
 
 
+def _permuted(device, t, perm):
+    """`t` transposed by `perm` (a strided copy)."""
+    shape, strides = [t.shape[p] for p in perm], contiguous_strides(t.shape)
+    out = device.alloc(shape, t.dtype)
+    strided_copy_into(device, t, out, shape, [strides[p] for p in perm])
+    return out
+
+
+def _converted(device, t, dtype, perm=None):
+    """`t` as `dtype`, transposed by `perm` when given (t is released)."""
+    u = t if t.dtype == dtype else E.cast(device, t, dtype)
+    v = u if perm is None else _permuted(device, u, perm)
+    for w in {id(t): t, id(u): u}.values():
+        if w is not v:
+            device.release(w)
+    return v
+
+
 # --- CumSum ------------------------------------------------------------------------------------------------------
 
 def cumsum(device, x, axis, exclusive, reverse):
@@ -314,18 +332,6 @@ def _heads(device, x, layout, bias=None, boff=0):
     return out
 
 
-def _merged(device, y4, dtype):
-    """(B, N, S, H) -> (B, S, N*H) of `dtype`."""
-    b, n, s, h = y4.shape
-    y = device.alloc((b, s, n * h), F32 if dtype != y4.dtype else dtype)
-    strided_copy_into(device, y4, y, [b, s, n, h], [n * s * h, h, s * h, 1])
-    if y.dtype == dtype:
-        return y
-    out = E.cast(device, y, dtype)
-    device.release(y)
-    return out
-
-
 def _add(device, scores, mask):
     out = E.run(device, "MultiHeadAttention", "a + b", [scores, mask], F32, out_shape=scores.shape, float_math=True)
     device.release(scores)
@@ -382,8 +388,9 @@ def multi_head_attention(device, query, key, value, bias, attention_bias, n, sca
     device.release(scores)
     y4 = L.matmul(device, probs, v4, name=name)
     device.release(probs)
-    y = _merged(device, y4, query.dtype)
-    device.release(y4)
+    y_bsnh = _converted(device, y4, query.dtype, (0, 2, 1, 3))
+    y = device.view(y_bsnh, (b, s, y_bsnh.shape[2] * y_bsnh.shape[3]))
+    device.release(y_bsnh)
     outs = [y]
     for kv in (k4, v4):  # present_key / present_value when asked for: the (B, N, L, H) heads after the bias
         if len(outs) < n_out and kv.dtype == query.dtype:
@@ -453,24 +460,6 @@ def _step_body(op, linear_before_reset, phase, y_dtype):
     st_hn(at, hn);
     {store("y", y_dtype, "y_at", "hn")}
   }} else {{ {keep} }}"""
-
-
-def _permuted(device, t, perm):
-    """`t` transposed by `perm` (a strided copy)."""
-    shape, strides = [t.shape[p] for p in perm], contiguous_strides(t.shape)
-    out = device.alloc(shape, t.dtype)
-    strided_copy_into(device, t, out, shape, [strides[p] for p in perm])
-    return out
-
-
-def _converted(device, t, dtype, perm=None):
-    """`t` as `dtype`, transposed by `perm` when given (t is released)."""
-    u = t if t.dtype == dtype else E.cast(device, t, dtype)
-    v = u if perm is None else _permuted(device, u, perm)
-    for w in {id(t): t, id(u): u}.values():
-        if w is not v:
-            device.release(w)
-    return v
 
 
 def _step(device, op, acts, phase, inputs, outputs, meta, linear_before_reset=0):
