@@ -54,7 +54,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let valid = t < len;
   let src = select(t, select(t, len - 1u - t, valid), m(6u + d) != 0u);
   let at = (d * m(3u) + b) * hidden + j;
-  let bias = d * 2u * G * hidden;
+  let bias = d * (${BIAS_WIDTH}) * hidden;  // this direction's biases (and an LSTM's peepholes after them)
   let y_at = ((src * m(10u) + d) * m(3u) + b) * hidden + j;
   let last_of_empty = t + 1u == m(2u) && len == 0u;
   ${BODY}

@@ -26,10 +26,11 @@ def _why_skip():
 def pytest_addoption(parser):
     parser.addoption("--browser-full", action="store_true", default=False,
                      help="run all 2,033 ONNX backend cases in Chromium and write docs/conformance/browser.md")
-    parser.addoption("--browser-ep", default="cpu", choices=["cpu", "wasm"],
-                     help="EP the browser conformance runs first: cpu (default) or wasm (WasmExecutionProvider, "
+    parser.addoption("--browser-ep", default="cpu", choices=["cpu", "wasm", "webgpu"],
+                     help="EP the browser conformance runs first: cpu (default), wasm (WasmExecutionProvider, "
                           "compared with the native WASM EP through wasmtime; --browser-full writes "
-                          "docs/conformance/wasm.md)")
+                          "docs/conformance/wasm.md) or webgpu (SwiftShader in the page, lavapipe natively; "
+                          "--browser-full writes docs/conformance/webgpu-browser.md)")
 
 
 @pytest.fixture(scope="session")

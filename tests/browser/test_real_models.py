@@ -295,6 +295,36 @@ def test_model_in_page_matches_native(api_page, scratch, models_url, key):
                                 f"(ratio {worst_ratio:.3g})")
 
 
+# the real models on the WebGPU EP in the page (SwiftShader: slow, so the CNNs above a few GFLOP stay out of CI)
+WEBGPU_CASES = [k for k in CASES if k.startswith(("silero-vad/", "openwakeword/")) and k != "openwakeword/embedding_model"]
+WEBGPU_CASES += ["rapidocr_onnxruntime/ch_ppocr_mobile_v2.0_cls_infer", "exported/minilm_dynamo"]
+WEBGPU_ATOL, WEBGPU_RTOL = 1e-3, 1e-3  # GPU float32 math against numpy's, as tests/webgpu/test_models.py
+
+
+@pytest.mark.parametrize("key", WEBGPU_CASES)
+def test_model_on_webgpu_in_page_matches_native(api_page, scratch, models_url, key):
+    """executionProviders: ['webgpu'] (SwiftShader in a Worker or the page): the model's runs, recurrent state carried
+    as the Tensors the GPU session returned, match onnxide's CPU EP natively."""
+    if "WebGpuExecutionProvider" not in onnxide.get_available_providers():
+        pytest.skip("wgpu-py is not installed natively (the page's results are compared with the CPU EP only)")
+    path, runs, fetches = case_of(key)
+    data_url, spec_runs = write_feeds(scratch, key, runs)
+    model_url = models_url + os.path.relpath(path, fetch.CACHE).replace(os.sep, "/")
+    got = run_in_page(api_page, {"model": model_url, "data": data_url, "runs": spec_runs, "fetches": fetches,
+                                 "eps": ["webgpu"]})
+    assert got["providers"][0] == "WebGpuExecutionProvider", got["providers"]
+    want = run_native(path, runs, fetches)
+    for i, (g, w) in enumerate(zip(got["runs"], want)):
+        assert sorted(g) == sorted(w), f"run {i}: outputs {sorted(g)} != {sorted(w)}"
+        for name in w:
+            got_v, want_v = decode(g[name]), np.asarray(w[name])
+            if want_v.dtype.kind == "f":
+                np.testing.assert_allclose(got_v, want_v, rtol=WEBGPU_RTOL, atol=WEBGPU_ATOL,
+                                           err_msg=f"{key} run {i} output {name!r}")
+            else:
+                np.testing.assert_array_equal(got_v, want_v)
+
+
 @pytest.mark.parametrize("name", sorted(ZIPMAP))
 def test_zipmap_output_rejects_clearly(api_page, scratch, models_url, name):
     """Asking for ZipMap's list-of-dicts output rejects with onnxide's message naming it (labels come back above)."""

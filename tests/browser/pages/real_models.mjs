@@ -21,15 +21,16 @@ function encode(t) {
 }
 
 /**
- * spec: {model: URL, data: URL of the feeds' bytes, fetches: [names] | null, level, runs: [{feeds: {name: {type,
+ * spec: {model: URL, data: URL of the feeds' bytes, fetches: [names] | null, level, eps, runs: [{feeds: {name: {type,
  * dims, offset, length}}, carry: {inputName: outputName of the previous run}}]}.
  * Returns {inputNames, outputNames, createMs, runMs: [...], runs: [{outputName: {type, dims, b64}}]}.
  */
 export async function runModel(ort, spec) {
   const buf = await (await fetch(spec.data)).arrayBuffer();
   const t0 = performance.now();
-  const session = await ort.InferenceSession.create(spec.model, { graphOptimizationLevel: spec.level || 'all' });
-  const res = { inputNames: session.inputNames, outputNames: session.outputNames,
+  const session = await ort.InferenceSession.create(spec.model, { graphOptimizationLevel: spec.level || 'all',
+    ...(spec.eps ? { executionProviders: spec.eps } : {}) });
+  const res = { inputNames: session.inputNames, outputNames: session.outputNames, providers: session.providers,
                 createMs: performance.now() - t0, runMs: [], runs: [] };
   let prev = null;
   try {

@@ -189,6 +189,10 @@ class WebGpuDevice(Device):
         words)."""
         if invocations <= 0:
             return
+        storage = len(inputs) + len(outputs) + bool(checked)
+        if storage > self.limits.get("max-storage-buffers-per-shader-stage", 8):
+            raise EPFail(f"WebGPU kernel {key[0]} binds {storage} storage buffers; this device allows "
+                         f"{self.limits.get('max-storage-buffers-per-shader-stage', 8)}")
         pipeline = self.pipeline(key, make_wgsl)
         buffers = [(t.buf.gpu, max(16, -(-t.nbytes // 4) * 4)) for t in list(inputs) + list(outputs)]
         if checked:

@@ -9,6 +9,7 @@ from ...ops import rnn as RNN
 from ...ops.contrib_attention import _causal
 from ...ops.registry import MS_DOMAIN
 from ...ops.util import ints, norm_axes, norm_axis
+from . import ops_data as D
 from . import ops_elementwise as E
 from . import ops_linalg as L
 from . import programs as P
@@ -445,13 +446,13 @@ def _step_body(op, linear_before_reset, phase, y_dtype):
         z, hh = ("ld_zs(at)", f"{_pre(2, 'x')} + {_pre(2, 'r')}") if not linear_before_reset else \
             (f"act(d, 0u, clipped({_pre(0)}))", f"{_pre(2, 'x')} + act(d, 0u, clipped({_pre(1)})) * {_pre(2, 'r')}")
         new = f"let z = {z};\n    let hn = (1.0 - z) * act(d, 1u, clipped({hh})) + z * hp;"
-    else:
+    else:  # (the peepholes follow the biases in the same buffer: one binding fewer)
         keep += " st_cn(at, select(cp, 0.0, last_of_empty));"
-        new = f"""let pb = d * 3u * hidden + j;
-    let ig = act(d, 0u, clipped({_pre(0)} + f32(ld_p(pb)) * cp));
-    let fg = select(act(d, 0u, clipped({_pre(2)} + f32(ld_p(pb + 2u * hidden)) * cp)), 1.0 - ig, m(11u) != 0u);
+        new = f"""let pb = bias + 2u * G * hidden + j;
+    let ig = act(d, 0u, clipped({_pre(0)} + f32(ld_bias(pb)) * cp));
+    let fg = select(act(d, 0u, clipped({_pre(2)} + f32(ld_bias(pb + 2u * hidden)) * cp)), 1.0 - ig, m(11u) != 0u);
     let cn = fg * cp + ig * act(d, 1u, clipped({_pre(3)}));
-    let hn = act(d, 0u, clipped({_pre(1)} + f32(ld_p(pb + hidden)) * cn)) * act(d, 2u, cn);
+    let hn = act(d, 0u, clipped({_pre(1)} + f32(ld_bias(pb + hidden)) * cn)) * act(d, 2u, cn);
     st_cn(at, cn);"""
     return f"""let hp = ld_h(at);
   {"let cp = ld_c(at);" if op == "LSTM" else ""}
@@ -472,6 +473,7 @@ def _step(device, op, acts, phase, inputs, outputs, meta, linear_before_reset=0)
     def wgsl():
         return P.render("recurrent", INTERFACE=P.interface(ins, outs), COMMON=P.template("common"),
                         GATES=RNN.GATES[op], FUNCTIONS=len(RNN.DEFAULT_ACTIVATIONS[op]), STATE=state,
+                        BIAS_WIDTH="2u * G + 3u" if op == "LSTM" else "2u * G",
                         ACTIVATIONS=cases, WORKGROUP=P.WORKGROUP, LINEAR=P.LINEAR,
                         BODY=_step_body(op, linear_before_reset, phase, y_dtype))
 
@@ -492,12 +494,16 @@ def recurrence(device, op, attrs, acts, n_out, x, w, r, bias=None, lens=None, h0
         raise InvalidArgument(f"LSTM: P has invalid shape {p.shape}")
     steps, batch, width = xs.shape
     shape = (dirs, batch, hidden)
+    biases = device.zeros((dirs, 2 * gates * hidden), w.dtype) if bias is None else device.share(bias)
+    if lstm:  # the peepholes after the biases, one buffer: the step stays within 10 storage bindings (Chromium's)
+        peep = device.zeros((dirs, 3 * hidden), biases.dtype) if p is None else device.share(p)
+        joined = D.concat(device, [biases, peep], 1)
+        device.release(biases)
+        device.release(peep)
+        biases = joined
     temps = [_permuted(device, x, (1, 0, 2)) if layout else device.share(x), device.share(w), device.share(r),
-             device.zeros((dirs, 2 * gates * hidden), F32) if bias is None else device.share(bias),
-             device.upload(lens.astype(np.int32))]
-    if lstm:
-        temps.append(device.zeros((dirs, 3 * hidden), F32) if p is None else device.share(p))
-    base = list(zip(["x", "w", "r", "bias", "lens", "p"], temps))
+             biases, device.upload(lens.astype(np.int32))]
+    base = list(zip(["x", "w", "r", "bias", "lens"], temps))
     states = [_state(device, h0, layout, shape)] + ([_state(device, c0, layout, shape)] if lstm else [])
     y = device.zeros((steps, dirs, batch, hidden), x.dtype)
     clip, lbr = attrs.get("clip"), attrs.get("linear_before_reset", 0)
