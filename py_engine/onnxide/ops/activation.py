@@ -6,6 +6,7 @@ import numpy as np
 from .inference import rule, same_as_input
 from .math import erf_array, half_erfc_single, lift32, lower
 from .registry import op
+from .util import broadcasting
 
 
 def _c(v, x):
@@ -172,11 +173,13 @@ def _prelu(x, slope):
 
 
 @op("PRelu", since=1)
+@broadcasting("PRelu")
 def prelu_v1(x, slope, *, consumed_inputs=None):
     return _prelu(x, slope)
 
 
 @op("PRelu", since=6)
+@broadcasting("PRelu")
 def prelu(x, slope):
     return _prelu(x, slope)
 

@@ -130,6 +130,8 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     allowed = None
     if attn_mask is not None:
         m = np.asarray(attn_mask)
+        if m.dtype.kind in "iuOSU":
+            raise InvalidArgument(f"{name}: attn_mask must be boolean or of Q's float type, got {m.dtype}")
         if m.shape and m.shape[-1] < skv:
             pad = [(0, 0)] * (m.ndim - 1) + [(0, skv - m.shape[-1])]
             m = np.pad(m, pad, constant_values=(False if m.dtype == np.bool_ else -np.inf))

@@ -142,8 +142,8 @@ class ConvGeometry:
             raise _invalid_window(name, ins, kernel, st, dil, (), ())
         opad = _ints(output_padding, nd, 0, "output_padding", name)
         if min(opad, default=0) < 0 or any(o >= max(s, d) for o, s, d in zip(opad, st, dil)):
-            raise InvalidArgument(f"{name}: output_padding {list(opad)} must be non-negative and less than "
-                                  f"max(stride, dilation) per axis")
+            raise InvalidArgument(f"{name}: output_padding must be non-negative and less than max(stride, "
+                                  f"dilation) per axis, got {list(opad)}")
         natural = [s * (i - 1) + o + (k - 1) * d + 1 for s, i, o, k, d in zip(st, ins, opad, kernel, dil)]
         auto_pad = auto_pad or "NOTSET"
         if auto_pad not in _AUTO_PADS:

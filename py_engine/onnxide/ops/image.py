@@ -179,6 +179,8 @@ def _roi_align(x, rois, batch_indices, mode, output_height, output_width, sampli
         bh, bw = rh / ph, rw / pw
         gh = sampling_ratio if sampling_ratio > 0 else int(np.ceil(rh / ph))
         gw = sampling_ratio if sampling_ratio > 0 else int(np.ceil(rw / pw))
+        limits.check(x.shape[1] * ph * max(gh, 0) * pw * max(gw, 0) * 8 * 4, "RoiAlign sampling grid of {}x{} points "
+                     "per bin", gh, gw)
         count = max(gh * gw, 1)
         if gh <= 0 or gw <= 0:
             continue

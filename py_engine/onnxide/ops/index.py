@@ -455,6 +455,8 @@ def _one_hot_rule(f):
 # ---------------------------------------------------------------------------------------------------- TopK / Arg*
 
 def _topk(x, k, axis, largest, name="TopK"):
+    if x.ndim == 0:
+        raise InvalidArgument(f"{name}: X must have rank >= 1, got a scalar")
     a = norm_axis(axis, x.ndim, name)
     n = x.shape[a]
     if k < 0 or k > n:

@@ -5,6 +5,7 @@ from ..dtypes import BOOL
 from .inference import fixed_type, predicate
 from .math import legacy_broadcast, lift
 from .registry import op
+from .util import not_broadcastable
 
 
 def _bool(x):
@@ -25,7 +26,13 @@ def _binary(name, fn, since_list, prep=_prep):
 
     def kernel(a, b):
         a, b = prep(np.asarray(a), np.asarray(b))
-        return _bool(fn(a, b))
+        try:
+            return _bool(fn(a, b))
+        except ValueError:
+            e = not_broadcastable(name, (a, b))
+            if e is None:
+                raise
+            raise e from None
 
     def kernel_v1(a, b, *, broadcast=0, axis=None):
         a, b = legacy_broadcast(a, b, broadcast, axis, name)

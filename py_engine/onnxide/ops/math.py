@@ -9,6 +9,7 @@ from .. import dtypes as _dt
 from ..errors import InvalidArgument
 from .inference import broadcast, broadcast_inputs, elementwise, fixed_type, rule, same_as_input
 from .registry import op
+from .util import broadcasting, not_broadcastable
 
 # ---------------------------------------------------------------------------------------------------------------
 # shared helpers (also imported by logic.py / activation.py)
@@ -395,8 +396,14 @@ def _arith(name, fn):
     @floatwise
     def kernel(a, b):
         a, b = np.asarray(a), np.asarray(b)
-        with np.errstate(all="ignore"):
-            out = fn(a, b)
+        try:
+            with np.errstate(all="ignore"):
+                out = fn(a, b)
+        except ValueError:
+            e = not_broadcastable(name, (a, b))
+            if e is None:
+                raise
+            raise e from None
         return _as(out, a.dtype)
 
     @floatwise
@@ -441,6 +448,7 @@ def _pow(x, y):
 
 @op("Pow", since=1)
 @floatwise
+@broadcasting("Pow")
 def pow_v1(x, y, *, broadcast=0, axis=None):
     x, y = legacy_broadcast(x, y, broadcast, axis, "Pow")
     return _pow(x, y)
@@ -448,6 +456,7 @@ def pow_v1(x, y, *, broadcast=0, axis=None):
 
 @op("Pow", since=7)
 @floatwise
+@broadcasting("Pow")
 def pow_(x, y):
     return _pow(x, y)
 
@@ -460,6 +469,7 @@ def _pow_rule(f):
 
 @op("Mod", since=10, infer=elementwise)
 @floatwise
+@broadcasting("Mod")
 def mod(a, b, *, fmod=0):
     a, b = np.asarray(a), np.asarray(b)
     with np.errstate(all="ignore"):
@@ -482,6 +492,9 @@ def _variadic(name, fn, finish=None):
             raise InvalidArgument(f"{name}: needs at least one input")
         arrs = [np.asarray(x) for x in inputs]
         dt = arrs[0].dtype
+        e = not_broadcastable(name, arrs) if len(arrs) > 1 and len({a.shape for a in arrs}) > 1 else None
+        if e is not None:
+            raise e
         with np.errstate(all="ignore"):
             out = functools.reduce(fn, arrs)
             if finish is not None:
@@ -513,6 +526,7 @@ min_ = _variadic("Min", np.minimum)
 # ---------------------------------------------------------------------------------------------------------------
 
 @op("BitShift", since=11, infer=elementwise)
+@broadcasting("BitShift")
 def bit_shift(x, y, *, direction):
     """Shifts wrap within the type's width; a shift count < 0 or >= width gives 0 (or -1 for a right shift of a
     negative value: arithmetic shift fills with the sign bit)."""
@@ -537,7 +551,7 @@ def _bitwise(name, fn):
         a, b = np.asarray(a), np.asarray(b)
         return _as(fn(a, b), a.dtype)
 
-    op(name, since=18, infer=elementwise)(kernel)
+    op(name, since=18, infer=elementwise)(broadcasting(name)(kernel))
     return kernel
 
 
@@ -613,6 +627,7 @@ rule("Clip")(same_as_input)
 
 
 @op("Where", since=9)
+@broadcasting("Where")
 def where(condition, x, y):
     x, y = np.asarray(x), np.asarray(y)
     out = np.where(np.asarray(condition, dtype=bool), x, y)

@@ -1,5 +1,7 @@
 """Small helpers shared by the kernels (and shape inference): attribute/input int lists, axis normalisation, Slice's
 bounds (one definition each)."""
+import functools
+
 import numpy as np
 
 from ..errors import InvalidArgument
@@ -10,6 +12,34 @@ def ints(x):
     if x is None:
         return None
     return [int(v) for v in np.asarray(x).reshape(-1).tolist()]
+
+
+def not_broadcastable(name, arrays):
+    """The InvalidArgument for `arrays` whose shapes do not broadcast (numpy's ValueError otherwise leaks), or None
+    when they do (the ValueError had another cause)."""
+    try:
+        np.broadcast_shapes(*(np.shape(a) for a in arrays))
+        return None
+    except ValueError:
+        shapes = ", ".join(str(tuple(np.shape(a))) for a in arrays)
+        return InvalidArgument(f"{name}: input shapes {shapes} do not broadcast")
+
+
+def broadcasting(name):
+    """Decorate an element-wise kernel so inputs that do not broadcast raise InvalidArgument naming their shapes
+    (hot kernels inline the same try / except instead: a wrapper costs a call)."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def kernel(*inputs, **attrs):
+            try:
+                return fn(*inputs, **attrs)
+            except ValueError:
+                e = not_broadcastable(name, [x for x in inputs if x is not None])
+                if e is None:
+                    raise
+                raise e from None
+        return kernel
+    return deco
 
 
 def norm_axis(axis, rank, name):

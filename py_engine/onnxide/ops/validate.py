@@ -52,6 +52,11 @@ FLAGS = frozenset(("keepdims", "largest", "sorted", "ceil_mode", "is_causal", "u
                    "detect_negative", "detect_positive", "saturate", "input_forget"))
 
 
+# attribute values onnxruntime refuses at load where an EP's fast path would not look (op -> name -> (ok, rule))
+RANGES = {("com.microsoft", "SkipLayerNormalization"): {"epsilon": (lambda v: v >= 0, "non-negative")},
+          ("com.microsoft", "SkipSimplifiedLayerNormalization"): {"epsilon": (lambda v: v >= 0, "non-negative")}}
+
+
 def _kind_of_default(v):
     if isinstance(v, bool) or isinstance(v, int):
         return "int"
@@ -114,6 +119,9 @@ def check_node(node, opdef):
                                f"{_actual(value)}")
         if name in FLAGS and kind == "int" and value not in (0, 1):
             raise InvalidArgument(f"{label}: attribute '{name}' must be 0 or 1, got {value}")
+        ok, rule = RANGES.get((opdef.domain, opdef.op_type), {}).get(name, (None, None))
+        if ok is not None and not ok(value):
+            raise InvalidArgument(f"{label}: attribute '{name}' must be {rule}, got {value}")
     required = opdef.n_required
     given = list(node.inputs)
     # (an empty name counts as missing for ai.onnx ops, whose kernels take the optional inputs with defaults;

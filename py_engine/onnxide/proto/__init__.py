@@ -15,4 +15,6 @@ def parse(cls, data):
     except InvalidProtobuf:
         raise
     except (IndexError, ValueError, KeyError, RecursionError, TypeError, OverflowError) as e:
-        raise InvalidProtobuf(f"Failed to load model: protobuf parsing failed ({type(e).__name__})") from None
+        why = {IndexError: "truncated data", RecursionError: "messages nested too deeply"}.get(type(e), "a malformed "
+                                                                                                  "value")
+        raise InvalidProtobuf(f"Failed to load model: protobuf parsing failed ({why})") from None
