@@ -4,6 +4,12 @@
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
 fn nan_f32() -> f32 { var bits = 0x7fc00000u; return bitcast<f32>(bits); }  // (a var: Tint rejects a constant NaN)
+fn inf_f32() -> f32 { var bits = 0x7f800000u; return bitcast<f32>(bits); }
+fn log_f32(x: f32) -> f32 {  // IEEE's log at 0 and below (WGSL leaves log(x <= 0) to the implementation)
+  if (x > 0.0) { return log(x); }
+  return select(nan_f32(), -inf_f32(), x == 0.0);
+}
+fn sqrt_f32(x: f32) -> f32 { return select(nan_f32(), sqrt(x), x >= 0.0); }
 fn max_nan(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, is_nan(b)), a, is_nan(a)); }
 fn min_nan(a: f32, b: f32) -> f32 { return select(select(min(a, b), b, is_nan(b)), a, is_nan(a)); }
 fn pow_signed(a: f32, b: f32) -> f32 {

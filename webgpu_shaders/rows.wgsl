@@ -15,7 +15,6 @@ var<workgroup> shi: array<u32, ${WG}>;
 
 fn p(k: u32) -> f32 { return mf(PB + k); }
 fn pu(k: u32) -> u32 { return m(PB + k); }
-fn inf_f32() -> f32 { var bits = 0x7f800000u; return bitcast<f32>(bits); }  // (a var: Tint rejects a constant inf)
 fn finite_or_zero(x: f32) -> f32 { return select(x, 0.0, is_nan(x) || is_inf(x)); }
 fn log_z(x: f32) -> f32 {  // log with the IEEE results WGSL leaves open: -inf at 0, NaN below
   if (x == 0.0) { return -inf_f32(); }

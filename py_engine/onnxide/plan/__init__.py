@@ -13,6 +13,8 @@ slots of a run's environment, with every value's location decided here:
   values back to their Device), so a device can pool buffers; `lifetimes.arena_offsets` turns the same facts into
   fixed buffer offsets where a device wants them (CUDA graphs).
 """
+import inspect
+
 import numpy as np
 
 from ..errors import InvalidArgument
@@ -89,6 +91,15 @@ class PlanContext:
 
     def __init__(self, opsets, providers, plain):
         self.opsets, self.providers, self.plain = opsets, providers, plain
+
+
+def _body_context(pc, opdef):
+    """How a node's bodies are planned: with every provider when its kernel runs them as a generator (If / Loop /
+    Scan: device work inside may be awaited), else with the host providers only (a kernel calling a body
+    synchronously — FlexAttention's score_mod — could not await a GPU readback)."""
+    if inspect.isgeneratorfunction(inspect.unwrap(opdef.kernel)):
+        return pc
+    return PlanContext(pc.opsets, [p for p in pc.providers if p.device.is_host], pc.plain)
 
 
 def body_devices(node, body, device):
@@ -182,7 +193,7 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
             step.bodies, body_keys = {}, {}
             for body in bodies:
                 b_in, b_out = body_devices(n, body, dev)
-                sub = build_plan(body, PlanContext(pc.opsets, pc.providers, pc.plain), b_in, b_out, visible, types)
+                sub = build_plan(body, _body_context(pc, p.opdef), b_in, b_out, visible, types)
                 step.bodies[id(body)] = sub
                 plan.devices |= sub.devices
                 for key in sub.outer_keys:

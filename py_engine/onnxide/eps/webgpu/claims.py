@@ -48,8 +48,10 @@ class Claims:
         types = _data_types(spec)
         floats = (F32, F16) if device.f16 else (F32,)
         allowed = {t for a in entry[1] for t in (floats if a == "float" else (a,))}
-        if any(t is None or t not in allowed for t in types) or \
-                any(t is not None and t not in DEVICE_TYPES for t in spec.output_types):
+        if not device.f16:  # (f16 buffers are declared with `enable f16`, which needs shader-f16)
+            allowed.discard(F16)
+        outs = [DEVICE_TYPES.get(t, "other") for t in spec.output_types if t is not None]
+        if any(t is None or t not in allowed for t in types) or "other" in outs or (F16 in outs and not device.f16):
             return None
         return entry[2](device, spec)
 

@@ -14,7 +14,7 @@ INTS = (I32, U32)
 # op -> (WGSL expression of a (as f32 for floats), attribute -> parameter slot with its default)
 UNARY_FLOAT = {
     "Relu": ("select(a, 0.0, a < 0.0)", ()), "Sigmoid": ("sigmoid_f32(a)", ()), "Tanh": ("tanh_f32(a)", ()),
-    "Exp": ("exp(a)", ()), "Log": ("log(a)", ()), "Sqrt": ("sqrt(a)", ()), "Abs": ("abs(a)", ()),
+    "Exp": ("exp(a)", ()), "Log": ("log_f32(a)", ()), "Sqrt": ("sqrt_f32(a)", ()), "Abs": ("abs(a)", ()),
     "Neg": ("-a", ()), "Ceil": ("ceil(a)", ()), "Floor": ("floor(a)", ()), "Round": ("round(a)", ()),
     "Sin": ("sin(a)", ()), "Cos": ("cos(a)", ()), "Tan": ("tan(a)", ()), "Asin": ("asin(a)", ()),
     "Acos": ("acos(a)", ()), "Atan": ("atan(a)", ()), "Sinh": ("sinh(a)", ()), "Cosh": ("cosh(a)", ()),
