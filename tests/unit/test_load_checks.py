@@ -50,6 +50,10 @@ CASES = {
     "an input listed twice": (_model([helper.make_node("Relu", ["x"], ["y"])], [X, X]), errors.Fail),
     "two nodes named alike": (_model([helper.make_node("Relu", ["x"], ["t"], name="n"),
                                       helper.make_node("Neg", ["t"], ["y"], name="n")]), errors.Fail),
+    "two Constant nodes named alike": (_model([
+        helper.make_node("Constant", [], ["c1"], name="k", value=helper.make_tensor("v", T.FLOAT, [2], [1, 2])),
+        helper.make_node("Constant", [], ["c2"], name="k", value=helper.make_tensor("v", T.FLOAT, [2], [3, 4])),
+        helper.make_node("Add", ["x", "c1"], ["t"]), helper.make_node("Add", ["t", "c2"], ["y"])]), None),
     "an untyped input": (_model([helper.make_node("Relu", ["x"], ["y"])], [helper.ValueInfoProto(name="x")]),
                          errors.Fail),
     "element type 77": (_model([helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])],

@@ -210,10 +210,12 @@ def _node_label(n, i):
 def _check_definitions(gp, inits, main):
     """onnxruntime's load checks of one graph: unique input names, typed main-graph inputs, every value defined
     once (node outputs never redefine an input, an initializer or another node's output — a body may reuse a name
-    of an enclosing graph, as onnxruntime allows), no node reading its own output, unique node names, declared
-    element types ONNX defines. Returns the names the graph defines."""
+    of an enclosing graph, as onnxruntime allows), no node reading its own output, named inputs, unique node names
+    (Constants aside), declared element types ONNX defines. Returns the names the graph defines."""
     defined = set(inits)
     for v in gp.input:
+        if not v.name:
+            raise Fail(f"This is an invalid model. Graph '{gp.name}' has an input without a name.")
         if v.name in defined and v.name not in inits:
             raise Fail(f"Error: Duplicate definition-site for ({v.name}).")
         if main and v.name not in inits and _declared(v.type) is None:
@@ -228,7 +230,8 @@ def _check_definitions(gp, inits, main):
                 raise Fail(f"This is an invalid model. Error: the graph is not acyclic (node {n.name!r} reads its "
                            f"output '{o}').")
             defined.add(o)
-        if n.name:
+        # (Constant nodes become initializers before onnxruntime checks names: silero VAD's have one name)
+        if n.name and not (n.op_type == "Constant" and n.domain in ("", "ai.onnx")):
             if n.name in node_names:
                 raise Fail(f"This is an invalid model. Error: two nodes with same node name ({n.name}).")
             node_names.add(n.name)

@@ -159,6 +159,8 @@ def stat_dims(dims, axis):
     if dims is None:
         return None
     a = positive_axis(axis, len(dims))
+    if not 0 <= a < len(dims):
+        return None  # (the kernel reports the axis)
     return dims[:a] + [1] * (len(dims) - a)
 
 

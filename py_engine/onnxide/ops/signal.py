@@ -3,6 +3,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidArgument
+from ..runtime import limits
 from .inference import rule, unknown_dims
 from .math import lower, via_float32
 from .registry import op
@@ -46,6 +47,7 @@ def _dft(x, dft_length, axis, inverse, onesided):
         n = _scalar_int(dft_length, "DFT: dft_length")
         if n < 1:
             raise InvalidArgument(f"DFT: dft_length must be positive, got {n}")
+        limits.check(z.size // max(n_in, 1) * n * 16, "DFT output of {} points", n)
     else:
         n = None
     if inverse and onesided:

@@ -53,7 +53,7 @@ class NodeArg:
     @classmethod
     def from_value_info(cls, vi):
         tensor = vi.type is None or vi.type.tensor_type is not None or vi.type.sparse_tensor_type is not None
-        return cls(vi.name, _type_string(vi.type), vi.shape if tensor else [])  # non-tensors: [] as onnxruntime
+        return cls(vi.name, _type_string(vi.type), (vi.shape or []) if tensor else [])  # unknown rank too: []
 
 
 class ModelMetadata:
@@ -368,7 +368,7 @@ def _check_feed(vi, value, session_devices=()):
         if code == dt.STRING and value.dtype != object:
             value = value.astype(object)
     shape = vi.shape
-    if shape is not None:
+    if shape:  # as onnxruntime: a rank-0 (or unknown-rank) declared input takes any shape, e.g. a scalar as [1]
         if len(shape) != len(value.shape):
             raise InvalidArgument(f"Invalid rank for input: {vi.name} Got: {len(value.shape)} Expected: {len(shape)} "
                                   f"Please fix either the inputs/outputs or the model.")
