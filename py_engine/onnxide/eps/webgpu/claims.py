@@ -43,7 +43,7 @@ class Claims:
 
     def find(self, spec, device):
         entry = self.table.get((registry.normalize_domain(spec.node.domain), spec.node.op_type))
-        if entry is None or spec.opdef.since < entry[0] or (spec.has_subgraphs() and not entry[3]):
+        if entry is None or spec.opset < entry[0] or (spec.has_subgraphs() and not entry[3]):
             return None
         types = _data_types(spec)
         floats = (F32, F16) if device.f16 else (F32,)
