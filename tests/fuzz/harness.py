@@ -267,8 +267,9 @@ class Tally:
                                                     ort.get("msg", cpu.get("msg", ""))[:300], ""))
 
     def failing(self):
-        """Findings that fail the campaign: crashes, hangs, raw exceptions, and EPs disagreeing with the CPU EP."""
-        return {k: v for k, v in self.findings.items() if k[1] in FAILING or k[1] == "disagrees-with-cpu"}
+        """Findings that fail the campaign: crashes, hangs, raw or wrapped-internal exceptions, and EPs disagreeing
+        with the CPU EP."""
+        return {k: v for k, v in self.findings.items() if k[1] in FAILING + ("internal", "disagrees-with-cpu")}
 
 
 def run_cases(cases, engines, tally=None, workers=None, progress=None, parallel=True, **worker_args):

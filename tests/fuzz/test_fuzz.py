@@ -1,7 +1,8 @@
 """CI sample of the fuzzing campaign (tests/fuzz/campaign.py runs the full one): fixed-seed mutated models and the
 whole attribute sweep through every onnxide EP available here, each in a memory-capped child process (the native EP
-on its debug kernels under AddressSanitizer where gcc can build them). Any crash, hang or raw Python exception fails,
-as does an EP that runs a model the CPU EP refuses or refuses one it runs.
+on its debug kernels under AddressSanitizer where gcc can build them). Any crash, hang, raw Python exception or
+onnxide error wrapping one ("internal") fails, as does an EP that runs a model the CPU EP refuses or refuses one it
+runs.
 
 ONNXIDE_FUZZ_CASES=100000 (an environment variable) runs that many mutants instead of the CI sample."""
 import os

@@ -113,3 +113,93 @@ def test_a_loop_without_iterations_gives_scan_outputs_of_the_declared_rank(decla
     for ep in EPS:
         y = _session(data, ep).run(None, {"x": np.ones((2, 3), np.float32), "n": np.array(0, np.int64)})[0]
         assert y.shape == want
+
+
+def _graph(nodes, inputs, outputs, opset=22, inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+
+@pytest.mark.parametrize("op", ["Softsign", "Selu", "Abs", "Relu"])
+def test_a_string_input_to_a_numeric_op_is_refused_at_load(op):
+    """Was TypeError from numpy inside the kernel at run: refused at load naming the op and input, as onnxruntime."""
+    data = _graph([helper.make_node(op, ["x"], ["y"])], [vi("x", T.STRING, [2])], [vi("y", T.STRING, [2])])
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidGraph, match=rf"tensor\(string\).*\(x\) of operator \({op}\)"):
+            _session(data, ep)
+
+
+def test_string_inputs_still_run_where_the_spec_takes_them():
+    data = _graph([helper.make_node("Identity", ["x"], ["t"]), helper.make_node("Equal", ["t", "x"], ["y"])],
+                  [vi("x", T.STRING, [2])], [vi("y", T.BOOL, [2])], opset=19)
+    for ep in EPS:
+        assert _session(data, ep).run(None, {"x": np.array(["a", "b"], object)})[0].tolist() == [True, True]
+
+
+@pytest.mark.parametrize("op,to", [("Cast", 0), ("Cast", 34), ("Cast", 1 << 62)])
+def test_an_unknown_element_type_attribute_is_refused_at_load(op, to):
+    """Was KeyError 'unknown ONNX element type' from the kernel at run."""
+    data = _graph([helper.make_node(op, ["x"], ["y"], to=to)], [vi("x", T.FLOAT, [2])],
+                  [helper.ValueInfoProto(name="y")])
+    for ep in EPS:
+        with pytest.raises(onnxide.Fail, match="attribute 'to' does not specify a valid element type"):
+            _session(data, ep)
+
+
+def test_gather_elements_indices_wider_than_data_are_refused():
+    """Was IndexError from numpy: indices dims beyond data's (off the gather axis) read outside it."""
+    data = _graph([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=0)],
+                  [vi("x", T.FLOAT, [2, 2]), vi("i", T.INT64, [2, 3])], [vi("y", T.FLOAT, [2, 3])])
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidArgument, match="GatherElements.*exceeds data shape"):
+            _session(data, ep).run(None, {"x": np.ones((2, 2), np.float32), "i": np.zeros((2, 3), np.int64)})
+
+
+def test_concat_from_sequence_stacks_only_tensors_of_one_shape():
+    """Was numpy's ValueError 'all input arrays must have the same shape'."""
+    data = _graph([helper.make_node("SequenceConstruct", ["a", "b"], ["s"]),
+                   helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0, new_axis=1)],
+                  [vi("a", T.FLOAT, [2]), vi("b", T.FLOAT, [3])], [helper.ValueInfoProto(name="y")])
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidArgument, match="new_axis=1 needs tensors of one shape"):
+            _session(data, ep).run(None, {"a": np.ones(2, np.float32), "b": np.ones(3, np.float32)})
+
+
+def test_grid_sample_with_nan_coordinates_samples_nothing_there():
+    """Was IndexError (a NaN coordinate cast to index -2^63): NaN positions give 0, the others their value."""
+    data = _graph([helper.make_node("GridSample", ["x", "g"], ["y"], mode="cubic")],
+                  [vi("x", T.FLOAT, [1, 1, 3, 2]), vi("g", T.FLOAT, [1, 1, 2, 2])], [vi("y", T.FLOAT, [1, 1, 1, 2])])
+    x = np.arange(6, dtype=np.float32).reshape(1, 1, 3, 2)
+    g = np.array([[[[np.nan, 0.0], [0.0, 0.0]]]], np.float32)
+    for ep in EPS:
+        y = _session(data, ep).run(None, {"x": x, "g": g})[0]
+        assert y[0, 0, 0, 0] == 0 and np.isfinite(y).all()
+
+
+def test_attention_with_a_negative_scale_scales_the_scores():
+    """Was NaN everywhere on the CPU and native EPs (sqrt(scale) applied to Q and K); onnxruntime scales the scores."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, 2, 3, 4)).astype(np.float32) for _ in range(3))
+    data = _graph([helper.make_node("Attention", ["q", "k", "v"], ["y"], scale=-0.5)],
+                  [vi(n, T.FLOAT, [1, 2, 3, 4]) for n in "qkv"], [vi("y", T.FLOAT, [1, 2, 3, 4])], opset=23)
+    s = -0.5 * q @ np.swapaxes(k, -1, -2)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v
+    for ep in EPS:
+        np.testing.assert_allclose(_session(data, ep).run(None, {"q": q, "k": k, "v": v})[0], want, rtol=1e-4,
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["Gemm", "MatMul"])
+def test_an_infinite_alpha_gives_infinities_on_every_ep(op):
+    """The WASM EP's GEMM gave NaN for alpha=inf (inf * 0 in its partial sums): it leaves such nodes to the CPU EP."""
+    node = helper.make_node("Gemm", ["x", "w"], ["y"], alpha=float("inf")) if op == "Gemm" else \
+        helper.make_node("FusedMatMul", ["x", "w"], ["y"], domain="com.microsoft", alpha=float("inf"))
+    x = np.random.default_rng(4).standard_normal((8, 8)).astype(np.float32)
+    w = np.eye(8, dtype=np.float32)
+    g = helper.make_graph([node], "g", [vi("x", T.FLOAT, [8, 8])], [vi("y", T.FLOAT, [8, 8])],
+                          [numpy_helper.from_array(w, "w")])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    for ep in EPS:
+        y = _session(data.SerializeToString(), ep).run(None, {"x": x})[0]
+        assert np.array_equal(y, np.where(x > 0, np.inf, -np.inf)), ep

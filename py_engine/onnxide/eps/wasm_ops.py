@@ -5,6 +5,7 @@ decline. Attributes are checked at claim time; dtypes and shapes are only known 
 checks them and hands anything it does not support exactly (non-float32, odd ranks, negative pads, errors to
 report) to the numpy kernel — never a silently different result.
 """
+import math
 import weakref
 
 import numpy as np
@@ -169,8 +170,14 @@ def gemm_fast(rt, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, act=
     return y
 
 
+def _finite_scales(attrs):
+    """Whether alpha / beta are finite (the kernels scale partial sums: an infinite alpha gives NaN from inf * 0)."""
+    return all(isinstance(attrs.get(k, 1.0), (int, float)) and math.isfinite(attrs.get(k, 1.0))
+               for k in ("alpha", "beta"))
+
+
 def claim_fused_matmul(rt, node, opdef, attrs):
-    if set(attrs) - {"alpha", "transA", "transB"}:
+    if set(attrs) - {"alpha", "transA", "transB"} or not _finite_scales(attrs):
         return None
     pack = PackedB()
     return guarded(lambda a, b, *, alpha=1.0, transA=0, transB=0, **kw: matmul_fast(rt, a, b, transA, transB, alpha,
@@ -190,7 +197,7 @@ def fused_act(name, params):
 
 def claim_fused_gemm(rt, node, opdef, attrs):
     if set(attrs) - {"alpha", "beta", "transA", "transB", "activation", "activation_alpha", "activation_beta",
-                     "activation_gamma"}:
+                     "activation_gamma"} or not _finite_scales(attrs):
         return None
     act = _act_code(activations.fused_activation("FusedGemm", attrs, opdef.attrs, ACT))
     if act is None:
@@ -200,7 +207,7 @@ def claim_fused_gemm(rt, node, opdef, attrs):
 
 
 def claim_gemm(rt, node, opdef, attrs):
-    if opdef.since < 7 or set(attrs) - {"alpha", "beta", "transA", "transB"}:
+    if opdef.since < 7 or set(attrs) - {"alpha", "beta", "transA", "transB"} or not _finite_scales(attrs):
         return None
     pack = PackedB()
     return guarded(lambda *a, **kw: gemm_fast(rt, *a, **kw, pack=pack), opdef.kernel)

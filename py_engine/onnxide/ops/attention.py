@@ -116,8 +116,9 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
 
     cd = _work_dtype(dt)
     sc = (1.0 / np.sqrt(head)) if scale is None else float(scale)
-    s = r(cd.type(dt.type(np.sqrt(sc))))  # sqrt(scale) rounded to the input type, applied to Q and K
-    qk = r(_mm(r(np.multiply(q, s, dtype=cd)), np.swapaxes(r(np.multiply(k, s, dtype=cd)), -1, -2)))
+    s = r(cd.type(dt.type(np.sqrt(abs(sc)))))  # sqrt(|scale|) rounded to the input type, applied to Q and K
+    sk = -s if sc < 0 else s  # (a negative scale's sign on K)
+    qk = r(_mm(r(np.multiply(q, s, dtype=cd)), np.swapaxes(r(np.multiply(k, sk, dtype=cd)), -1, -2)))
     raw_qk = qk
     # only `y` wanted and no emulated rounding: scores and probabilities overwrite the fresh qk product in place
     in_place = rnd is None and (ctx is None or ctx.num_outputs <= 1)

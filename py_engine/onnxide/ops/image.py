@@ -93,6 +93,9 @@ def _grid_sample(x, grid, mode, padding_mode, align_corners):
             pass
         else:
             idx = np.trunc(_reflect(idx, lo, hi))
+        nan = np.isnan(idx)  # (a NaN grid coordinate samples nothing)
+        if nan.any():
+            idx, w = np.where(nan, 0.0, idx), np.where(nan, 0.0, w)
         idx = np.clip(idx, 0, size - 1).astype(np.intp)
         per_dim.append((idx, w))
     xt = np.moveaxis(x, 1, -1).astype(np.float64)  # (N, *S, C)

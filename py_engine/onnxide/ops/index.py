@@ -46,6 +46,10 @@ def _elements_index(indices, axis, data_shape, name):
     """Full advanced-index tuple addressing data[..., indices[...], ...] element-wise along `axis`."""
     if indices.ndim != len(data_shape):
         raise InvalidArgument(f"{name}: indices rank {indices.ndim} differs from data rank {len(data_shape)}")
+    for d, (i, s) in enumerate(zip(indices.shape, data_shape)):
+        if d != axis and i > s:
+            raise InvalidArgument(f"{name}: indices shape {list(indices.shape)} exceeds data shape {list(data_shape)} "
+                                  f"at axis {d}")
     idx = _norm_indices(indices, data_shape[axis], name)
     grids = list(np.ix_(*[np.arange(s) for s in indices.shape])) if indices.ndim else []
     grids[axis] = idx

@@ -138,6 +138,9 @@ def concat_from_sequence(input_sequence, *, axis, new_axis=0):
     if new_axis:
         if not -r - 1 <= axis <= r:
             raise InvalidArgument(f"ConcatFromSequence: axis {axis} out of range [{-r - 1}, {r}] with new_axis=1")
+        if any(a.shape != arrs[0].shape for a in arrs):
+            raise InvalidArgument(f"ConcatFromSequence: new_axis=1 needs tensors of one shape, got "
+                                  f"{sorted({a.shape for a in arrs})}")
         return np.stack(arrs, axis=axis % (r + 1))
     if r == 0:
         raise InvalidArgument("ConcatFromSequence: cannot concatenate scalars without new_axis=1")

@@ -3,7 +3,8 @@ or the table below where the default is None) and the required inputs present â€
 checks, so no kernel, numpy or native, meets an attribute of the wrong kind."""
 import numpy as np
 
-from ..errors import InvalidArgument, InvalidGraph, OnnxideError
+from .. import dtypes as dt
+from ..errors import Fail, InvalidArgument, InvalidGraph, OnnxideError
 from .registry import resolve_opdef
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
@@ -51,6 +52,23 @@ FLAGS = frozenset(("keepdims", "largest", "sorted", "ceil_mode", "is_causal", "u
                    "layout", "storage_order", "exclude_outside", "antialias", "onesided", "inverse", "upper",
                    "detect_negative", "detect_positive", "saturate", "input_forget"))
 
+
+# attributes holding an element type code (0: the op's default, where the spec gives one)
+ELEMENT_TYPES = {"to": False, "dtype": False, "output_dtype": True, "output_datatype": False}
+
+# the ONNX / ONNX-ML ops with an input that takes tensor(string) in some opset (onnx.defs' type constraints); any
+# other of their ops has no kernel for a string input (onnxruntime: "Could not find an implementation")
+STRING_OPS = {"": frozenset((
+    "Cast", "CastLike", "CenterCropPad", "Col2Im", "Compress", "Concat", "ConcatFromSequence", "DepthToSpace", "Equal",
+    "Expand", "Flatten", "Gather", "GatherElements", "GatherND", "GridSample", "Identity", "If", "Loop", "NonZero",
+    "OneHot", "Optional", "OptionalGetElement", "OptionalHasElement", "Pad", "RandomNormalLike", "RandomUniformLike",
+    "RegexFullMatch", "Reshape", "Resize", "ReverseSequence", "Scan", "Scatter", "ScatterElements", "ScatterND",
+    "SequenceAt", "SequenceConstruct", "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap", "Shape",
+    "Size", "Slice", "SpaceToDepth", "Split", "SplitToSequence", "Squeeze", "StringConcat", "StringNormalizer",
+    "StringSplit", "TensorScatter", "TfIdfVectorizer", "Tile", "Transpose", "Trilu", "Unique", "Unsqueeze",
+    "Upsample", "Where")),
+    "ai.onnx.ml": frozenset(("ArrayFeatureExtractor", "CastMap", "CategoryMapper", "DictVectorizer", "LabelEncoder",
+                             "OneHotEncoder"))}
 
 # attribute values onnxruntime refuses at load where an EP's fast path would not look (op -> name -> (ok, rule))
 RANGES = {("com.microsoft", "SkipLayerNormalization"): {"epsilon": (lambda v: v >= 0, "non-negative")},
@@ -119,6 +137,9 @@ def check_node(node, opdef):
                                f"{_actual(value)}")
         if name in FLAGS and kind == "int" and value not in (0, 1):
             raise InvalidArgument(f"{label}: attribute '{name}' must be 0 or 1, got {value}")
+        if name in ELEMENT_TYPES and not opdef.domain and _is_int(value) and value not in dt.NAMES and \
+                not (value == 0 and ELEMENT_TYPES[name]):
+            raise Fail(f"{label}: attribute '{name}' does not specify a valid element type: {value}")
         ok, rule = RANGES.get((opdef.domain, opdef.op_type), {}).get(name, (None, None))
         if ok is not None and not ok(value):
             raise InvalidArgument(f"{label}: attribute '{name}' must be {rule}, got {value}")
@@ -146,3 +167,22 @@ def check_graph(graph, opsets):
             check_node(node, opdef)
         for body in subgraphs(node):
             check_graph(body, opsets)
+
+
+def check_string_inputs(graph):
+    """InvalidGraph naming the node and input when an ONNX op whose schema takes no string gets a (declared or
+    inferred) string input, as onnxruntime's type check: no kernel of any EP is written for one (run after
+    inference; bodies included)."""
+    from ..ir.infer import value_types
+    from ..ir.model import subgraphs
+
+    types = value_types(graph)
+    for node in graph.nodes:
+        allowed = STRING_OPS.get(node.domain if node.domain != "ai.onnx" else "")
+        if allowed is not None and node.op_type not in allowed:
+            bad = [x for x in node.inputs if x and types.get(x, (None,))[0] == dt.STRING]
+            if bad:
+                raise InvalidGraph(f"This is an invalid model. Type Error: Type 'tensor(string)' of input parameter "
+                                   f"({bad[0]}) of operator ({node.op_type}) in node ({node.name}) is invalid.")
+        for body in subgraphs(node):
+            check_string_inputs(body)
