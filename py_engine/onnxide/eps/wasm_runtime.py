@@ -12,6 +12,7 @@ or `Scratch(n_floats)`. Only this module knows which backend is running.
 import atexit
 import os
 import sys
+import threading
 
 import numpy as np
 
@@ -181,6 +182,7 @@ class WasmtimeBackend:
             self.funcs[name] = fn
         self._view = None
         self._view_len = 0
+        self._lock = threading.Lock()
 
     def _mem(self, need):
         size = self.memory.data_len(self.store)
@@ -194,12 +196,13 @@ class WasmtimeBackend:
         return self._view
 
     def call(self, name, args):
-        fn, vals, placed, view = self._place(name, args)
-        res = fn(self.store, *vals)
-        for a, where in zip(args, placed):
-            if isinstance(a, (Out, InOut)) and a.a.nbytes:
-                arr = a.a
-                arr[...] = view[where:where + arr.nbytes].view(arr.dtype).reshape(arr.shape)
+        with self._lock:  # one arena and one stack: a call at a time (threads sharing a session)
+            fn, vals, placed, view = self._place(name, args)
+            res = fn(self.store, *vals)
+            for a, where in zip(args, placed):
+                if isinstance(a, (Out, InOut)) and a.a.nbytes:
+                    arr = a.a
+                    arr[...] = view[where:where + arr.nbytes].view(arr.dtype).reshape(arr.shape)
         return res
 
     def bind(self, name, args):

@@ -4,6 +4,7 @@ yields `(step, awaitable)` where a kernel or a transfer returned an awaitable (G
 generators too (`yield from ctx.run_graph(...)`), so the same holds inside If / Loop / Scan bodies. Each run has
 its own environment of slots, so threads may share a session."""
 import inspect
+import threading
 import time
 import weakref
 
@@ -84,6 +85,8 @@ class Executor:
         pc = PlanContext(model.opsets, providers, plain_names(model.graph))
         self.main_plan = build_plan(model.graph, pc)
         self.devices = tuple(sorted(self.main_plan.devices, key=repr))
+        # a device's queues, staging buffers and pools are the EP's, not the run's: threads take turns there
+        self._device_turns = threading.Lock() if self.devices else None
         _give_contexts(self.main_plan)
         if self.devices:  # the weights placed on devices go back when the executor goes (a session, set_providers)
             weakref.finalize(self, _free_constants, list(_device_constants(self.main_plan)))
@@ -92,7 +95,10 @@ class Executor:
     def run(self, feeds, output_names, fetch_devices=None, control=None):
         """Output values for `output_names` (host arrays, or values on `fetch_devices[name]`); `control` (a
         RunControl) may stop the run between steps."""
-        return drive_sync(self._run(feeds, output_names, fetch_devices, control))
+        if self._device_turns is None:
+            return drive_sync(self._run(feeds, output_names, fetch_devices, control))
+        with self._device_turns:
+            return drive_sync(self._run(feeds, output_names, fetch_devices, control))
 
     async def run_async(self, feeds, output_names, fetch_devices=None, control=None):
         return await drive_async(self._run(feeds, output_names, fetch_devices, control))
