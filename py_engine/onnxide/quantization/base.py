@@ -1,0 +1,178 @@
+"""What every quantizer shares: node selection, tensor types, activation ranges and parameters, weights, bias."""
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+
+from ..errors import InvalidArgument
+from .onnx_model import ONNXModel
+from .calibrate import FLOAT_TYPES, TensorData, value_types
+from .quant_utils import (
+    ONNX_TYPE_TO_NP_TYPE, QuantType, compute_scale_zp, get_qmin_qmax_for_qType, onnx_type, quantize_nparray,
+)
+
+QDQ_DIRECT_OPS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Resize", "MaxPool", "Slice", "TopK", "Flatten",
+                  "Gather", "GatherElements", "Split", "Pad", "AveragePool", "DepthToSpace", "SpaceToDepth",
+                  "Expand", "Tile"}
+QLINEAR_OPS = ["ArgMax", "Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul", "Relu", "Clip", "LeakyRelu",
+               "Sigmoid", "MaxPool", "GlobalAveragePool", "Split", "Pad", "Reshape", "Squeeze", "Unsqueeze",
+               "Resize", "AveragePool", "Concat", "Softmax", "Where", "Transpose", "Gather"]
+QDQ_OPS = ["Conv", "ConvTranspose", "Gemm", "Clip", "Relu", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+           "Resize", "MaxPool", "AveragePool", "Slice", "MatMul", "Split", "Gather", "GatherElements", "Where",
+           "InstanceNormalization", "LayerNormalization", "BatchNormalization", "TopK", "Pad"]
+INTEGER_OPS = ["Conv", "MatMul", "Gemm"]
+NARROW = (TensorProto.INT16, TensorProto.UINT16, TensorProto.INT4, TensorProto.UINT4)
+
+
+def opset_of(model, domain=""):
+    for o in model.opset_import:
+        if o.domain in (domain, "ai.onnx" if domain == "" else domain):
+            return o.version
+    return 0
+
+
+class QuantizerBase:
+    """Holds the model (shape-inferred), the options and the quantized tensors made so far."""
+
+    def __init__(self, model, per_channel, reduce_range, weight_qType, activation_qType, tensors_range,  # noqa: N803
+                 nodes_to_quantize, nodes_to_exclude, op_types_to_quantize, extra_options=None):
+        self.model = ONNXModel(onnx.shape_inference.infer_shapes(model))
+        self.graph = self.model.model.graph
+        self.per_channel, self.reduce_range = per_channel, reduce_range
+        self.weight_qType, self.activation_qType = onnx_type(weight_qType), onnx_type(activation_qType)
+        self.tensors_range = dict(tensors_range.items()) if tensors_range else {}
+        self.nodes_to_quantize = list(nodes_to_quantize or [])
+        self.nodes_to_exclude = list(nodes_to_exclude or [])
+        self.op_types_to_quantize = list(op_types_to_quantize or [])
+        x = self.extra_options = dict(extra_options or {})
+        signed = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT4, TensorProto.FLOAT8E4M3FN)
+        self.is_activation_symmetric = bool(x.get("ActivationSymmetric", False))
+        self.is_weight_symmetric = bool(x.get("WeightSymmetric", self.weight_qType in signed))
+        self.min_real_range = x.get("MinimumRealRange")
+        self.force_quantize_no_input_check = bool(x.get("ForceQuantizeNoInputCheck", False))
+        self.overrides = x.get("TensorQuantOverrides", {}) or {}
+        self.opset = opset_of(self.model.model)
+        self.types = value_types(self.model.model)
+        self.inits = {i.name: i for i in self.graph.initializer}
+        for name, init in self.inits.items():
+            self.types.setdefault(name, init.data_type)
+        self.new_inits = []
+        self.graph_outputs = {o.name for o in self.graph.output}
+        if x.get("EnableSubgraph") and any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                                           for n in self.graph.node for a in n.attribute):
+            raise InvalidArgument("quantizing subgraphs (EnableSubgraph) is not implemented by onnxide's tool")
+
+    def adjust_tensor_ranges(self):
+        """Relu / Clip inputs take their output's range (when they alone read it); Softmax outputs are [0, 1]."""
+        uses = {}
+        for n in self.graph.node:
+            for i in n.input:
+                uses[i] = uses.get(i, 0) + 1
+        for node in self.graph.node:
+            if not self.should_quantize_node(node):
+                continue
+            r = self.tensors_range
+            if node.op_type in ("Relu", "Clip") and uses.get(node.input[0]) == 1 and node.output[0] in r \
+                    and node.input[0] in r:
+                r[node.input[0]] = r[node.output[0]]
+            elif node.op_type == "Softmax" and node.output[0] in r:
+                r[node.output[0]] = TensorData(lowest=np.float32(0.0), highest=np.float32(1.0))
+
+    # --- selection -------------------------------------------------------------------------------------------
+    def should_quantize_node(self, node):
+        if self.nodes_to_quantize and node.name not in self.nodes_to_quantize:
+            return False
+        if node.name in self.nodes_to_exclude:
+            return False
+        return node.op_type in self.op_types_to_quantize if self.op_types_to_quantize else True
+
+    def is_float(self, name):
+        return bool(name) and self.types.get(name) in FLOAT_TYPES
+
+    def float_dtype(self, name):
+        return np.float16 if self.types.get(name) == TensorProto.FLOAT16 else np.float32
+
+    def is_weight(self, name):
+        return name in self.inits and self.inits[name].data_type in FLOAT_TYPES
+
+    def consumers(self, name):
+        return [n for n in self.graph.node if name in n.input]
+
+    def add_init(self, array, name):
+        self.new_inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    # --- activations -----------------------------------------------------------------------------------------
+    def _override(self, name):
+        ov = self.overrides.get(name)
+        return dict(ov[0]) if ov else {}
+
+    def activation_type(self, name):
+        q = self._override(name).get("quant_type")
+        return onnx_type(q) if q is not None else self.activation_qType
+
+    def has_range(self, name):
+        return name in self.tensors_range or "scale" in self._override(name)
+
+    def activation_params(self, name):
+        """(zero point, scale, element type) of an activation from its range, or from its override."""
+        ov, qtype = self._override(name), self.activation_type(name)
+        fdt = self.float_dtype(name)
+        if "scale" in ov:
+            zdt = ONNX_TYPE_TO_NP_TYPE[qtype]
+            return np.array(ov.get("zero_point", 0), dtype=zdt), np.array(ov["scale"], dtype=fdt), qtype
+        td = self.tensors_range[name]
+        lo, hi = td.range_value if isinstance(td, TensorData) else td
+        lo, hi = np.float32(ov.get("rmin", lo)), np.float32(ov.get("rmax", hi))
+        if qtype == TensorProto.FLOAT8E4M3FN:
+            return np.array(0, dtype=ONNX_TYPE_TO_NP_TYPE[qtype]), np.array(max(abs(lo), abs(hi)) / 448.0 or 1.0,
+                                                                             dtype=fdt), qtype
+        symmetric = ov.get("symmetric", self.is_activation_symmetric)
+        qmin, qmax = get_qmin_qmax_for_qType(qtype, ov.get("reduce_range", False), symmetric=symmetric)
+        zp, scale = compute_scale_zp(lo, hi, qmin, qmax, symmetric, self.min_real_range)
+        return zp, scale.astype(fdt), qtype
+
+    # --- weights and biases ----------------------------------------------------------------------------------
+    def weight_params(self, name, axis=None, qtype=None, symmetric=None, reduce_range=None):
+        """(quantized array, zero point(s), scale(s), element type) of a float initializer."""
+        w = numpy_helper.to_array(self.inits[name])
+        ov = self._override(name)
+        qtype = onnx_type(ov.get("quant_type", qtype if qtype is not None else self.weight_qType))
+        symmetric = ov.get("symmetric", self.is_weight_symmetric if symmetric is None else symmetric)
+        rr = ov.get("reduce_range", self.reduce_range if reduce_range is None else reduce_range)
+        if qtype == TensorProto.FLOAT8E4M3FN:
+            scale = np.array(max(float(np.abs(w).max()), 1e-12) / 448.0, dtype=w.dtype)
+            zp = np.array(0, dtype=ONNX_TYPE_TO_NP_TYPE[qtype])
+            return quantize_nparray(qtype, w, scale, zp), zp, scale, qtype
+        qmin, qmax = get_qmin_qmax_for_qType(qtype, rr, symmetric=symmetric)
+        if "scale" in ov:
+            zp = np.array(ov.get("zero_point", 0), dtype=ONNX_TYPE_TO_NP_TYPE[qtype])
+            scale = np.array(ov["scale"], dtype=w.dtype)
+            return quantize_nparray(qtype, w, scale, zp), zp, scale, qtype
+        if axis is None:
+            zp, scale = compute_scale_zp(w.min() if w.size else np.float32(0), w.max() if w.size else np.float32(0),
+                                         qmin, qmax, symmetric, self.min_real_range)
+            return quantize_nparray(qtype, w, scale, zp), zp, scale.astype(w.dtype), qtype
+        axis = axis % w.ndim
+        moved = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+        zp, scale = compute_scale_zp(moved.min(axis=1), moved.max(axis=1), qmin, qmax, symmetric,
+                                     self.min_real_range)
+        shape = [1] * w.ndim
+        shape[axis] = -1
+        q = quantize_nparray(qtype, w, scale.reshape(shape), zp.reshape(shape))
+        return q, zp, scale.astype(w.dtype), qtype
+
+    def bias_params(self, bias_name, input_scale, weight_scale, beta=1.0):
+        """(int32 bias, zero points, scale) with scale = input scale x weight scale(s)."""
+        b = numpy_helper.to_array(self.inits[bias_name]).astype(np.float32) * np.float32(beta)
+        scale = (np.asarray(input_scale, np.float32) * np.asarray(weight_scale, np.float32)).astype(np.float32)
+        scale = np.where(scale == 0, np.float32(1.0), scale)
+        q = np.clip(np.rint(b / scale), -2**31, 2**31 - 1).astype(np.int32)
+        return q, np.zeros(scale.shape, np.int32), scale.astype(self.float_dtype(bias_name))
+
+
+def check_types(activation_type, weight_type):
+    """onnxruntime's refusal: int8 activations with uint8 weights have no kernels."""
+    a, w = onnx_type(activation_type), onnx_type(weight_type)
+    if a == TensorProto.INT8 and w == TensorProto.UINT8:
+        raise ValueError(f"ONNXRuntime quantization doesn't support data format: activation_type={QuantType.QInt8} "
+                         f"!=QuantType.QInt8 while weight_type={QuantType.QUInt8}")

@@ -1,0 +1,88 @@
+"""Dynamic (IntegerOps) quantization: weights quantized ahead, activations by DynamicQuantizeLinear at run time."""
+import numpy as np
+from onnx import TensorProto, helper
+
+from .base import QuantizerBase
+from .graph_utils import topological_sort
+from .quant_utils import TENSOR_NAME_QUANT_SUFFIX
+
+
+class DynamicQuantizer(QuantizerBase):
+    """MatMul / Gemm with a constant B become MatMulInteger, Conv becomes ConvInteger; each rescaled to float."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.out_nodes = []
+        self.dyn = {}
+        self.weights = {}
+        self.matmul_const_b_only = bool(self.extra_options.get("MatMulConstBOnly", True))
+
+    def dynamic_input(self, name):
+        if name not in self.dyn:
+            q, s, z = name + TENSOR_NAME_QUANT_SUFFIX, name + "_scale", name + "_zero_point"
+            self.out_nodes.append(helper.make_node("DynamicQuantizeLinear", [name], [q, s, z],
+                                                   name=name + "_QuantizeLinear"))
+            self.dyn[name] = (q, s, z)
+        return self.dyn[name]
+
+    def weight(self, name, axis=None, transpose=False):
+        if name not in self.weights:
+            q, zp, scale, _ = self.weight_params(name, axis)
+            q = q.T.copy() if transpose else q
+            zn, sn = self.add_init(zp, name + "_zero_point"), self.add_init(scale, name + "_scale")
+            self.weights[name] = (self.add_init(q, name + TENSOR_NAME_QUANT_SUFFIX), sn, zn)
+        return self.weights[name]
+
+    def quantize_node(self, node):
+        op, ins, out = node.op_type, list(node.input), node.output[0]
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if op not in ("MatMul", "Conv", "Gemm") or not self.is_float(ins[0]) or not self.is_weight(ins[1]):
+            return False
+        if self.types.get(ins[0]) != TensorProto.FLOAT:
+            return False
+        if op == "Gemm" and (attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0
+                             or attrs.get("beta", 1.0) != 1.0):
+            return False
+        a = self.dynamic_input(ins[0])
+        axis = None
+        if self.per_channel and op == "Conv":
+            axis = 0
+        w = self.weight(ins[1], axis, transpose=op == "Gemm" and bool(attrs.get("transB", 0)))
+        base = node.name or out
+        if op == "Conv":
+            kernel = helper.make_node("ConvInteger", [a[0], w[0], a[2], w[2]], [out + "_output_quantized"],
+                                      name=base + "_quant", **attrs)
+        else:
+            b = w[0]
+            kernel = helper.make_node("MatMulInteger", [a[0], b, a[2], w[2]], [out + "_output_quantized"],
+                                      name=base + "_quant")
+        cast = helper.make_node("Cast", [kernel.output[0]], [out + "_output_quantized_cast_output"],
+                                to=TensorProto.FLOAT, name=base + "_quant_cast")
+        scales = helper.make_node("Mul", [a[1], w[1]], [out + "_quant_scales_mul_output"],
+                                  name=base + "_quant_scales_mul")
+        bias = ins[2] if len(ins) > 2 and ins[2] else ""
+        mul_out = out + "_quant_output" if bias else out
+        mul = helper.make_node("Mul", [cast.output[0], scales.output[0]], [mul_out], name=base + "_quant_mul")
+        if axis is not None:
+            self.new_inits[-2].dims[:] = [self.new_inits[-2].dims[0], 1, 1]
+        self.out_nodes.extend([kernel, cast, scales, mul])
+        if bias:
+            if op == "Conv":
+                shape = self.add_init(np.array([1, -1, 1, 1], "int64"), bias + "_reshape_shape")
+                self.out_nodes.append(helper.make_node("Reshape", [bias, shape], [bias + "_reshaped"]))
+                bias = bias + "_reshaped"
+            self.out_nodes.append(helper.make_node("Add", [mul_out, bias], [out], name=base + "_quant_add_bias"))
+        return True
+
+    def quantize_model(self):
+        for node in self.graph.node:
+            if not (self.should_quantize_node(node) and self.quantize_node(node)):
+                self.out_nodes.append(node)
+        used = {i for n in self.out_nodes for i in n.input}
+        keep = [i for i in self.graph.initializer if i.name in used]
+        del self.graph.initializer[:]
+        self.graph.initializer.extend(self.new_inits + keep)
+        del self.graph.node[:]
+        self.graph.node.extend(self.out_nodes)
+        topological_sort(self.graph)
+        return self.model.model

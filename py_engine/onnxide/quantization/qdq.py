@@ -1,0 +1,247 @@
+"""QDQ format: QuantizeLinear / DequantizeLinear pairs around the quantized nodes, the nodes kept as they are."""
+import numpy as np
+from onnx import helper, numpy_helper
+
+from .base import NARROW, QDQ_DIRECT_OPS, QuantizerBase
+from .graph_utils import ensure_opset, replace_input, replace_output, topological_sort
+from .quant_utils import DEQUANT_OUTPUT_SUFFIX, QUANT_INPUT_SUFFIX, ms_domain
+
+NORM_OPS = ("InstanceNormalization", "LayerNormalization", "BatchNormalization")
+DEFAULT_AXIS = {"Conv": 0, "ConvTranspose": 1, "MatMul": 1, "InstanceNormalization": 0, "LayerNormalization": -1,
+                "BatchNormalization": 0}
+
+
+class QDQQuantizer(QuantizerBase):
+    """Marks the tensors each selected node needs quantized, then inserts one Q/DQ pair (or DQ) per tensor."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        x = self.extra_options
+        self.dedicated = bool(x.get("DedicatedQDQPair", False))
+        self.add_qdq_pair_to_weight = bool(x.get("AddQDQPairToWeight", False))
+        self.keep_removable = bool(x.get("QDQKeepRemovableActivations", False))
+        self.exclude_output_ops = set(x.get("OpTypesToExcludeOutputQuantization", []) or [])
+        self.quantize_bias = bool(x.get("QuantizeBias", True))
+        self.use_contrib = bool(x.get("UseQDQContribOps", False))
+        self.axes = dict(DEFAULT_AXIS, **(x.get("QDQOpTypePerChannelSupportToAxis", {}) or {}))
+        self.marks = {}
+        self.params = {}
+
+    # --- marking ---------------------------------------------------------------------------------------------
+    def quantized(self, name):
+        return name in self.marks
+
+    def mark_act(self, name):
+        if name in self.marks or not self.is_float(name):
+            return name in self.marks
+        if name in self.inits:
+            self.marks[name] = ("init_act",)
+        elif self.has_range(name):
+            self.marks[name] = ("act",)
+        return name in self.marks
+
+    def mark_weight(self, name, axis):
+        if name not in self.marks and self.is_weight(name):
+            self.marks[name] = ("weight", axis)
+
+    def mark_outputs(self, node, same_as=None):
+        if node.op_type in self.exclude_output_ops:
+            return
+        for out in node.output:
+            if out in self.marks or not self.is_float(out):
+                continue
+            if same_as is not None:
+                self.marks[out] = ("same", same_as)
+            else:
+                self.mark_act(out)
+
+    def _axis(self, node, weight):
+        if not self.per_channel or self.opset < 13:
+            return None
+        if node.op_type == "Gemm":
+            trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
+            return 0 if trans_b else 1
+        return self.axes.get(node.op_type)
+
+    def mark_node(self, node):
+        op, ins = node.op_type, list(node.input)
+        if op in ("Conv", "ConvTranspose", "Gemm", "MatMul") or op in NORM_OPS:
+            a = self.mark_act(ins[0])
+            if self.is_weight(ins[1]):
+                self.mark_weight(ins[1], self._axis(node, ins[1]))
+            elif op == "MatMul" or op == "Gemm":
+                self.mark_act(ins[1])
+            bias = ins[2] if len(ins) > 2 and op != "MatMul" else ""
+            if bias and self.is_weight(bias) and a and self.quantized(ins[1]) and self.quantize_bias \
+                    and self.marks[ins[1]][0] == "weight":
+                self.marks[bias] = ("bias", ins[0], ins[1])
+            self.mark_outputs(node)
+        elif op in ("Relu", "Clip"):
+            self.mark_act(ins[0])
+            self.mark_outputs(node)
+        elif op == "Pad":
+            if self.mark_act(ins[0]):
+                mode = next((a.s.decode() for a in node.attribute if a.name == "mode"), "constant")
+                value = ins[2] if len(ins) > 2 and ins[2] else ""
+                attr_value = next((a.f for a in node.attribute if a.name == "value"), 0.0)
+                zero = (not value and attr_value == 0) or (value in self.inits and
+                                                           not numpy_helper.to_array(self.inits[value]).any())
+                if value:
+                    self.mark_act(value)
+                if mode != "constant" or zero:
+                    if self.is_float(node.output[0]) and op not in self.exclude_output_ops:
+                        self.marks.setdefault(node.output[0], ("same", ins[0]))
+                else:
+                    self.mark_outputs(node)
+        elif op in QDQ_DIRECT_OPS:
+            if self.force_quantize_no_input_check:
+                self.mark_act(ins[0])
+            if self.quantized(ins[0]) and self.marks[ins[0]][0] != "weight":
+                outs = node.output[:1] if op == "TopK" else node.output
+                for out in outs:
+                    if self.is_float(out) and out not in self.marks and op not in self.exclude_output_ops:
+                        self.marks[out] = ("same", ins[0])
+        elif op == "Where":
+            if self.force_quantize_no_input_check or (self.quantized(ins[1]) and self.quantized(ins[2])):
+                self.mark_act(ins[1])
+                self.mark_act(ins[2])
+                self.mark_outputs(node)
+        else:
+            for name in ins:
+                self.mark_act(name)
+            self.mark_outputs(node)
+
+    def remove_activations(self):
+        """Relu / Clip go when activations are asymmetric: the Q of their input saturates to the same range."""
+        if self.is_activation_symmetric or self.keep_removable:
+            return
+        uses = {}
+        for n in self.graph.node:
+            for i in n.input:
+                uses[i] = uses.get(i, 0) + 1
+        for node in list(self.graph.node):
+            if node.op_type not in ("Relu", "Clip") or not self.should_quantize_node(node):
+                continue
+            src, out = node.input[0], node.output[0]
+            if uses.get(src) != 1 or src in self.graph_outputs or not self.has_range(src) \
+                    or not any(src in n.output for n in self.graph.node):
+                continue
+            self.graph.node.remove(node)
+            if out in self.graph_outputs:
+                replace_output(self.graph, src, out)
+            else:
+                replace_input(self.graph, out, src)
+
+    # --- emitting --------------------------------------------------------------------------------------------
+    def _domain(self, qtype):
+        if self.use_contrib or (qtype in NARROW and self.opset < 21):
+            ensure_opset(self.model.model, ms_domain, 1)
+            return ms_domain
+        return ""
+
+    def _pair(self, name, scale, zp, qtype, consumers, suffix=""):
+        dom = self._domain(qtype)
+        q_out, dq_out = f"{name}_QuantizeLinear_Output{suffix}", f"{name}{DEQUANT_OUTPUT_SUFFIX}{suffix}"
+        src = name
+        if name in self.graph_outputs and not suffix:
+            src, dq_out = name + QUANT_INPUT_SUFFIX, name
+            replace_output(self.graph, name, src)
+        q = helper.make_node("QuantizeLinear", [src, scale, zp], [q_out], name=f"{name}_QuantizeLinear{suffix}",
+                             domain=dom)
+        dq = helper.make_node("DequantizeLinear", [q_out, scale, zp], [dq_out],
+                              name=f"{name}_DequantizeLinear{suffix}", domain=dom)
+        self.graph.node.extend([q, dq])
+        if dq_out != name:
+            for c in consumers:
+                replace_input_node(c, name, dq_out)
+        return q, dq
+
+    def emit_activation(self, name, zp, scale, qtype):
+        zp_name, scale_name = self.add_init(zp, name + "_zero_point"), self.add_init(scale, name + "_scale")
+        self.params[name] = (scale_name, zp_name, scale, qtype)
+        self._emit_pairs(name, scale_name, zp_name, qtype)
+
+    def _emit_pairs(self, name, scale_name, zp_name, qtype):
+        consumers = [n for n in self.graph.node if name in n.input]
+        if self.dedicated and len(consumers) > 1 and name not in self.graph_outputs:
+            for i, c in enumerate(consumers):
+                self._pair(name, scale_name, zp_name, qtype, [c], suffix=f"_{i + 1}")
+        else:
+            self._pair(name, scale_name, zp_name, qtype, consumers)
+
+    def emit_initializer(self, name, q, zp, scale, qtype, axis=None):
+        zp_name, scale_name = self.add_init(zp, name + "_zero_point"), self.add_init(scale, name + "_scale")
+        self.params[name] = (scale_name, zp_name, scale, qtype)
+        kw = {"axis": axis} if axis is not None and np.ndim(scale) > 0 else {}
+        dom = self._domain(qtype)
+        consumers = [n for n in self.graph.node if name in n.input]
+        dq_out = name + DEQUANT_OUTPUT_SUFFIX
+        if self.add_qdq_pair_to_weight:
+            q_out = name + "_QuantizeLinear_Output"
+            self.graph.node.append(helper.make_node("QuantizeLinear", [name, scale_name, zp_name], [q_out],
+                                                    name=name + "_QuantizeLinear", domain=dom, **kw))
+            src = q_out
+        else:
+            src = self.add_init(q, name + "_quantized")
+            self.drop.add(name)
+        self.graph.node.append(helper.make_node("DequantizeLinear", [src, scale_name, zp_name], [dq_out],
+                                                name=name + "_DequantizeLinear", domain=dom, **kw))
+        for c in consumers:
+            replace_input_node(c, name, dq_out)
+
+    def quantize_model(self):
+        self.adjust_tensor_ranges()
+        self.remove_activations()
+        for node in list(self.graph.node):
+            if self.should_quantize_node(node):
+                self.mark_node(node)
+        self.drop = set()
+        for name, mark in self.marks.items():
+            kind = mark[0]
+            if kind == "act":
+                self.emit_activation(name, *self.activation_params(name))
+            elif kind == "same":
+                scale_name, zp_name, scale, qtype = self.params[mark[1]]
+                self.params[name] = self.params[mark[1]]
+                self._emit_pairs(name, scale_name, zp_name, qtype)
+            elif kind == "init_act":
+                q, zp, scale, qtype = self.weight_params(name, None, qtype=self.activation_type(name),
+                                                         symmetric=self.is_activation_symmetric, reduce_range=False)
+                self.emit_initializer(name, q, zp, scale, qtype)
+            elif kind == "weight":
+                q, zp, scale, qtype = self.weight_params(name, mark[1])
+                self.emit_initializer(name, q, zp, scale, qtype, mark[1])
+            elif kind == "bias":
+                self.emit_bias(name, *mark[1:])
+        keep = [i for i in self.graph.initializer if i.name not in self.drop]
+        del self.graph.initializer[:]
+        self.graph.initializer.extend(self.new_inits + keep)
+        topological_sort(self.graph)
+        return self.model.model
+
+    def emit_bias(self, name, inp, weight):
+        if inp not in self.params or weight not in self.params:
+            return
+        q, zp, scale = self.bias_params(name, self.params[inp][2], self.params[weight][2])
+        q_name = self.add_init(q, name + "_quantized")
+        scale_name = self.add_init(scale, name + "_quantized_scale")
+        zp_name = self.add_init(zp, name + "_quantized_zero_point")
+        kw = {"axis": 0} if np.ndim(scale) > 0 and scale.size > 1 else {}
+        if not kw and np.ndim(scale) > 0:
+            scale_init, zp_init = self.new_inits[-2], self.new_inits[-1]
+            scale_init.dims[:] = []
+            zp_init.dims[:] = []
+        dq_out = name + DEQUANT_OUTPUT_SUFFIX
+        consumers = [n for n in self.graph.node if name in n.input]
+        self.graph.node.append(helper.make_node("DequantizeLinear", [q_name, scale_name, zp_name], [dq_out],
+                                                name=name + "_DequantizeLinear", **kw))
+        for c in consumers:
+            replace_input_node(c, name, dq_out)
+        self.drop.add(name)
+
+
+def replace_input_node(node, old, new):
+    for i, n in enumerate(node.input):
+        if n == old:
+            node.input[i] = new
+
