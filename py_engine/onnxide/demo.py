@@ -61,39 +61,31 @@ def default_input():
     return np.random.default_rng(7).random(INPUT_SHAPE, dtype=np.float32)
 
 
-def _median_ms(fn, n):
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return float(np.median(times))
-
-
-def main(iterations=20):
-    """Run the default model natively with onnxide (and onnxruntime when installed); print results and timings."""
+def main(iterations=60):
+    """Run the default model natively with onnxide (and onnxruntime when installed, timed in alternating blocks at
+    the same thread count: onnxide.bench); print results and timings."""
     import onnxide
+
+    from .bench import bench_model
 
     data, x = default_model_bytes(), default_input()
     t = time.perf_counter()
     sess = onnxide.InferenceSession(data)
     create_ms = (time.perf_counter() - t) * 1e3
     probs = sess.run(None, {"image": x})[0]
-    run_ms = _median_ms(lambda: sess.run(None, {"image": x}), iterations)
     top = np.argsort(-probs[0])[:3]
     print(f"onnxide {onnxide.__version__} (native, {' + '.join(sess.get_providers())}): default CNN {INPUT_SHAPE}")
     print("  top-3 classes: " + ", ".join(f"{int(i)} ({probs[0, i]:.4f})" for i in top))
-    print(f"  session creation {create_ms:.1f} ms, run median {run_ms:.2f} ms over {iterations} runs")
     try:
         import onnxruntime as ort
     except ImportError:
+        run_ms = bench_model(data, 1, 3, iterations, feeds={"image": x}, with_ort=False)["onnxide_ms"]
+        print(f"  session creation {create_ms:.1f} ms, run median {run_ms:.2f} ms over {iterations} runs (1 thread)")
         print("  onnxruntime not installed: no side-by-side numbers")
         return 0
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    ref_sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-    ref = ref_sess.run(None, {"image": x})[0]
-    ref_ms = _median_ms(lambda: ref_sess.run(None, {"image": x}), iterations)
-    print(f"onnxruntime {ort.__version__} (1 thread): run median {ref_ms:.2f} ms; "
-          f"onnxide/onnxruntime = {run_ms / ref_ms:.2f}x; max |diff| = {float(np.abs(ref - probs).max()):.2e}")
+    r = bench_model(data, 1, 3, iterations, feeds={"image": x})
+    print(f"  session creation {create_ms:.1f} ms, run median {r['onnxide_ms']:.2f} ms over {iterations} runs "
+          "(1 thread)")
+    print(f"onnxruntime {ort.__version__} (1 thread): run median {r['ort_ms']:.2f} ms (blocks of runs alternating "
+          f"with onnxide's); onnxide/onnxruntime = {r['ratio']:.2f}x; max |diff| = {r['max_abs_diff']:.2e}")
     return 0
