@@ -19,6 +19,9 @@ import onnxide  # noqa: E402
 from onnxide.bench import bench_model  # noqa: E402
 
 
+RAY_MARKER = "<!-- ray-batch: written by tests/bench/run_ray_batch.py -->"
+
+
 def _mlp_bytes():
     """A 3-layer MLP (64 → 256 → 256 → 10) built in code."""
     from onnx import helper, numpy_helper
@@ -128,8 +131,10 @@ def main(argv=None):
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
-        with open(os.path.join(ROOT, "docs", "benchmarks.md"), "w") as f:
-            f.write(text)
+        path = os.path.join(ROOT, "docs", "benchmarks.md")
+        kept = open(path).read().partition(RAY_MARKER) if os.path.exists(path) else ("", "", "")
+        with open(path, "w") as f:  # the Ray Data section (tests/bench/run_ray_batch.py) is kept
+            f.write(text + ("\n" + kept[1] + kept[2] if kept[1] else ""))
     return 0
 
 

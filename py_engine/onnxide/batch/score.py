@@ -16,9 +16,11 @@ def connect(address=None, **init_kwargs):
 
 
 def pool(actors):
-    """Ray Data's concurrency for `actors` actors: one fewer at the start, so that the listing task Ray runs
-    before the reads (one CPU, fixed) gets a CPU when the actors hold them all; the pool then grows to actors."""
-    return (max(1, actors - 1), actors) if actors > 1 else 1
+    """An actor pool of `actors` that starts one short, so that the listing task Ray runs before the reads (one
+    CPU, not configurable) gets a CPU when the actors would hold them all; the pool then grows to `actors`."""
+    import ray.data
+
+    return ray.data.ActorPoolStrategy(min_size=max(1, actors - 1), max_size=actors)
 
 
 def score(source, model, output=None, *, inputs=None, dtypes=None, preprocess=None, outputs=None,
@@ -54,7 +56,7 @@ def score(source, model, output=None, *, inputs=None, dtypes=None, preprocess=No
     scored = ds.map_batches(
         OnnxPredictor, fn_constructor_args=([ref],),
         fn_constructor_kwargs=dict(predictor_kwargs, threads=threads, gpu=bool(num_gpus)),
-        batch_size=batch_size, batch_format="numpy", concurrency=pool(actors), num_cpus=threads, num_gpus=num_gpus or None)
+        batch_size=batch_size, batch_format="numpy", compute=pool(actors), num_cpus=threads, num_gpus=num_gpus or None)
     if output is None:
         return scored
     scored.write_parquet(os.fspath(output), ray_remote_args={"num_cpus": 0})

@@ -24,8 +24,8 @@ def detect(path):
 
 
 def read(source, input_format=None, image_size=None, image_mode="RGB"):
-    """(dataset, format): format is None for a Dataset passed in. Reads claim no CPU (num_cpus=0): they are I/O,
-    and the actors hold every CPU (a read waiting for a CPU behind them would never start)."""
+    """(dataset, format): format is None for a Dataset passed in. Parquet and image reads claim no CPU
+    (num_cpus=0: they are I/O, and a read waiting for a CPU behind actors holding them all would never start)."""
     import ray.data as rd
 
     if isinstance(source, rd.Dataset):
@@ -38,5 +38,5 @@ def read(source, input_format=None, image_size=None, image_mode="RGB"):
         return rd.read_images(path, include_paths=True, size=image_size, mode=image_mode,
                               num_cpus=0), kind
     if kind == "numpy":
-        return rd.read_numpy(path, include_paths=True, ray_remote_args={"num_cpus": 0}), kind
+        return rd.read_numpy(path, include_paths=True), kind
     raise ValueError(f"input_format must be one of {FORMATS}, not {kind!r}")
