@@ -319,8 +319,9 @@ def _bad_feed(rng, value):
     if not isinstance(value, np.ndarray):
         return value
     r = rng.integers(5)
-    if r == 0:
-        return value.astype(np.float64 if value.dtype != np.float64 else np.float32)
+    if r == 0:  # (a string tensor becomes a float one: strings need not parse as numbers)
+        return np.zeros(value.shape, np.float32) if value.dtype == object else \
+            value.astype(np.float64 if value.dtype != np.float64 else np.float32)
     if r == 1:
         return value.reshape(value.shape + (1,))
     if r == 2 and value.ndim:

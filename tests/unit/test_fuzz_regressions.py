@@ -1,6 +1,8 @@
 """Regression tests for what the fuzzing campaign (tests/fuzz/) and issue 19's probes found: each invalid model is
 refused with an onnxide error on every EP (the native EP's depthwise conv once segfaulted or read outside its
 buffers), each valid corner case runs there as on the CPU EP."""
+import os
+
 import numpy as np
 import pytest
 from onnx import TensorProto as T
@@ -203,3 +205,94 @@ def test_an_infinite_alpha_gives_infinities_on_every_ep(op):
     for ep in EPS:
         y = _session(data.SerializeToString(), ep).run(None, {"x": x})[0]
         assert np.array_equal(y, np.where(x > 0, np.inf, -np.inf)), ep
+
+
+@pytest.mark.parametrize("op,dtype,opset", [("Neg", T.BOOL, 22), ("CumProd", T.COMPLEX64, 26),
+                                            ("Relu", T.INT8, 14)])
+def test_an_input_type_no_opset_of_the_op_takes_is_refused_at_load(op, dtype, opset):
+    """Was a numpy TypeError at run (Neg of bool; Relu int8 is valid from opset 14 and runs)."""
+    ins = ["x", "a"] if op == "CumProd" else ["x"]
+    inputs = [vi("x", dtype, [3])] + ([vi("a", T.INT32, [])] if op == "CumProd" else [])
+    data = _graph([helper.make_node(op, ins, ["y"])], inputs, [vi("y", dtype, [3])], opset=opset)
+    for ep in EPS:
+        if dtype == T.INT8:
+            assert _session(data, ep).run(None, {"x": np.array([-1, 0, 2], np.int8)})[0].tolist() == [0, 0, 2]
+            continue
+        with pytest.raises(onnxide.InvalidGraph, match=rf"of operator \({op}\)"):
+            _session(data, ep)
+
+
+def test_the_schema_type_table_is_current():
+    import subprocess
+    import sys
+
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "gen_schema_types.py")
+    assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0, "run tools/gen_schema_types.py"
+
+
+def test_sigmoid_of_a_scalar():
+    """Was TypeError: a 0-d input made numpy return a scalar the kernel then wrote in place."""
+    data = _graph([helper.make_node("Sigmoid", ["x"], ["y"])], [vi("x", T.FLOAT, [])], [vi("y", T.FLOAT, [])])
+    for ep in EPS:
+        y = _session(data, ep).run(None, {"x": np.array(0.0, np.float32)})[0]
+        assert y.shape == () and y == 0.5
+
+
+def _attention_refused(feeds, match, extra_inputs=()):
+    names = ["q", "k", "v"] + list(extra_inputs)
+    data = _graph([helper.make_node("Attention", names, ["y"])], [vi(n, T.FLOAT, None) for n in names],
+                  [helper.ValueInfoProto(name="y")], opset=23)
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidArgument, match=match):
+            _session(data, ep).run(None, feeds)
+
+
+def test_attention_shapes_that_do_not_fit_are_refused():
+    """Were numpy broadcast / concatenate ValueErrors: V's heads, attn_mask and past_key shapes are checked."""
+    z = np.zeros
+    f = np.float32
+    _attention_refused({"q": z((1, 2, 2, 8), f), "k": z((1, 2, 2, 8), f), "v": z((1, 3, 2, 8), f)}, "disagree")
+    _attention_refused({"q": z((1, 2, 2, 8), f), "k": z((1, 2, 2, 8), f), "v": z((1, 2, 2, 8), f),
+                        "m": z((3, 2), f)}, "attn_mask .* does not broadcast", ["m"])
+    _attention_refused({"q": z((1, 2, 2, 8), f), "k": z((1, 2, 2, 8), f), "v": z((1, 2, 2, 8), f), "m": z((1, 2), f),
+                        "pk": z((2, 2, 3, 8), f), "pv": z((1, 2, 3, 8), f)}, "past_key .* does not fit",
+                      ["m", "pk", "pv"])
+
+
+@pytest.mark.parametrize("case", ["sce weight", "deform offset", "qlinearmatmul zero point"])
+def test_input_shapes_that_do_not_fit_are_refused(case):
+    """Were IndexError / ValueError from numpy inside the kernels."""
+    f = np.float32
+    if case == "sce weight":
+        node = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["y"])
+        feeds = {"x": np.zeros((3, 5), f), "t": np.zeros(3, np.int64), "w": np.array(1.0, f)}
+        types = {"t": T.INT64}
+        match = "weight shape"
+    elif case == "deform offset":
+        node = helper.make_node("DeformConv", ["x", "w", "o"], ["y"])
+        feeds = {"x": np.zeros((1, 1, 3, 3), f), "w": np.zeros((1, 1, 2, 2), f), "o": np.array(0.0, f)}
+        types = {}
+        match = "offset shape"
+    else:
+        node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+        i8 = np.int8
+        feeds = {"a": np.zeros((2, 4), i8), "as": np.ones(1, f), "az": np.zeros(1, i8), "b": np.zeros((4, 3), i8),
+                 "bs": np.ones(1, f), "bz": np.zeros(1, i8), "ys": np.ones(1, f), "yz": np.zeros((4, 3), i8)}
+        types = {k: T.INT8 for k in ("a", "az", "b", "bz", "yz")}
+        match = "yz|y_zero_point"
+    data = _graph([node], [vi(k, types.get(k, T.FLOAT), None) for k in feeds], [helper.ValueInfoProto(name="y")])
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidArgument, match=match):
+            _session(data, ep).run(None, feeds)
+
+
+def test_linear_attention_gates_of_the_wrong_shape_are_refused():
+    """Was IndexError (a 0-d beta) / a reshape ValueError (beta with another batch)."""
+    names = ["q", "k", "v", "", "d", "b"]
+    data = _graph([helper.make_node("LinearAttention", names, ["y"], q_num_heads=4, kv_num_heads=4)],
+                  [vi(n, T.FLOAT, None) for n in names if n], [helper.ValueInfoProto(name="y")], opset=27)
+    x = np.zeros((2, 4, 32), np.float32)
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidArgument, match="beta shape"):
+            _session(data, ep).run(None, {"q": x, "k": x, "v": x, "d": np.zeros((2, 4, 4), np.float32),
+                                          "b": np.array(1.0, np.float32)})

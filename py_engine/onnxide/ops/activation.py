@@ -66,7 +66,7 @@ def _celu(x, alpha):
 def sigmoid_array(x):
     """The logistic function in x's dtype as 1 / (1 + e^-x), worked in place after the exp: accurate across the
     range (e^-x overflowing to inf gives the limit 0; callers silence that warning), four ufunc calls."""
-    e = np.exp(-x)
+    e = np.asarray(np.exp(-x))  # (a 0-d x gives a numpy scalar, which cannot be written in place)
     e += np.ones((), e.dtype)
     return np.reciprocal(e, out=e)
 

@@ -100,12 +100,17 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         k = _split_heads(k, kv_num_heads, name, "K")
         v = _split_heads(v, kv_num_heads, name, "V")
     if past_key is not None:
+        for past, now, what in ((past_key, k, "past_key"), (past_value, v, "past_value")):
+            if past.ndim != 4 or past.shape[:2] != now.shape[:2] or past.shape[3] != now.shape[3]:
+                raise InvalidArgument(f"{name}: {what} {past.shape} does not fit {what[5:].upper()} {now.shape} "
+                                      "(batch, heads, sequence, head size)")
         k = np.concatenate((past_key, k), axis=2)
         v = np.concatenate((past_value, v), axis=2)
     present_key, present_value = k, v
     batch, hq, sq, head = q.shape
     hkv, skv = k.shape[1], k.shape[2]
-    if k.shape[0] != batch or v.shape[0] != batch or k.shape[3] != head or v.shape[2] != skv:
+    if k.shape[0] != batch or v.shape[0] != batch or k.shape[3] != head or v.shape[2] != skv or \
+            v.shape[1] != hkv:
         raise InvalidArgument(f"{name}: Q {q.shape}, K {k.shape} and V {v.shape} (batch, heads, sequence, head size) "
                               "disagree")
     if hq != hkv:
@@ -133,6 +138,10 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         m = np.asarray(attn_mask)
         if m.dtype.kind in "iuOSU":
             raise InvalidArgument(f"{name}: attn_mask must be boolean or of Q's float type, got {m.dtype}")
+        want = (batch, hq, sq, max(skv, m.shape[-1] if m.ndim else 0))
+        if m.ndim > 4 or any(a not in (1, b) for a, b in zip(m.shape[::-1], want[::-1])):
+            raise InvalidArgument(f"{name}: attn_mask {m.shape} does not broadcast to (batch, heads, q sequence, "
+                                  f"kv sequence) {(batch, hq, sq, skv)}")
         if m.shape and m.shape[-1] < skv:
             pad = [(0, 0)] * (m.ndim - 1) + [(0, skv - m.shape[-1])]
             m = np.pad(m, pad, constant_values=(False if m.dtype == np.bool_ else -np.inf))
@@ -336,6 +345,9 @@ def linear_attention(query, key, value, past_state=None, decay=None, beta=None, 
     dt = query.dtype
     cd = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
     b, t, _ = query.shape
+    for nm, a in (("key", key), ("value", value), ("decay", decay), ("beta", beta)):
+        if a is not None and (a.ndim != 3 or a.shape[:2] != (b, t)):
+            raise InvalidArgument(f"{name}: {nm} shape {a.shape} must be rank 3 with query's (B, T) {(b, t)}")
     q4 = _split_heads(query, q_num_heads, name, "query").astype(cd)
     k4 = _split_heads(key, kv_num_heads, name, "key").astype(cd)
     v4 = _split_heads(value, kv_num_heads, name, "value").astype(cd)

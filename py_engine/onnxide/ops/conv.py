@@ -335,6 +335,9 @@ def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, ker
     g = ConvGeometry.conv(x.shape, w.shape, name, dilations=dilations, group=group, kernel_shape=kernel_shape,
                           pads=pads, strides=strides)
     ks, st, dil, p = list(g.kernel), g.strides, g.dilations, g.pads_begin
+    if offset.ndim != nd + 2 or offset.shape[0] != n:
+        raise InvalidArgument(f"{name}: offset shape {offset.shape} must be (N, offset_group * kernel taps * "
+                              f"{nd}, output dims...) with N = {n}")
     out = list(offset.shape[2:])
     kp = math.prod(ks)
     og = offset_group

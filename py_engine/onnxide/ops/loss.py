@@ -17,6 +17,8 @@ def _nll(logp, target, weight, ignore_index, reduction, name):
     if reduction not in ("none", "sum", "mean"):
         raise InvalidArgument(f"{name}: unsupported reduction '{reduction}'")
     c = logp.shape[1]
+    if weight is not None and np.shape(weight) != (c,):
+        raise InvalidArgument(f"{name}: weight shape {np.shape(weight)} must be (C,) = {(c,)}")
     tgt = target.astype(np.int64, copy=False)
     ignored = (tgt == ignore_index) if ignore_index is not None else np.zeros(tgt.shape, dtype=bool)
     valid = ~ignored

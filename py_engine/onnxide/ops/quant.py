@@ -235,6 +235,12 @@ def _scale_product(s1, s2, sy):
 def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, *, ctx=None):
     name = _name("QLinearMatMul", ctx)
     a_code, b_code = _code(a, ctx, 0), _code(b, ctx, 3)
+    rows, cols = (a.shape[-2] if a.ndim > 1 else 1), (b.shape[-1] if b.ndim > 1 else 1)
+    for what, v, n in (("a_scale", a_scale, rows), ("a_zero_point", a_zero_point, rows), ("b_scale", b_scale, cols),
+                       ("b_zero_point", b_zero_point, cols), ("y_scale", y_scale, 1),
+                       ("y_zero_point", y_zero_point, 1)):
+        if v is not None and np.size(v) not in (1, n):
+            raise InvalidArgument(f"{name}: {what} has {np.size(v)} values, expected 1" + (f" or {n}" if n > 1 else ""))
     af, bf = _int_values(a, a_code), _int_values(b, b_code)
     if a_zero_point is not None:
         az = _int_values(np.asarray(a_zero_point), a_code)

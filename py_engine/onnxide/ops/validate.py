@@ -6,6 +6,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument, InvalidGraph, OnnxideError
 from .registry import resolve_opdef
+from .schema_types import TYPES
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
 _INTS = ("kernel_shape", "strides", "dilations", "pads", "perm", "axes", "output_shape", "output_padding", "split",
@@ -55,20 +56,6 @@ FLAGS = frozenset(("keepdims", "largest", "sorted", "ceil_mode", "is_causal", "u
 
 # attributes holding an element type code (0: the op's default, where the spec gives one)
 ELEMENT_TYPES = {"to": False, "dtype": False, "output_dtype": True, "output_datatype": False}
-
-# the ONNX / ONNX-ML ops with an input that takes tensor(string) in some opset (onnx.defs' type constraints); any
-# other of their ops has no kernel for a string input (onnxruntime: "Could not find an implementation")
-STRING_OPS = {"": frozenset((
-    "Cast", "CastLike", "CenterCropPad", "Col2Im", "Compress", "Concat", "ConcatFromSequence", "DepthToSpace", "Equal",
-    "Expand", "Flatten", "Gather", "GatherElements", "GatherND", "GridSample", "Identity", "If", "Loop", "NonZero",
-    "OneHot", "Optional", "OptionalGetElement", "OptionalHasElement", "Pad", "RandomNormalLike", "RandomUniformLike",
-    "RegexFullMatch", "Reshape", "Resize", "ReverseSequence", "Scan", "Scatter", "ScatterElements", "ScatterND",
-    "SequenceAt", "SequenceConstruct", "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap", "Shape",
-    "Size", "Slice", "SpaceToDepth", "Split", "SplitToSequence", "Squeeze", "StringConcat", "StringNormalizer",
-    "StringSplit", "TensorScatter", "TfIdfVectorizer", "Tile", "Transpose", "Trilu", "Unique", "Unsqueeze",
-    "Upsample", "Where")),
-    "ai.onnx.ml": frozenset(("ArrayFeatureExtractor", "CastMap", "CategoryMapper", "DictVectorizer", "LabelEncoder",
-                             "OneHotEncoder"))}
 
 # attribute values onnxruntime refuses at load where an EP's fast path would not look (op -> name -> (ok, rule))
 RANGES = {("com.microsoft", "SkipLayerNormalization"): {"epsilon": (lambda v: v >= 0, "non-negative")},
@@ -169,20 +156,23 @@ def check_graph(graph, opsets):
             check_graph(body, opsets)
 
 
-def check_string_inputs(graph):
-    """InvalidGraph naming the node and input when an ONNX op whose schema takes no string gets a (declared or
-    inferred) string input, as onnxruntime's type check: no kernel of any EP is written for one (run after
-    inference; bodies included)."""
+def check_input_types(graph):
+    """InvalidGraph naming the node and input when an ONNX / ONNX-ML op gets a (declared or inferred) input of an
+    element type its schema takes in no opset (schema_types.TYPES), as onnxruntime's type check: no kernel of any EP
+    is written for one (run after inference; bodies included)."""
     from ..ir.infer import value_types
     from ..ir.model import subgraphs
 
     types = value_types(graph)
     for node in graph.nodes:
-        allowed = STRING_OPS.get(node.domain if node.domain != "ai.onnx" else "")
-        if allowed is not None and node.op_type not in allowed:
-            bad = [x for x in node.inputs if x and types.get(x, (None,))[0] == dt.STRING]
-            if bad:
-                raise InvalidGraph(f"This is an invalid model. Type Error: Type 'tensor(string)' of input parameter "
-                                   f"({bad[0]}) of operator ({node.op_type}) in node ({node.name}) is invalid.")
+        masks = TYPES.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
+        if masks:
+            for i, x in enumerate(node.inputs):
+                code = types.get(x, (None,))[0] if x else None
+                mask = masks[min(i, len(masks) - 1)]
+                if isinstance(code, int) and code > 0 and mask and not mask >> code & 1:
+                    raise InvalidGraph(f"This is an invalid model. Type Error: Type 'tensor({dt.NAMES.get(code)})' of "
+                                       f"input parameter ({x}) of operator ({node.op_type}) in node ({node.name}) is "
+                                       "invalid.")
         for body in subgraphs(node):
-            check_string_inputs(body)
+            check_input_types(body)

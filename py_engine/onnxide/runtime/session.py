@@ -10,7 +10,7 @@ from ..ir import load_model
 from ..ir.infer import infer_bodies, infer_shapes
 from ..ops.inference import tensor_type
 from ..optimizer import optimize
-from ..ops.validate import check_string_inputs
+from ..ops.validate import check_input_types
 from . import specialize
 from ..execute import Executor, RunControl
 from . import devices
@@ -107,7 +107,7 @@ class InferenceSession(SessionAPI):
             with limits.use(self._memory_limit):  # (constant folding runs kernels)
                 optimize(self._model, self._sess_options.graph_optimization_level)
             infer_bodies(self._model)
-            check_string_inputs(self._model.graph)
+            check_input_types(self._model.graph)
         except OnnxideError:
             raise
         except (RecursionError, MemoryError) as e:
