@@ -20,6 +20,8 @@ QDQ_OPS = ["Conv", "ConvTranspose", "Gemm", "Clip", "Relu", "Reshape", "Transpos
            "Resize", "MaxPool", "AveragePool", "Slice", "MatMul", "Split", "Gather", "GatherElements", "Where",
            "InstanceNormalization", "LayerNormalization", "BatchNormalization", "TopK", "Pad"]
 INTEGER_OPS = ["Conv", "MatMul", "Gemm"]
+FLOAT8 = (TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
+          TensorProto.FLOAT8E5M2FNUZ)
 NARROW = (TensorProto.INT16, TensorProto.UINT16, TensorProto.INT4, TensorProto.UINT4)
 
 
@@ -98,7 +100,15 @@ class QuantizerBase:
         return [n for n in self.graph.node if name in n.input]
 
     def add_init(self, array, name):
-        self.new_inits.append(numpy_helper.from_array(np.asarray(array), name))
+        """A new initializer: raw bytes for quantized data, typed fields (int32_data, float_data) for scales and
+        zero points, as onnxruntime's tool writes them."""
+        a = np.asarray(array)
+        if a.size > 64 or a.dtype == np.int32 and a.ndim > 0:
+            self.new_inits.append(numpy_helper.from_array(a, name))
+        else:
+            elem = onnx.helper.np_dtype_to_tensor_dtype(a.dtype)
+            vals = a.astype(np.float32 if a.dtype.kind == "f" or elem in FLOAT8 else np.int64).ravel().tolist()
+            self.new_inits.append(onnx.helper.make_tensor(name, elem, list(a.shape), vals))
         return name
 
     # --- activations -----------------------------------------------------------------------------------------

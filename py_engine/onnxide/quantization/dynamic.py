@@ -68,9 +68,10 @@ class DynamicQuantizer(QuantizerBase):
         self.out_nodes.extend([kernel, cast, scales, mul])
         if bias:
             if op == "Conv":
-                shape = self.add_init(np.array([1, -1, 1, 1], "int64"), bias + "_reshape_shape")
-                self.out_nodes.append(helper.make_node("Reshape", [bias, shape], [bias + "_reshaped"]))
-                bias = bias + "_reshaped"
+                shape = self.add_init(np.array([1, -1, 1, 1], "int64"), base + "_bias_reshape_shape")
+                self.out_nodes.append(helper.make_node("Reshape", [bias, shape], [base + "_bias_reshape_output"],
+                                                       name=base + "_bias_reshape"))
+                bias = base + "_bias_reshape_output"
             self.out_nodes.append(helper.make_node("Add", [mul_out, bias], [out], name=base + "_quant_add_bias"))
         return True
 

@@ -16,33 +16,36 @@ def _refs(node):
 
 
 def topological_sort(graph):
-    """Reorders graph.node breadth first from the nodes whose inputs are all graph inputs, initializers or
-    nothing (Kahn's algorithm with a FIFO queue: consumers are released in graph order)."""
-    from collections import deque
+    """Reorders graph.node: nodes without inputs first, then the nodes released as the initializers and graph
+    inputs become available (taken in name order), then breadth first from the nodes already placed."""
     nodes = list(graph.node)
-    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
     pending = [0] * len(nodes)
-    consumers = [[] for _ in nodes]
+    readers = {}
     for i, n in enumerate(nodes):
-        deps = {producer[r] for r in _refs(n) if r in producer and producer[r] != i}
-        pending[i] = len(deps)
-        for d in sorted(deps):
-            consumers[d].append(i)
-    for c in consumers:
-        c.sort()
-    queue = deque(i for i in range(len(nodes)) if pending[i] == 0)
-    order = []
-    while queue:
-        i = queue.popleft()
-        order.append(nodes[i])
-        for c in consumers[i]:
-            pending[c] -= 1
-            if pending[c] == 0:
-                queue.append(c)
+        for name in n.input:
+            if name:
+                pending[i] += 1
+                readers.setdefault(name, []).append(i)
+    order = [i for i in range(len(nodes)) if pending[i] == 0]
+
+    def release(name):
+        for i in readers.get(name, []):
+            pending[i] -= 1
+            if pending[i] == 0:
+                order.append(i)
+
+    for name in sorted({t.name for t in graph.initializer} | {t.name for t in graph.input}):
+        release(name)
+    k = 0
+    while k < len(order):
+        for out in nodes[order[k]].output:
+            if out:
+                release(out)
+        k += 1
     if len(order) < len(nodes):
         raise InvalidGraph("the graph has a cycle, or a node reads a tensor nothing produces")
     del graph.node[:]
-    graph.node.extend(order)
+    graph.node.extend(nodes[i] for i in order)
 
 
 def replace_input(graph, old, new, skip=None):

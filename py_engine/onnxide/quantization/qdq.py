@@ -77,8 +77,12 @@ class QDQQuantizer(QuantizerBase):
                 self.marks[bias] = ("bias", ins[0], ins[1])
             self.mark_outputs(node)
         elif op in ("Relu", "Clip"):
-            self.mark_act(ins[0])
-            self.mark_outputs(node)
+            if self.force_quantize_no_input_check:
+                self.mark_act(ins[0])
+            if not self.quantized(ins[0]) or self.marks[ins[0]][0] == "weight":
+                return
+            if not self.remove_activation(node):
+                self.mark_outputs(node)
         elif op == "Pad":
             if self.mark_act(ins[0]):
                 mode = next((a.s.decode() for a in node.attribute if a.name == "mode"), "constant")
@@ -111,26 +115,23 @@ class QDQQuantizer(QuantizerBase):
                 self.mark_act(name)
             self.mark_outputs(node)
 
-    def remove_activations(self):
+    def remove_activation(self, node):
         """Relu / Clip go when activations are asymmetric: the Q of their input saturates to the same range."""
         if self.is_activation_symmetric or self.keep_removable:
-            return
-        uses = {}
-        for n in self.graph.node:
-            for i in n.input:
-                uses[i] = uses.get(i, 0) + 1
-        for node in list(self.graph.node):
-            if node.op_type not in ("Relu", "Clip") or not self.should_quantize_node(node):
-                continue
-            src, out = node.input[0], node.output[0]
-            if uses.get(src) != 1 or src in self.graph_outputs or not self.has_range(src) \
-                    or not any(src in n.output for n in self.graph.node):
-                continue
-            self.graph.node.remove(node)
-            if out in self.graph_outputs:
-                replace_output(self.graph, src, out)
-            else:
-                replace_input(self.graph, out, src)
+            return False
+        src, out = node.input[0], node.output[0]
+        if sum(list(n.input).count(src) for n in self.graph.node) != 1 or src in self.graph_outputs \
+                or not any(src in n.output for n in self.graph.node):
+            return False
+        self.graph.node.remove(node)
+        if out in self.graph_outputs:
+            replace_output(self.graph, src, out)
+            replace_input(self.graph, src, out)
+            self.marks = {out if k == src else k: (("same", out) if v == ("same", src) else v)
+                          for k, v in self.marks.items()}
+        else:
+            replace_input(self.graph, out, src)
+        return True
 
     # --- emitting --------------------------------------------------------------------------------------------
     def _domain(self, qtype):
@@ -191,7 +192,6 @@ class QDQQuantizer(QuantizerBase):
 
     def quantize_model(self):
         self.adjust_tensor_ranges()
-        self.remove_activations()
         for node in list(self.graph.node):
             if self.should_quantize_node(node):
                 self.mark_node(node)

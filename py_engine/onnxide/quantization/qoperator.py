@@ -91,14 +91,32 @@ class QOperatorQuantizer(QuantizerBase):
                                        name=(node.name or node.output[0]) + "_quant", domain=ms_domain, **attrs)
             self.out_nodes.append(new)
             return True
-        if op in BINARY_MS or op in UNARY_MS or op in ("GlobalAveragePool", "Concat"):
-            if not (all(self.can_quantize(i) for i in ins) and self.has_range(out)):
+        if op in ("GlobalAveragePool", "AveragePool") and ins[0] not in self.qv \
+                and not self.force_quantize_no_input_check:
+            return False
+        if op in BINARY_MS or op in UNARY_MS or op in ("GlobalAveragePool", "AveragePool", "Concat", "Softmax", "Where"):
+            data = ins[1:] if op == "Where" else ins
+            if not (all(self.can_quantize(i) for i in data) and self.has_range(out)):
                 return False
+            if op == "Where":
+                if not self.force_quantize_no_input_check and not all(i in self.qv for i in data):
+                    return False
+                qs = [self.quantize_input(i) for i in data]
+                y = self.output_params(out)
+                new = helper.make_node("QLinearWhere", [ins[0], *qs[0], *qs[1], *y[1:]], [y[0]])
+                new.name, new.domain = (node.name or out) + "_quant", ms_domain
+                self.out_nodes.append(new)
+                return True
             qs = [self.quantize_input(i) for i in ins]
             y = self.output_params(out)
             if op == "Concat":
                 flat = [n for q in qs for n in q]
                 new = helper.make_node("QLinearConcat", list(y[1:]) + flat, [y[0]], **attrs)
+            elif op == "AveragePool":
+                new = helper.make_node("QLinearAveragePool", [*qs[0], *y[1:]], [y[0]], **attrs)
+            elif op == "Softmax":
+                new = helper.make_node("QLinearSoftmax", [*qs[0], *y[1:]], [y[0]], opset=self.opset,
+                                       axis=attrs.get("axis", -1 if self.opset >= 13 else 1))
             elif op == "GlobalAveragePool":
                 new = helper.make_node("QLinearGlobalAveragePool", [*qs[0], *y[1:]], [y[0]], channels_last=0)
             else:
