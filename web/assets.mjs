@@ -1,12 +1,17 @@
-// assets.mjs — owns finding and fetching files: the build/web/ manifest (Pyodide folder, onnxide wheel), and
-// fetch-with-progress for models and external data (http(s) via fetch, file: URLs via fs in Node.js).
+// assets.mjs — owns finding and fetching files: the assets manifest (Pyodide folder, onnxide wheel, WASM kernels,
+// where the host's own modules are), and fetch-with-progress for models and external data (http(s) via fetch, file:
+// URLs via fs in Node.js).
+import { ASSETS_DIR } from './layout.mjs';
 
 export const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined'
   && typeof importScripts === 'undefined';
 
-/** Default assets folder: build/web/ next to web/, as .ci/setup_web.sh lays it out. */
+/** A Node.js built-in, imported by a computed name so that bundlers (esbuild, Vite) leave it out of browser builds. */
+const nodeModule = (name) => import(/* @vite-ignore */ `node:${name}`);
+
+/** Default assets folder, relative to this module (layout.mjs): the repository's build/web/, the package's onnxide/. */
 export function defaultAssetsURL() {
-  return new URL('../build/web/', import.meta.url).href;
+  return new URL(ASSETS_DIR, import.meta.url).href;
 }
 
 function concat(chunks, total) {
@@ -23,13 +28,13 @@ function concat(chunks, total) {
 export async function fetchBytes(url, onProgress) {
   const u = new URL(url, isNode ? `file://${process.cwd()}/` : globalThis.location?.href);
   if (u.protocol === 'file:' && isNode) {
-    const { readFile } = await import('node:fs/promises');
-    const { fileURLToPath } = await import('node:url');
+    const { readFile } = await nodeModule('fs/promises');
+    const { fileURLToPath } = await nodeModule('url');
     let buf;
     try {
       buf = await readFile(fileURLToPath(u));
     } catch (e) {
-      throw new Error(`Failed to load ${u.href}: ${e.code === 'ENOENT' ? 'file not found' : e.message}`);
+      throw Object.assign(new Error(e.message), { fsCode: e.code });
     }
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     if (onProgress) onProgress(bytes.length, bytes.length);
@@ -41,7 +46,10 @@ export async function fetchBytes(url, onProgress) {
   } catch (e) {
     throw new Error(`Failed to fetch ${u.href}: ${e.message}`);
   }
-  if (!res.ok) throw new Error(`Failed to fetch ${u.href}: HTTP ${res.status} ${res.statusText}`.trim());
+  if (!res.ok) {
+    throw Object.assign(new Error(`Failed to fetch ${u.href}: HTTP ${res.status} ${res.statusText}`.trim()),
+      { httpStatus: res.status });
+  }
   const total = Number(res.headers.get('content-length')) || undefined;
   if (!res.body || !onProgress) {
     const bytes = new Uint8Array(await res.arrayBuffer());
@@ -66,7 +74,8 @@ export async function fetchText(url) {
   return new TextDecoder().decode(await fetchBytes(url));
 }
 
-/** {indexURL, wheelURL, pyodideVersion, demoModelURL, wasmKernelURLs} from `<assetsURL>/manifest.json`. */
+/** {assetsURL, indexURL, wheelURL, pyodideVersion, demoModelURL, wasmKernelURLs, runtimeURL} from `<assetsURL>/manifest.json`
+ * (runtimeURL: the folder of worker.mjs / host.mjs / bridge.py, when the manifest names one: the npm package's). */
 export async function resolveAssets(assetsURL) {
   const base = new URL(assetsURL || defaultAssetsURL(), isNode ? `file://${process.cwd()}/` : globalThis.location?.href);
   let manifest;
@@ -76,18 +85,20 @@ export async function resolveAssets(assetsURL) {
     throw new Error(`onnxide web assets not found at ${base.href} (run .ci/setup_web.sh): ${e.message}`);
   }
   return {
+    assetsURL: base.href,
     pyodideVersion: manifest.pyodideVersion,
     indexURL: new URL(manifest.indexURL, base).href,
     wheelURL: new URL(manifest.wheel, base).href,
     demoModelURL: manifest.demoModel ? new URL(manifest.demoModel, base).href : undefined,
     wasmKernelURLs: (manifest.wasmKernels || []).map((k) => new URL(k, base).href),
+    runtimeURL: manifest.runtime ? new URL(manifest.runtime, base).href : undefined,
   };
 }
 
 /** A path for Pyodide in Node.js (it wants file paths there), the URL itself elsewhere. */
 export async function forPyodide(url) {
   if (isNode && url.startsWith('file:')) {
-    const { fileURLToPath } = await import('node:url');
+    const { fileURLToPath } = await nodeModule('url');
     return fileURLToPath(url) + (url.endsWith('/') ? '/' : '');
   }
   return url;

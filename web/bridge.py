@@ -1,7 +1,7 @@
 """Python side of onnxide's JS host (runs inside Pyodide): sessions by id, JS tensors <-> numpy, clean errors.
 
-Every public function returns a dict; a failure is {"error": "<ExceptionName>: <one-line message>"} so the JS side
-can reject with onnxide's own message. JS buffers are copied once into numpy (JsBuffer.assign_to) and outputs once
+Every public function returns a dict; a failure is {"error": message, "code": onnxruntime's error code} so the JS
+side can reject in onnxruntime-web's form ("failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: ..."). JS buffers are copied once into numpy (JsBuffer.assign_to) and outputs once
 into fresh JS Uint8Arrays (JsBuffer.assign) that the host transfers to the page. Runs go through the session's
 async path (a GPU EP's kernels and readbacks are awaited). Outputs a session keeps on its device
 (preferredOutputLocation 'gpu-buffer') stay here as OrtValues under an id; the JS Tensor downloads or releases
@@ -33,7 +33,9 @@ JS_TO_CODE = {
 }
 CODE_TO_JS = {v: k for k, v in JS_TO_CODE.items()}
 LEVELS = {"disabled": 0, "basic": 1, "extended": 2, "layout": 3, "all": 99}
-EP_NAMES = {"cpu": "CPUExecutionProvider", "wasm": "WasmExecutionProvider", "webgpu": "WebGpuExecutionProvider"}
+# onnxruntime-web's backend names: 'cpu' and 'wasm' are both its WebAssembly backend (here the WASM EP where its
+# kernels are present, the numpy CPU EP behind it); onnxide's own provider names are taken as they are
+EP_NAMES = {"cpu": "WasmExecutionProvider", "wasm": "WasmExecutionProvider", "webgpu": "WebGpuExecutionProvider"}
 ROOT = "/tmp/onnxide_sessions"
 LOCATIONS = ("cpu", "cpu-pinned", "gpu-buffer", "ml-tensor", "texture")  # onnxruntime-web's data locations
 ON_DEVICE = "gpu-buffer"
@@ -43,9 +45,28 @@ _values = {}  # id -> OrtValue a session left on its device for JS
 _next_id = [1]
 
 
+# onnxruntime's OrtErrorCode per exception class (a Python built-in exception: RUNTIME_EXCEPTION, named in the text)
+ERROR_CODES = {"Fail": 1, "InvalidArgument": 2, "NoSuchFile": 3, "NoModel": 4, "EngineError": 5,
+               "RuntimeException": 6, "InvalidProtobuf": 7, "ModelLoaded": 8, "NotImplemented": 9, "InvalidGraph": 10,
+               "EPFail": 11, "ModelLoadCanceled": 12, "ModelRequiresCompilation": 13, "NotFound": 14}
+
+
+class CallFailed(Exception):
+    """A failure onnxruntime-web reports after another call than OrtRun(): `what` is its prefix there."""
+
+    def __init__(self, what, code, message):
+        super().__init__(message)
+        self.what, self.code = what, code
+
+
 def _error(e):
-    msg = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
-    return _js({"error": f"{type(e).__name__}: {msg}"})
+    msg = str(e).strip() or repr(e)
+    if isinstance(e, CallFailed):
+        return _js({"error": msg, "code": e.code, "what": e.what})
+    code = ERROR_CODES.get(type(e).__name__) if isinstance(e, onnxide.errors.OnnxideError) else None
+    if code is None:
+        code, msg = 6, f"{type(e).__name__}: {msg}"
+    return _js({"error": msg, "code": code})
 
 
 def _clean(fn):
@@ -78,8 +99,11 @@ def _meta(arg):
     is_tensor = t.startswith("tensor(")
     elem = t[7:-1] if is_tensor else t
     js_type = {"float": "float32", "double": "float64"}.get(elem, elem)
-    shape = [d if isinstance(d, (int, str)) else None for d in (arg.shape or [])] if arg.shape is not None else None
-    return {"name": arg.name, "isTensor": is_tensor, "type": js_type, "shape": shape}
+    if not is_tensor:
+        return {"name": arg.name, "isTensor": False}
+    # onnxruntime-web's form: symbolic dims by name, unknown ones as -1; an unknown rank reads as [] there too
+    shape = [d if isinstance(d, (int, str)) else -1 for d in (arg.shape or [])]
+    return {"name": arg.name, "isTensor": True, "type": js_type, "shape": shape}
 
 
 @_clean
@@ -141,21 +165,28 @@ def create(model, external, options):
         with open(target, "wb") as f:
             f.write(data.to_bytes() if hasattr(data, "to_bytes") else bytes(data))
     so = onnxide.SessionOptions()
-    level = opts.get("graphOptimizationLevel", "all")
+    level = opts.get("graphOptimizationLevel") or "all"
     if level not in LEVELS:
-        raise onnxide.InvalidArgument(f"Unsupported graph optimization level: {level}")
+        raise onnxide.InvalidArgument(f"unsupported graph optimization level: {level}")
     so.graph_optimization_level = LEVELS[level]
     providers = []
+    available = onnxide.get_available_providers()
     for ep in opts.get("executionProviders") or ["wasm"]:  # onnxruntime-web's default backend
         name = ep if isinstance(ep, str) else ep.get("name")
         full = EP_NAMES.get(name, name)
-        if full not in onnxide.get_available_providers():
-            print(f"onnxide: execution provider '{name}' is not available here; using the others (CPU last)")
-        elif full not in providers:
+        if name in ("cpu", "wasm") and full not in available:
+            continue  # no WASM kernels in this build: the CPU EP alone
+        if full not in available:
+            raise onnxide.InvalidArgument(f"not supported execution provider: {name}")
+        if full not in providers:
             providers.append(full)
     try:
         sess = onnxide.InferenceSession(path, so, providers=providers or ["CPUExecutionProvider"])
         where = _output_locations(sess, opts.get("preferredOutputLocation"))
+    except onnxide.InvalidProtobuf:
+        shutil.rmtree(folder, ignore_errors=True)
+        # onnxruntime-web loads from bytes: its C API says only this (natively onnxide names the field at fault)
+        raise onnxide.InvalidProtobuf("Failed to load model because protobuf parsing failed.") from None
     except Exception:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -274,7 +305,7 @@ async def run(sid, feeds, fetches):
     t2 = time.perf_counter()
     declared = {a.name: a.type for a in sess.get_outputs()}
     wire = []
-    for name, value in zip(names, outputs):
+    for i, (name, value) in enumerate(zip(names, outputs)):
         if name in where:
             vid = _next_id[0]
             _next_id[0] += 1
@@ -283,8 +314,9 @@ async def run(sid, feeds, fetches):
                          "location": ON_DEVICE, "valueId": vid})
             continue
         if not isinstance(value, np.ndarray) and not np.isscalar(value):
-            raise onnxide.NotImplemented(f"Output '{name}' is a {type(value).__name__}: only tensors can be "
-                                         f"returned to JS")
+            # (onnxruntime-web reads every output as a tensor: a sequence or map output fails there like this)
+            raise CallFailed(f"Can't access output tensor data on index {i}.", 9,
+                             "Reading data from non-tensor typed value is not supported.")
         t, dims, data = _to_wire(value, declared.get(name, ""))
         wire.append({"name": name, "type": t, "dims": dims, "data": data})
     t3 = time.perf_counter()

@@ -1,12 +1,18 @@
 // host-client.mjs — owns starting the host and talking to it: a WorkerHost (page side of worker.mjs: request ids,
-// transfers, a dead worker rejects every pending and later call) or a LocalHost (PyodideHost in this realm).
-import { env } from './env.mjs';
-import { isNode } from './assets.mjs';
+// transfers, a dead worker rejects every pending and later call) or a LocalHost (PyodideHost in this realm). The
+// host's modules come from the folder the assets manifest names (the npm package's onnxide/), else from here.
+import { env, assetsOverride } from './env.mjs';
+import { isNode, resolveAssets } from './assets.mjs';
+
+/** A host error as the bridge reports it: the message, with onnxruntime's error code as `.code`. */
+function hostError({ error, code, what }) {
+  return Object.assign(new Error(error), { code, what });
+}
 
 class WorkerHost {
-  constructor() {
+  constructor(runtimeURL) {
     this.mode = 'worker';
-    this.worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module', name: 'onnxide' });
+    this.worker = new Worker(new URL('worker.mjs', runtimeURL), { type: 'module', name: 'onnxide' });
     this.pending = new Map();
     this.nextId = 1;
     this.dead = null;
@@ -19,7 +25,7 @@ class WorkerHost {
       const p = this.pending.get(id);
       if (!p) return;
       this.pending.delete(id);
-      if (error !== undefined) p.reject(new Error(error));
+      if (error !== undefined) p.reject(hostError(ev.data));
       else p.resolve(result);
     };
     const die = (why) => {
@@ -47,20 +53,20 @@ class WorkerHost {
 }
 
 class LocalHost {
-  constructor(mode) {
+  constructor(mode, runtimeURL) {
     this.mode = mode;
+    this.runtimeURL = runtimeURL;
     this.host = null;
   }
 
   async call(method, args = {}) {
     if (!this.host) {
-      const { PyodideHost } = await import('./host.mjs');
+      const { PyodideHost } = await import(/* @vite-ignore */ new URL('host.mjs', this.runtimeURL).href);
       this.host = this.host || new PyodideHost();
     }
     if (method === 'init') return this.host.init({ ...args, onLog: (l) => env.onnxide.onLog?.(l) });
-    if (method === 'externalLocations') return this.host.externalLocations(args.model);
-    const result = await this.host[method](args);
-    if (method === 'create' && this.host.webgpu) env.webgpu.device = this.host.webgpu;  // (GPU buffers to feed)
+    const result = await this.host.call(method, args);
+    if (this.host.webgpu) env.webgpu.device = this.host.webgpu; // the page's GPUDevice (GPU buffers to feed)
     return result;
   }
 
@@ -70,7 +76,7 @@ class LocalHost {
 function chooseMode() {
   const want = env.onnxide.host;
   if (isNode) return 'node';
-  if (want === 'page' || env.wasm.proxy === false) return 'page';
+  if (want === 'page') return 'page';
   if (want === 'worker' || typeof Worker === 'function') return 'worker';
   return 'page';
 }
@@ -81,11 +87,13 @@ let started = null;
 export function getHost() {
   if (!started) {
     started = (async () => {
+      const assets = await resolveAssets(assetsOverride());
+      const runtimeURL = assets.runtimeURL || new URL('./', import.meta.url).href;
       const mode = chooseMode();
-      const host = mode === 'worker' ? new WorkerHost() : new LocalHost(mode);
+      const host = mode === 'worker' ? new WorkerHost(runtimeURL) : new LocalHost(mode, runtimeURL);
       let info;
       try {
-        info = await host.call('init', { assetsURL: env.onnxide.assetsURL, packages: [...env.onnxide.packages] });
+        info = await host.call('init', { assetsURL: assets.assetsURL, packages: [...env.onnxide.packages] });
       } catch (e) {
         host.terminate();
         throw e;

@@ -7,10 +7,15 @@ const BRIDGE = 'onnxide_web_bridge';
 const WASM_DIR = '/home/pyodide/onnxide_wasm';
 
 function unwrap(proxy) {
-  // bridge functions return a JS object already (to_js); errors come back as {error}
-  if (proxy && proxy.error) throw new Error(proxy.error);
+  // bridge functions return a JS object already (to_js); errors come back as {error, code}
+  if (proxy && proxy.error !== undefined) {
+    throw Object.assign(new Error(proxy.error), { code: proxy.code, what: proxy.what });
+  }
   return proxy;
 }
+
+const METHODS = new Set(['externalLocations', 'initWebGpu', 'providers', 'create', 'run', 'downloadValue',
+  'releaseValue', 'release']);
 
 export class PyodideHost {
   constructor() {
@@ -68,9 +73,30 @@ export class PyodideHost {
     };
   }
 
+  /** Serve one request (init aside): the page's LocalHost and worker.mjs both come through here. */
+  call(method, args) {
+    if (!METHODS.has(method)) throw new Error(`Unknown host method: ${method}`);
+    return this[method](args);
+  }
+
   /** External-data file names a model refers to. */
-  externalLocations(model) {
+  externalLocations({ model }) {
     return unwrap(this.bridge.external_locations(model)).locations;
+  }
+
+  /** Execution providers onnxide has here now (a provider registered after boot too). */
+  providers() {
+    return unwrap(this.bridge.info()).providers;
+  }
+
+  /** The 'webgpu' backend's start: a GPUDevice for the WebGPU EP, or onnxruntime-web's reason why there is none. */
+  async initWebGpu() {
+    if (!globalThis.navigator?.gpu) throw new Error('WebGPU is not supported in current environment');
+    if (!(await this.ensureWebGpu())) {
+      throw new Error('Failed to get GPU adapter. You may need to enable flag "--enable-unsafe-webgpu" if you are '
+        + 'using Chrome.');
+    }
+    return { providers: unwrap(this.bridge.info()).providers };
   }
 
   /** The page's (or the Worker's) GPUDevice handed to Python once, when a session first asks for 'webgpu'. */

@@ -1,128 +1,126 @@
-// session.mjs — owns `InferenceSession` (onnxruntime-web's API: create, run, inputNames/outputNames, metadata,
-// release): loads the model bytes (URL with progress, external-data files), hands plain data to the host and
-// turns the host's outputs back into Tensors.
-import { fetchBytes, isNode } from './assets.mjs';
-import { getHost } from './host-client.mjs';
-import { fromWire, toWire } from './tensor.mjs';
+// session.mjs — owns `InferenceSession` with onnxruntime-web's checks and messages: create()'s argument forms, the
+// backend its executionProviders resolve to (backends.mjs), run()'s feeds / fetches / options rules; the work itself
+// is the backend's session handler (onnxide's: onnxide-backend.mjs).
+import { resolveBackend } from './backends.mjs';
+import { Tensor } from './tensor.mjs';
 
-function baseURL() {
-  return isNode ? `file://${process.cwd()}/` : globalThis.location?.href;
-}
-
-async function modelBytes(arg, byteOffset, byteLength, onProgress) {
-  if (typeof arg === 'string' || arg instanceof URL) {
-    const url = new URL(arg, baseURL()).href;
-    return { bytes: await fetchBytes(url, onProgress && ((l, t) => onProgress(l, t, url))), url, owned: true };
-  }
-  if (arg instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && arg instanceof SharedArrayBuffer)) {
-    return { bytes: new Uint8Array(arg, byteOffset ?? 0, byteLength ?? arg.byteLength - (byteOffset ?? 0)) };
-  }
-  if (arg instanceof Uint8Array) return { bytes: arg };
-  throw new TypeError("Unexpected argument[0]: must be 'path' (a URL string) or 'buffer' (Uint8Array/ArrayBuffer).");
-}
-
-async function externalFiles(list, modelURL, onProgress) {
-  const out = [];
-  for (const item of list) {
-    const e = typeof item === 'string' ? { path: item, data: item } : item;
-    let data = e.data;
-    if (typeof data === 'string' || data instanceof URL) {
-      const url = new URL(data, modelURL || baseURL()).href;
-      data = await fetchBytes(url, onProgress && ((l, t) => onProgress(l, t, url)));
-    } else if (typeof Blob !== 'undefined' && data instanceof Blob) data = new Uint8Array(await data.arrayBuffer());
-    else if (data instanceof ArrayBuffer) data = new Uint8Array(data);
-    if (!(data instanceof Uint8Array)) throw new TypeError(`External data '${e.path}' must be a URL, bytes or a Blob`);
-    out.push({ path: e.path, data });
-  }
-  return out;
+/** (model, options) of create()'s forms: (path | Uint8Array[, options]) or (ArrayBuffer[, byteOffset[, byteLength]][, options]). */
+function createArgs(a0, a1, a2, a3) {
+  const optionsAt = (v) => {
+    if (typeof v === 'object' && v !== null) return v;
+    if (typeof v !== 'undefined') throw new TypeError("'options' must be an object.");
+    return {};
+  };
+  if (typeof a0 === 'string' || a0 instanceof Uint8Array) return [a0, optionsAt(a1)];
+  const isShared = typeof SharedArrayBuffer !== 'undefined' && a0 instanceof SharedArrayBuffer;
+  if (!(a0 instanceof ArrayBuffer) && !isShared) throw new TypeError("Unexpected argument[0]: must be 'path' or 'buffer'.");
+  if (typeof a1 !== 'number') return [new Uint8Array(a0), optionsAt(a1)];
+  const total = a0.byteLength;
+  if (!Number.isSafeInteger(a1)) throw new RangeError("'byteOffset' must be an integer.");
+  if (a1 < 0 || a1 >= total) throw new RangeError(`'byteOffset' is out of range [0, ${total}).`);
+  if (typeof a2 === 'undefined') return [new Uint8Array(a0, a1), {}];
+  if (typeof a2 !== 'number') throw new TypeError("'byteLength' must be a number.");
+  if (!Number.isSafeInteger(a2)) throw new RangeError("'byteLength' must be an integer.");
+  if (a2 <= 0 || a1 + a2 > total) throw new RangeError(`'byteLength' is out of range (0, ${total - a1}].`);
+  return [new Uint8Array(a0, a1, a2), optionsAt(a3)];
 }
 
 export class InferenceSession {
-  constructor(host, meta) {
-    this.host = host;
-    this.id = meta.id;
-    this.inputMetadata = meta.inputMetadata;
-    this.outputMetadata = meta.outputMetadata;
-    this.inputNames = meta.inputMetadata.map((m) => m.name);
-    this.outputNames = meta.outputMetadata.map((m) => m.name);
-    this.providers = meta.providers;
-    this.timings = { createMs: meta.createMs, loadMs: meta.loadMs, lastRun: undefined }; // loadMs: downloads
-    this.released = false;
+  constructor(handler) {
+    this.handler = handler;
   }
 
   /**
-   * create(url | Uint8Array | ArrayBuffer[, byteOffset, byteLength], options). Options: executionProviders,
-   * graphOptimizationLevel ('disabled'|'basic'|'extended'|'all'), externalData ([{path, data}] or [url]),
-   * preferredOutputLocation ('cpu' | 'gpu-buffer', or {outputName: location}: 'gpu-buffer' outputs stay on the
-   * session's device as Tensors with location 'gpu-buffer'),
-   * onProgress(loaded, total, url) (onnxide's addition: model and external-data download progress).
+   * create(url | Uint8Array | ArrayBuffer[, byteOffset, byteLength], options). Options as onnxruntime-web's:
+   * executionProviders ('wasm' / 'cpu': onnxide's WASM EP with the CPU EP behind it, 'webgpu'; onnxide's own
+   * provider names too), graphOptimizationLevel, externalData, preferredOutputLocation ('cpu' | 'gpu-buffer', or
+   * {outputName: location}), plus onnxide's onProgress(loaded, total, url) for model and external-data downloads.
    */
-  static async create(arg, a, b, c) {
-    const options = (typeof a === 'object' && a !== null ? a : c) || {};
-    const [off, len] = typeof a === 'number' ? [a, b] : [undefined, undefined];
-    const t0 = performance.now();
-    const hostP = getHost(); // boot Pyodide while the model downloads
-    hostP.catch(() => {});
-    const { bytes, url, owned } = await modelBytes(arg, off, len, options.onProgress);
-    let loadMs = performance.now() - t0;
-    const host = await hostP;
-    let ext = options.externalData;
-    if (!ext && url) {
-      // a model loaded by URL: fetch the external-data files it names, relative to it
-      const locs = await host.call('externalLocations', { model: bytes });
-      ext = locs.map((p) => ({ path: p, data: p }));
-    }
-    const t1 = performance.now();
-    const externalData = await externalFiles(ext || [], url, options.onProgress);
-    loadMs += performance.now() - t1;
-    const transfer = owned ? [bytes.buffer, ...externalData.map((e) => e.data.buffer)] : [];
-    const meta = await host.call('create', { model: bytes, externalData, options: {
-      executionProviders: options.executionProviders, graphOptimizationLevel: options.graphOptimizationLevel,
-      preferredOutputLocation: options.preferredOutputLocation,
-    } }, host.mode === 'worker' ? transfer : []);
-    return new InferenceSession(host, { ...meta, loadMs });
+  static async create(a0, a1, a2, a3) {
+    const [model, options] = createArgs(a0, a1, a2, a3);
+    const [backend, resolved] = await resolveBackend(options);
+    return new InferenceSession(await backend.createInferenceSessionHandler(model, resolved));
   }
 
-  /** run(feeds[, fetches][, options]) -> {outputName: Tensor}; fetches: names or {name: null|Tensor}. */
-  async run(feeds, fetches, options) {
-    if (this.released) throw new Error('Session already released');
-    if (typeof feeds !== 'object' || feeds === null || Array.isArray(feeds)) {
+  get inputNames() {
+    return this.handler.inputNames;
+  }
+
+  get outputNames() {
+    return this.handler.outputNames;
+  }
+
+  get inputMetadata() {
+    return this.handler.inputMetadata;
+  }
+
+  get outputMetadata() {
+    return this.handler.outputMetadata;
+  }
+
+  /** onnxide's additions: the session's providers in order, and the last create / run timings. */
+  get providers() {
+    return this.handler.providers;
+  }
+
+  get timings() {
+    return this.handler.timings;
+  }
+
+  /** run(feeds[, fetches][, options]) -> {outputName: Tensor}; fetches: output names, or {name: null | Tensor}. */
+  async run(feeds, a1, a2) {
+    if (typeof feeds !== 'object' || feeds === null || feeds instanceof Tensor || Array.isArray(feeds)) {
       throw new TypeError("'feeds' must be an object that use input names as keys and OnnxValue as corresponding values.");
     }
-    let names = null;
-    if (Array.isArray(fetches)) names = fetches;
-    else if (fetches && typeof fetches === 'object' && !('logSeverityLevel' in fetches || 'tag' in fetches)) {
-      const keys = Object.keys(fetches);
-      if (keys.length && keys.every((k) => this.outputNames.includes(k))) names = keys;
-    }
-    if (names) {
-      for (const n of names) {
-        if (typeof n !== 'string' || !this.outputNames.includes(n)) throw new RangeError(`'fetches' contains invalid output name: ${n}.`);
+    const fetches = {};
+    let options = {};
+    const optionsAt = (v) => {
+      if (typeof v === 'object' && v !== null) return v;
+      if (typeof v !== 'undefined') throw new TypeError("'options' must be an object.");
+      return {};
+    };
+    if (typeof a1 === 'object') {
+      if (a1 === null) throw new TypeError('Unexpected argument[1]: cannot be null.');
+      if (a1 instanceof Tensor) throw new TypeError("'fetches' cannot be a Tensor");
+      if (Array.isArray(a1)) {
+        if (a1.length === 0) throw new TypeError("'fetches' cannot be an empty array.");
+        for (const name of a1) {
+          if (typeof name !== 'string') throw new TypeError("'fetches' must be a string array or an object.");
+          if (!this.outputNames.includes(name)) throw new RangeError(`'fetches' contains invalid output name: ${name}.`);
+          fetches[name] = null;
+        }
+        options = optionsAt(a2);
+      } else {
+        // an object naming outputs (null or a Tensor to fill) is fetches; anything else is the run options
+        const keys = Object.getOwnPropertyNames(a1);
+        for (const name of this.outputNames) {
+          const v = a1[name];
+          if (keys.includes(name) && (v === null || v instanceof Tensor)) fetches[name] = v;
+        }
+        options = Object.keys(fetches).length ? optionsAt(a2) : a1;
       }
+    } else if (typeof a1 !== 'undefined') {
+      throw new TypeError("Unexpected argument[1]: must be 'fetches' or 'options'.");
     }
-    const wire = {};
-    for (const [k, v] of Object.entries(feeds)) {
-      wire[k] = toWire(v);
-      if (wire[k].gpuBuffer && this.host.mode === 'worker') {
-        throw new Error(`input '${k}': a GPUBuffer cannot be sent to the Worker host; use env.onnxide.host = 'page' `
-          + 'to feed GPU buffers created on env.webgpu.device');
-      }
+    for (const name of this.inputNames) {
+      if (typeof feeds[name] === 'undefined') throw new Error(`input '${name}' is missing in 'feeds'.`);
     }
-    const t0 = performance.now();
-    const res = await this.host.call('run', { id: this.id, feeds: wire, fetches: names });
+    if (!Object.keys(fetches).length) for (const name of this.outputNames) fetches[name] = null;
+    const results = await this.handler.run(feeds, fetches, options);
     const out = {};
-    for (const [k, v] of Object.entries(res.outputs)) out[k] = fromWire(v, this.host);
-    this.timings.lastRun = { ...res.timings, totalMs: performance.now() - t0 };
+    for (const [name, r] of Object.entries(results)) out[name] = r instanceof Tensor ? r : new Tensor(r.type, r.data, r.dims);
     return out;
   }
 
   async release() {
-    if (this.released) return;
-    this.released = true;
-    await this.host.call('release', { id: this.id });
+    return this.handler.dispose();
   }
 
-  startProfiling() {}
+  startProfiling() {
+    this.handler.startProfiling?.();
+  }
 
-  endProfiling() {}
+  endProfiling() {
+    this.handler.endProfiling?.();
+  }
 }

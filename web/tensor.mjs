@@ -1,223 +1,260 @@
-// tensor.mjs — owns `Tensor` (onnxruntime-web's shape: type, data, dims, size) and the dtype table that maps
-// tensor types to typed arrays. Plain data, no Pyodide: safe to import in the page, a Worker or Node.js.
+// tensor.mjs — owns `Tensor` with onnxruntime-web's semantics (constructor forms and checks, data locations,
+// getData / dispose / reshape) and the tensor type <-> typed-array table. Plain data, no Pyodide: safe to import in
+// the page, a Worker or Node.js. Image conversions live in tensor-image.mjs.
+import { imageToTensor, tensorToDataURL, tensorToImageData } from './tensor-image.mjs';
 
-const F16 = typeof globalThis.Float16Array === 'function' ? globalThis.Float16Array : null;
+/** Tensor types whose data is a typed array, in onnxruntime-web's table (4-bit types: two per byte in Uint8Array). */
+const BASE_TYPES = [
+  ['float32', Float32Array], ['uint8', Uint8Array], ['int8', Int8Array], ['uint16', Uint16Array],
+  ['int16', Int16Array], ['int32', Int32Array], ['bool', Uint8Array], ['float64', Float64Array],
+  ['uint32', Uint32Array], ['int4', Uint8Array], ['uint4', Uint8Array],
+  ['int64', BigInt64Array], ['uint64', BigUint64Array],
+];
+const F16 = typeof globalThis.Float16Array === 'function' && globalThis.Float16Array.from ? globalThis.Float16Array : null;
 
-// type -> typed-array constructor (onnxruntime-web's table; 4-bit types are packed two per byte, low nibble first)
-export const TYPED_ARRAYS = {
-  float32: Float32Array, float64: Float64Array, float16: Uint16Array,
-  int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array,
-  int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array,
-  bool: Uint8Array, int4: Int8Array, uint4: Uint8Array,
-};
+/** type -> typed-array constructor; float16 is a Float16Array where the platform has one, else Uint16Array bits. */
+export const TYPED_ARRAYS = Object.fromEntries([...BASE_TYPES, ['float16', F16 || Uint16Array]]);
 export const TENSOR_TYPES = [...Object.keys(TYPED_ARRAYS), 'string'];
-const PACKED = new Set(['int4', 'uint4']);
+/** Typed-array constructor -> the type a tensor built from it without a type gets (bool / 4-bit need their type). */
+const TYPE_OF_ARRAY = new Map([
+  [Float32Array, 'float32'], [Uint8Array, 'uint8'], [Int8Array, 'int8'], [Uint16Array, 'uint16'],
+  [Int16Array, 'int16'], [Int32Array, 'int32'], [Float64Array, 'float64'], [Uint32Array, 'uint32'],
+  [BigInt64Array, 'int64'], [BigUint64Array, 'uint64'], ...(F16 ? [[F16, 'float16']] : []),
+]);
+const GPU_BUFFER_TYPES = new Set(['float32', 'float16', 'int32', 'int64', 'uint32', 'uint8', 'bool', 'uint4', 'int4']);
+const ML_TENSOR_TYPES = new Set([...GPU_BUFFER_TYPES, 'uint64', 'int8']);
 
-function typeOfArray(data) {
-  if (Array.isArray(data)) {
-    if (data.length && typeof data[0] === 'string') return 'string';
-    if (data.length && typeof data[0] === 'boolean') return 'bool';
-    return 'float32';
-  }
-  if (F16 && data instanceof F16) return 'float16';
-  for (const [t, C] of [['float32', Float32Array], ['float64', Float64Array], ['int8', Int8Array],
-    ['uint8', Uint8Array], ['uint8', Uint8ClampedArray], ['int16', Int16Array], ['uint16', Uint16Array],
-    ['int32', Int32Array], ['uint32', Uint32Array], ['int64', BigInt64Array], ['uint64', BigUint64Array]]) {
-    if (data instanceof C) return t;
-  }
-  throw new TypeError(`Unsupported tensor data: ${Object.prototype.toString.call(data)}`);
-}
-
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
-/** IEEE half bits of a number (round to nearest even), for float16 tensors built from number[] without Float16Array. */
-export function halfBits(v) {
-  f32[0] = v;
-  const x = u32[0];
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  let mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let h = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1), half = 1 << (shift - 1);
-    if (rem > half || (rem === half && (h & 1))) h += 1;
-    return sign | h;
-  }
-  let h = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h += 1;
-  return sign | h;
-}
-
-/** Number of elements of `dims` (1 for a scalar). */
+/** Number of elements of `dims` (1 for a scalar), with onnxruntime-web's errors for a bad dimension. */
 export function sizeOf(dims) {
   let n = 1;
-  for (const d of dims) {
-    if (!Number.isSafeInteger(d) || d < 0) throw new TypeError(`Invalid tensor dimension: ${d}`);
+  dims.forEach((d, i) => {
+    if (typeof d !== 'number' || !Number.isSafeInteger(d)) throw new TypeError(`dims[${i}] must be an integer, got: ${d}`);
+    if (d < 0) throw new RangeError(`dims[${i}] must be a non-negative integer, got: ${d}`);
     n *= d;
-  }
+  });
   return n;
 }
 
-/** Length the data array must have for `type` and element count `size`. */
-export function dataLength(type, size) {
-  return PACKED.has(type) ? Math.ceil(size / 2) : size;
-}
-
-function toTypedArray(type, data) {
-  const C = TYPED_ARRAYS[type];
+/** The data array of `new Tensor(type, data, dims)`: typed arrays as given, number[] converted, Uint8ClampedArray copied. */
+function typedData(type, data) {
   if (type === 'string') {
-    if (!Array.isArray(data) || data.some((s) => typeof s !== 'string')) {
-      throw new TypeError('A string tensor needs an array of strings');
-    }
+    if (!Array.isArray(data)) throw new TypeError("A string tensor's data must be a string array.");
     return data;
   }
-  if (!C) throw new TypeError(`Unsupported tensor type: ${type}`);
+  const C = TYPED_ARRAYS[type];
+  if (C === undefined) throw new TypeError(`Unsupported tensor type: ${type}.`);
   if (Array.isArray(data)) {
-    if (type === 'int64' || type === 'uint64') return C.from(data, (v) => BigInt(v));
-    if (type === 'bool') return C.from(data, (v) => (v ? 1 : 0));
-    if (type === 'float16') return F16 ? F16.from(data) : Uint16Array.from(data, halfBits);
-    return C.from(data);
+    if ((type === 'float16' && C === Uint16Array) || type === 'int4' || type === 'uint4') {
+      throw new TypeError(`Creating a ${type} tensor from number array is not supported. Please use ${C.name} as data.`);
+    }
+    return type === 'int64' || type === 'uint64' ? C.from(data, BigInt) : C.from(data);
   }
-  if (data instanceof C || (type === 'float16' && F16 && data instanceof F16)) return data;
-  if (type === 'uint8' && data instanceof Uint8ClampedArray) return data;
-  throw new TypeError(`A ${type} tensor needs ${C.name} data, not ${data?.constructor?.name}`);
+  if (data instanceof C) return data;
+  if (data instanceof Uint8ClampedArray) {
+    if (type === 'uint8') return Uint8Array.from(data);
+    throw new TypeError("A Uint8ClampedArray tensor's data must be type of uint8");
+  }
+  if (type === 'float16' && C !== Uint16Array && data instanceof Uint16Array) {
+    return new C(data.buffer, data.byteOffset, data.length); // half bits viewed as Float16Array
+  }
+  throw new TypeError(`A ${type} tensor's data must be type of ${C}`);
 }
 
-/** A CPU tensor: `new Tensor(type, data, dims)`, `new Tensor(type, data)` (1-D), `new Tensor(data, dims)`. */
+/** [type, data] of `new Tensor(data, dims)`: the type follows the data. */
+function inferred(data) {
+  if (Array.isArray(data)) {
+    if (data.length === 0) throw new TypeError('Tensor type cannot be inferred from an empty array.');
+    const first = typeof data[0];
+    if (first === 'string') return ['string', data];
+    if (first === 'boolean') return ['bool', Uint8Array.from(data)];
+    throw new TypeError(`Invalid element type of data array: ${first}.`);
+  }
+  if (data instanceof Uint8ClampedArray) return ['uint8', Uint8Array.from(data)];
+  const type = TYPE_OF_ARRAY.get(data?.constructor);
+  if (type === undefined) throw new TypeError(`Unsupported type for tensor data: ${data?.constructor}.`);
+  return [type, data];
+}
+
+/** The fields a tensor whose data lives elsewhere keeps ({location, type, dims, ...} constructor form). */
+function locatedFields(o) {
+  const { location, type } = o;
+  const check = (ok, what) => {
+    if (!ok) throw new TypeError(`unsupported type "${type}" to create tensor from ${what}`);
+  };
+  switch (location) {
+    case 'cpu-pinned': {
+      const C = TYPED_ARRAYS[type];
+      if (!C || type === 'string') throw new TypeError(`unsupported type "${type}" to create tensor from pinned buffer`);
+      if (!(o.data instanceof C)) throw new TypeError(`buffer should be of type ${C.name}`);
+      return { cpuData: o.data };
+    }
+    case 'texture':
+      check(type === 'float32', 'texture');
+      return { gpuTextureData: o.texture, downloader: o.download, disposer: o.dispose };
+    case 'gpu-buffer':
+      check(GPU_BUFFER_TYPES.has(type), 'gpu buffer');
+      return { gpuBufferData: o.gpuBuffer, downloader: o.download, disposer: o.dispose };
+    case 'ml-tensor':
+      check(ML_TENSOR_TYPES.has(type), 'MLTensor');
+      return { mlTensorData: o.mlTensor, downloader: o.download, disposer: o.dispose };
+    default:
+      throw new Error(`Tensor constructor: unsupported location '${location}'`);
+  }
+}
+
 export class Tensor {
+  /**
+   * `new Tensor(type, data, dims?)`, `new Tensor(data, dims?)` (type from the data), or
+   * `new Tensor({location, type, dims, ...})` for data elsewhere ('gpu-buffer', 'cpu-pinned', 'texture', 'ml-tensor').
+   * `dims` is kept as given (a mutable array, as in onnxruntime-web); its product must match the data length.
+   */
   constructor(a, b, c) {
-    let type, data, dims;
-    if (typeof a === 'string') [type, data, dims] = [a, b, c];
-    else [type, data, dims] = [typeOfArray(a), a, b];
-    data = toTypedArray(type, data);
-    if (dims === undefined) dims = [PACKED.has(type) ? data.length * 2 : data.length];
-    dims = Array.from(dims, Number);
+    let type, dims;
+    if (typeof a === 'object' && a !== null && 'location' in a) {
+      Object.assign(this, locatedFields(a));
+      this.dataLocation = a.location;
+      ({ type, dims } = a);
+    } else {
+      let data;
+      if (typeof a === 'string') {
+        [type, data, dims] = [a, typedData(a, b), c];
+      } else {
+        [type, data] = inferred(a);
+        dims = b;
+      }
+      if (dims === undefined) dims = [data.length];
+      else if (!Array.isArray(dims)) throw new TypeError("A tensor's dims must be a number array");
+      this.cpuData = data;
+      this.dataLocation = 'cpu';
+    }
     const size = sizeOf(dims);
-    if (dataLength(type, size) !== data.length) {
-      throw new RangeError(`Tensor's size(${size}) does not match data length(${data.length}).`);
+    if (this.cpuData && size !== this.cpuData.length
+        && !((type === 'int4' || type === 'uint4') && Math.ceil(size / 2) === this.cpuData.length)) {
+      throw new Error(`Tensor's size(${size}) does not match data length(${this.cpuData.length}).`);
     }
     this.type = type;
-    this.dims = Object.freeze(dims);
+    this.dims = dims;
     this.size = size;
-    this.location = 'cpu';
-    this.cpuData = data;
   }
 
-  /**
-   * A tensor whose data lives elsewhere ('gpu-buffer': on a session's device, or a user's WebGPU buffer):
-   * `download()` resolves to its data, `dispose()` frees it; `valueId` names a value the onnxide host keeps.
-   */
-  static fromLocation(location, { dataType, dims, download, dispose, gpuBuffer, valueId }) {
-    const t = Object.create(Tensor.prototype);
-    t.type = dataType;
-    t.dims = Object.freeze(Array.from(dims, Number));
-    t.size = sizeOf(t.dims);
-    t.location = location;
-    t.cpuData = undefined;
-    Object.assign(t, { downloader: download, disposer: dispose, gpuBufferData: gpuBuffer, valueId });
-    return t;
+  static async fromImage(image, options) {
+    const [data, dims] = await imageToTensor(image, options);
+    return new Tensor('float32', data, dims);
   }
 
-  /** onnxruntime-web's form for a WebGPU buffer the caller owns. */
-  static fromGpuBuffer(buffer, { dataType, dims, download, dispose }) {
-    return Tensor.fromLocation('gpu-buffer', { dataType, dims, download, dispose, gpuBuffer: buffer });
+  static fromGpuBuffer(gpuBuffer, { dataType, dims, download, dispose }) {
+    return new Tensor({ location: 'gpu-buffer', type: dataType ?? 'float32', gpuBuffer, dims, download, dispose });
   }
 
-  /** Where the data is: 'cpu' or 'gpu-buffer' (`location`, also under the name onnxruntime-web's options use). */
-  get dataLocation() {
-    return this.location;
+  static fromPinnedBuffer(type, buffer, dims) {
+    return new Tensor({ location: 'cpu-pinned', type, data: buffer, dims: dims ?? [buffer.length] });
+  }
+
+  static fromTexture(texture, { width, height, download, dispose }) {
+    return new Tensor({ location: 'texture', type: 'float32', texture, dims: [1, height, width, 4], download, dispose });
+  }
+
+  static fromMLTensor(mlTensor, { dataType, dims, download, dispose }) {
+    return new Tensor({ location: 'ml-tensor', type: dataType ?? 'float32', mlTensor, dims, download, dispose });
+  }
+
+  toDataURL(options) {
+    return tensorToDataURL(this, options);
+  }
+
+  toImageData(options) {
+    return tensorToImageData(this, options);
+  }
+
+  /** Where the data is: 'cpu', 'cpu-pinned', 'gpu-buffer', 'texture', 'ml-tensor', or 'none' once disposed. */
+  get location() {
+    return this.dataLocation;
   }
 
   get data() {
-    if (this.location !== 'cpu') {
-      throw new Error('The data is not on CPU. Use `getData()` to download GPU data to CPU, or use `texture` or '
-        + '`gpuBuffer` property to access the GPU data directly.');
+    this.ensureValid();
+    if (!this.cpuData) {
+      throw new Error('The data is not on CPU. Use `getData()` to download GPU data to CPU, '
+        + 'or use `texture` or `gpuBuffer` property to access the GPU data directly.');
     }
-    if (!this.cpuData) throw new Error('The tensor has been disposed.');
     return this.cpuData;
   }
 
   get gpuBuffer() {
-    if (this.location !== 'gpu-buffer') throw new Error('The data is not stored as a WebGPU buffer.');
+    this.ensureValid();
     if (!this.gpuBufferData) {
-      throw new Error('This tensor is on the device of an onnxide session running in its host (a Worker): read it '
-        + 'with getData(), or feed it to another run');
+      throw new Error(this.valueId !== undefined
+        ? 'The data is not stored as a WebGPU buffer. (This tensor is on the device of an onnxide session running '
+          + 'in its Worker host: read it with getData(), or feed it to another run.)'
+        : 'The data is not stored as a WebGPU buffer.');
     }
     return this.gpuBufferData;
   }
 
-  /** The data on the CPU; with `releaseData` the device copy is freed and the tensor becomes a CPU tensor. */
-  async getData(releaseData = false) {
-    if (this.location === 'cpu') {
-      const d = this.data;
-      if (releaseData) this.dispose();
-      return d;
+  get texture() {
+    this.ensureValid();
+    if (!this.gpuTextureData) throw new Error('The data is not stored as a WebGL texture.');
+    return this.gpuTextureData;
+  }
+
+  get mlTensor() {
+    this.ensureValid();
+    if (!this.mlTensorData) throw new Error('The data is not stored as a WebNN MLTensor.');
+    return this.mlTensorData;
+  }
+
+  /**
+   * The data on the CPU. A GPU tensor is downloaded once and becomes a CPU tensor; `releaseData` also frees the
+   * device copy then. A CPU tensor's data is returned as it is (releaseData does nothing there).
+   */
+  async getData(releaseData) {
+    this.ensureValid();
+    if (this.dataLocation === 'cpu' || this.dataLocation === 'cpu-pinned') return this.data;
+    if (!['texture', 'gpu-buffer', 'ml-tensor'].includes(this.dataLocation)) {
+      throw new Error(`cannot get data from location: ${this.dataLocation}`);
     }
-    if (!this.downloader) throw new Error('The tensor has been disposed.');
-    const data = await this.downloader();
-    if (releaseData) {
-      await this.dispose();
-      this.location = 'cpu';
+    if (!this.downloader) throw new Error('The current tensor is not created with a specified data downloader.');
+    if (this.isDownloading) throw new Error('The current tensor is being downloaded.');
+    try {
+      this.isDownloading = true;
+      const data = await this.downloader();
+      this.downloader = undefined;
+      this.dataLocation = 'cpu';
       this.cpuData = data;
+      if (releaseData && this.disposer) {
+        this.disposer();
+        this.disposer = undefined;
+      }
+      return data;
+    } finally {
+      this.isDownloading = false;
     }
-    return data;
   }
 
+  /** Frees the data (a device copy through its disposer); the tensor's location becomes 'none'. */
   dispose() {
-    this.cpuData = undefined;
-    const free = this.disposer;
-    this.downloader = this.disposer = this.gpuBufferData = this.valueId = undefined;
-    return free ? free() : undefined;
+    if (this.isDownloading) throw new Error('The current tensor is being downloaded.');
+    if (this.disposer) {
+      this.disposer();
+      this.disposer = undefined;
+    }
+    this.cpuData = this.gpuTextureData = this.gpuBufferData = this.mlTensorData = undefined;
+    this.downloader = this.isDownloading = this.valueId = undefined;
+    this.dataLocation = 'none';
   }
 
+  ensureValid() {
+    if (this.dataLocation === 'none') throw new Error('The tensor is disposed.');
+  }
+
+  /** A tensor of new dims over the same data (no copy); not for tensors that own device resources. */
   reshape(dims) {
-    return new Tensor(this.type, this.data, dims);
+    this.ensureValid();
+    if (this.downloader || this.disposer) throw new Error('Cannot reshape a tensor that owns GPU resource.');
+    const loc = this.dataLocation;
+    if (loc === 'cpu') return new Tensor(this.type, this.data, dims);
+    const field = { 'cpu-pinned': 'data', texture: 'texture', 'gpu-buffer': 'gpuBuffer', 'ml-tensor': 'mlTensor' }[loc];
+    if (!field) throw new Error(`tensorReshape: tensor location ${loc} is not supported`);
+    return new Tensor({ location: loc, type: this.type, dims, [field]: this[field === 'data' ? 'cpuData' : field] });
   }
-
-  toString() {
-    return `Tensor(${this.type}, [${this.dims.join(', ')}])`;
-  }
-}
-
-/** Plain, structured-clone-friendly form of a tensor: {type, dims, data}, or {type, dims, valueId} for a value
- * an onnxide session left on its device (fed back without a transfer). */
-export function toWire(t) {
-  if (t instanceof Tensor && t.location !== 'cpu') {
-    if (t.valueId === undefined && !t.gpuBufferData) throw new Error('A disposed tensor cannot be fed to a run');
-    return t.valueId !== undefined ? { type: t.type, dims: Array.from(t.dims), valueId: t.valueId }
-      : { type: t.type, dims: Array.from(t.dims), location: t.location, gpuBuffer: t.gpuBufferData };
-  }
-  if (!(t instanceof Tensor) && !(t && t.type && t.dims && t.data)) {
-    throw new TypeError(`A feed must be a Tensor, not ${Object.prototype.toString.call(t)}`);
-  }
-  let data = t.data;
-  if (F16 && data instanceof F16) data = new Uint16Array(data.buffer, data.byteOffset, data.length);
-  if (data instanceof Uint8ClampedArray) data = new Uint8Array(data.buffer, data.byteOffset, data.length);
-  return { type: t.type, dims: Array.from(t.dims), data };
-}
-
-/**
- * Tensor from the wire form, viewing `buffer` (an ArrayBuffer holding exactly the data) or an array of strings; a
- * value the host kept on a device ({location, valueId}) becomes a tensor there, read and freed through `host`.
- */
-export function fromWire(w, host) {
-  if (w.valueId !== undefined) {
-    const valueId = w.valueId;
-    return Tensor.fromLocation(w.location, {
-      dataType: w.type, dims: w.dims, valueId, gpuBuffer: w.gpuBuffer,
-      download: async () => fromWire(await host.call('downloadValue', { valueId })).data,
-      dispose: () => host.call('releaseValue', { valueId }),
-    });
-  }
-  if (w.type === 'string') return new Tensor('string', w.data, w.dims);
-  const C = TYPED_ARRAYS[w.type];
-  const data = w.data instanceof ArrayBuffer ? new C(w.data) : w.data;
-  return new Tensor(w.type, data, w.dims);
 }

@@ -1,5 +1,5 @@
 // worker.mjs — owns the Web Worker side: a module Worker that runs one PyodideHost and answers the page's
-// {id, method, args} messages with {id, result} or {id, error}; output buffers are transferred, not copied.
+// {id, method, args} messages with {id, result} or {id, error, code}; output buffers are transferred, not copied.
 import { PyodideHost } from './host.mjs';
 
 const host = new PyodideHost();
@@ -19,18 +19,12 @@ self.onmessage = async (ev) => {
     let result;
     if (method === 'init') {
       result = await host.init({ ...args, onLog: (line) => self.postMessage({ log: String(line) }) });
-    } else if (method === 'externalLocations') result = host.externalLocations(args.model);
-    else if (method === 'create') result = await host.create(args);
-    else if (method === 'run') {
-      result = await host.run(args);
-      for (const o of Object.values(result.outputs)) delete o.gpuBuffer;  // (a GPUBuffer cannot leave the Worker)
+    } else {
+      result = await host.call(method, args);
+      if (method === 'run') for (const o of Object.values(result.outputs)) delete o.gpuBuffer; // stays in the Worker
     }
-    else if (method === 'downloadValue') result = await host.downloadValue(args);
-    else if (method === 'releaseValue') result = host.releaseValue(args);
-    else if (method === 'release') result = host.release(args);
-    else throw new Error(`Unknown host method: ${method}`);
     self.postMessage({ id, result }, transferables(result));
   } catch (e) {
-    self.postMessage({ id, error: String(e && e.message ? e.message : e) });
+    self.postMessage({ id, error: String(e && e.message ? e.message : e), code: e?.code, what: e?.what });
   }
 };

@@ -1,0 +1,187 @@
+// onnxide-backend.mjs — owns onnxide's backend (what 'cpu', 'wasm' and 'webgpu' resolve to) and its session
+// handler: loads the model bytes (URL with progress, external-data files), hands plain data to the Pyodide host and
+// reports the host's failures in onnxruntime-web's words ("Can't create a session. ERROR_CODE: 7, ...",
+// "failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: ...").
+import { fetchBytes, isNode } from './assets.mjs';
+import { initializeWasmFlags } from './env.mjs';
+import { getHost } from './host-client.mjs';
+import { Tensor } from './tensor.mjs';
+import { registerBackend } from './backends.mjs';
+import { fromWire, toWire } from './wire.mjs';
+
+const LEVELS = ['disabled', 'basic', 'extended', 'layout', 'all'];
+
+function baseURL() {
+  return isNode ? `file://${process.cwd()}/` : globalThis.location?.href;
+}
+
+/** A host failure as onnxruntime-web words a failed C API call: `${what} ERROR_CODE: n, ERROR_MESSAGE: ...`. */
+function ortError(what, e) {
+  if (e?.code === undefined || typeof e.code !== 'number') return e;
+  return new Error(`${e.what || what} ERROR_CODE: ${e.code}, ERROR_MESSAGE: ${e.message}`);
+}
+
+/** Bytes of a model or external-data file named by a URL (relative to `base`), with onnxruntime-web's message. */
+async function load(path, base, onProgress) {
+  const url = new URL(path, base || baseURL()).href;
+  try {
+    return { url, bytes: await fetchBytes(url, onProgress && ((l, t) => onProgress(l, t, url))) };
+  } catch (e) {
+    if (e.httpStatus !== undefined) throw new Error(`failed to load external data file: ${path}`);
+    throw e;
+  }
+}
+
+async function externalFiles(list, modelURL, onProgress) {
+  const out = [];
+  for (const item of list) {
+    const e = typeof item === 'string' ? { path: item, data: item } : item;
+    let data = e.data;
+    if (typeof data === 'string' || data instanceof URL) data = (await load(String(data), modelURL, onProgress)).bytes;
+    else if (typeof Blob !== 'undefined' && data instanceof Blob) data = new Uint8Array(await data.arrayBuffer());
+    else if (data instanceof ArrayBuffer) data = new Uint8Array(data);
+    if (!(data instanceof Uint8Array)) throw new TypeError(`External data '${e.path}' must be a URL, bytes or a Blob`);
+    out.push({ path: e.path, data });
+  }
+  return out;
+}
+
+class OnnxideSessionHandler {
+  /** Model (URL string or bytes) and options (executionProviders already resolved to this backend's names). */
+  async load(model, options) {
+    if (options.graphOptimizationLevel !== undefined && !LEVELS.includes(options.graphOptimizationLevel)) {
+      throw new Error(`unsupported graph optimization level: ${options.graphOptimizationLevel}`);
+    }
+    if (options.executionMode !== undefined && !['sequential', 'parallel'].includes(options.executionMode)) {
+      throw new Error(`unsupported execution mode: ${options.executionMode}`);
+    }
+    const t0 = performance.now();
+    const hostP = getHost(); // the host boots while the model downloads
+    hostP.catch(() => {});
+    const { bytes, url } = typeof model === 'string' ? await load(model, undefined, options.onProgress) : { bytes: model };
+    let loadMs = performance.now() - t0;
+    const host = await hostP;
+    let ext = options.externalData;
+    if (!ext && url) { // a model loaded by URL: fetch the external-data files it names, relative to it
+      ext = (await host.call('externalLocations', { model: bytes })).map((p) => ({ path: p, data: p }));
+    }
+    const t1 = performance.now();
+    const externalData = await externalFiles(ext || [], url, options.onProgress);
+    loadMs += performance.now() - t1;
+    const owned = url !== undefined; // bytes we fetched ourselves may be transferred to the Worker
+    const transfer = owned && host.mode === 'worker' ? [bytes.buffer, ...externalData.map((e) => e.data.buffer)] : [];
+    let meta;
+    try {
+      meta = await host.call('create', { model: bytes, externalData, options: {
+        executionProviders: [...(options.executionProviders || [])].map((e) => (typeof e === 'string' ? e : e.name)),
+        graphOptimizationLevel: options.graphOptimizationLevel,
+        preferredOutputLocation: options.preferredOutputLocation,
+      } }, transfer);
+    } catch (e) {
+      throw ortError("Can't create a session.", e);
+    }
+    this.host = host;
+    this.id = meta.id;
+    this.inputMetadata = meta.inputMetadata;
+    this.outputMetadata = meta.outputMetadata;
+    this.inputNames = meta.inputMetadata.map((m) => m.name);
+    this.outputNames = meta.outputMetadata.map((m) => m.name);
+    this.providers = meta.providers;
+    this.timings = { createMs: meta.createMs, loadMs, lastRun: undefined }; // loadMs: downloads
+    this.released = false;
+    return this;
+  }
+
+  async run(feeds, fetches) {
+    if (this.released) throw new Error(`cannot run inference. invalid session id: ${this.id}`);
+    const wire = {};
+    for (const [name, t] of Object.entries(feeds)) {
+      if (!this.inputNames.includes(name)) throw new Error(`invalid input '${name}'`);
+      wire[name] = toWire(t, `input "${name}"`);
+      if (wire[name].gpuBuffer && this.host.mode === 'worker') {
+        throw new Error(`input '${name}': a GPUBuffer cannot be sent to the Worker host; use env.onnxide.host = `
+          + "'page' to feed GPU buffers created on env.webgpu.device");
+      }
+    }
+    const names = Object.keys(fetches);
+    for (const name of names) if (!this.outputNames.includes(name)) throw new Error(`invalid output '${name}'`);
+    const t0 = performance.now();
+    let res;
+    try {
+      res = await this.host.call('run', { id: this.id, feeds: wire, fetches: names });
+    } catch (e) {
+      throw ortError('failed to call OrtRun().', e);
+    }
+    const out = {};
+    for (const [name, w] of Object.entries(res.outputs)) out[name] = into(name, fetches[name], fromWire(w, this.host));
+    this.timings.lastRun = { ...res.timings, totalMs: performance.now() - t0 };
+    return out;
+  }
+
+  async dispose() {
+    if (this.released) throw new Error(`cannot release session. invalid session id: ${this.id}`);
+    this.released = true;
+    await this.host.call('release', { id: this.id });
+  }
+}
+
+const FIX = 'Please fix either the inputs/outputs or the model.';
+const TYPE_STRINGS = { float32: 'float', float64: 'double' };
+
+/** A run's output, written into the caller's pre-allocated CPU tensor where one was given for it (onnxruntime's
+ * checks and texts when the tensor cannot hold it). */
+function into(name, target, t) {
+  if (!(target instanceof Tensor) || target.location !== 'cpu' || t.location !== 'cpu') return t;
+  const fail = (m) => new Error(`failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: ${m}`);
+  if (target.type !== t.type) {
+    const ts = (x) => `tensor(${TYPE_STRINGS[x] || x})`;
+    throw fail(`Unexpected output data type. Actual: (${ts(target.type)}) , expected: (${ts(t.type)})`);
+  }
+  if (target.dims.length !== t.dims.length) {
+    throw fail(`Invalid rank for output: ${name} Got: ${target.dims.length} Expected: ${t.dims.length} ${FIX}`);
+  }
+  const bad = t.dims.map((d, i) => [i, target.dims[i], d]).filter(([, g, d]) => g !== d);
+  if (bad.length) {
+    const lines = bad.map(([i, g, d]) => `\n index: ${i} Got: ${g} Expected: ${d}`).join('');
+    throw fail(`Got invalid dimensions for output: ${name} for the following indices${lines}\n ${FIX}`);
+  }
+  target.data.set(t.data);
+  return target;
+}
+
+/** onnxide's backend: 'cpu' / 'wasm' start the host (without waiting: the model downloads meanwhile), 'webgpu' also
+ * a GPUDevice in it; onnxide's own provider names ('CPUExecutionProvider', ...) must be among the host's. */
+export const onnxideBackend = {
+  async init(name) {
+    initializeWasmFlags();
+    if (name === 'cpu' || name === 'wasm') {
+      getHost().catch(() => {});
+      return;
+    }
+    const host = await getHost();
+    if (name === 'webgpu') {
+      await host.call('initWebGpu');
+      return;
+    }
+    const providers = await host.call('providers');
+    if (!providers.includes(name)) {
+      throw new Error(`execution provider '${name}' is not available in this onnxide build (${providers})`);
+    }
+  },
+  async createInferenceSessionHandler(model, options) {
+    return new OnnxideSessionHandler().load(model, options);
+  },
+};
+
+/** Register onnxide's backend as onnxruntime-web registers its own: 'cpu' and 'wasm' (priority 10), 'webgpu' (5)
+ * where the entry point has it, and onnxide's provider names (-1: used only when named). */
+export function registerOnnxide({ webgpu }) {
+  registerBackend('cpu', onnxideBackend, 10);
+  registerBackend('wasm', onnxideBackend, 10);
+  const full = ['CPUExecutionProvider', 'WasmExecutionProvider'];
+  if (webgpu) {
+    registerBackend('webgpu', onnxideBackend, 5);
+    full.push('WebGpuExecutionProvider');
+  }
+  for (const name of full) registerBackend(name, onnxideBackend, -1);
+}
