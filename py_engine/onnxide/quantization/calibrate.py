@@ -216,15 +216,31 @@ class MinMaxCalibrater(CalibraterBase):
         model = onnx.ModelProto()
         model.CopyFrom(self.model)
         self.tensors, types = self.select_tensors_to_calibrate(model)
-        shape_name = "onnxide_calib_reshape_shape"
+        shape_name, flat_name = "onnxide_calib_reshape_shape", "onnxide_calib_reshape_flat"
         model.graph.initializer.append(numpy_helper.from_array(np.array([1], dtype=np.int64), shape_name))
+        model.graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), flat_name))
+        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+        ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in
+                 list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)
+                 if vi.type.tensor_type.HasField("shape")}
         for name in self.tensors:
+            rank = ranks.get(name, 0)
+            channels = self.per_channel and rank >= 2
+            axes = [0] + list(range(2, rank)) if channels else None
             for kind in ("ReduceMin", "ReduceMax"):
                 out = f"{name}_{kind}"
-                model.graph.node.append(helper.make_node(kind, [name], [out + "_raw"], name=out, keepdims=0))
-                model.graph.node.append(helper.make_node("Reshape", [out + "_raw", shape_name], [out],
-                                                         name=out + "_Reshape"))
-                model.graph.output.append(helper.make_tensor_value_info(out, types[name], [1]))
+                if channels and opset >= 18:
+                    axes_name = f"{out}_axes"
+                    model.graph.initializer.append(numpy_helper.from_array(np.array(axes, np.int64), axes_name))
+                    red = helper.make_node(kind, [name, axes_name], [out + "_raw"], name=out, keepdims=0)
+                elif channels:
+                    red = helper.make_node(kind, [name], [out + "_raw"], name=out, keepdims=0, axes=axes)
+                else:
+                    red = helper.make_node(kind, [name], [out + "_raw"], name=out, keepdims=0)
+                model.graph.node.append(red)
+                model.graph.node.append(helper.make_node("Reshape", [out + "_raw", flat_name if channels
+                                                                     else shape_name], [out], name=out + "_Reshape"))
+                model.graph.output.append(helper.make_tensor_value_info(out, types[name], [None if channels else 1]))
         self.augment_model = model
 
     def clear_collected_data(self):
@@ -248,12 +264,14 @@ class MinMaxCalibrater(CalibraterBase):
             return self.calibrate_tensors_range
         ranges = {}
         for name in self.tensors:
-            mins = np.array([r[f"{name}_ReduceMin"][0] for r in self.intermediate_outputs])
-            maxs = np.array([r[f"{name}_ReduceMax"][0] for r in self.intermediate_outputs])
+            mins = np.array([r[f"{name}_ReduceMin"] for r in self.intermediate_outputs])
+            maxs = np.array([r[f"{name}_ReduceMax"] for r in self.intermediate_outputs])
             if self.moving_average:
-                lo, hi = np.mean(mins, dtype=mins.dtype), np.mean(maxs, dtype=maxs.dtype)
+                lo, hi = np.mean(mins, axis=0, dtype=mins.dtype), np.mean(maxs, axis=0, dtype=maxs.dtype)
             else:
-                lo, hi = mins.min(), maxs.max()
+                lo, hi = mins.min(axis=0), maxs.max(axis=0)
+            if lo.shape == (1,) and not self.per_channel:
+                lo, hi = lo[0], hi[0]
             lo, hi = np.asarray(lo), np.asarray(hi)
             if self.symmetric:
                 m = np.maximum(np.abs(lo), np.abs(hi))

@@ -30,7 +30,7 @@ ONNX_INT_TYPE_RANGE = {
     TensorProto.INT16: (-32768, 32767), TensorProto.UINT4: (0, 15), TensorProto.INT4: (-8, 7),
 }
 ONNX_INT_TYPE_SYMMETRIC_RANGE = {
-    TensorProto.INT8: (-127, 127), TensorProto.INT16: (-32767, 32767), TensorProto.INT4: (-7, 7),
+    TensorProto.INT8: (-127, 127), TensorProto.INT16: (-32767, 32767),
 }
 ONNX_INT_TYPE_REDUCED_RANGE = {
     TensorProto.UINT8: (0, 127), TensorProto.INT8: (-64, 64), TensorProto.UINT16: (0, 32767),
@@ -151,13 +151,14 @@ def compute_scale_zp(rmin, rmax, qmin, qmax, symmetric=False, min_real_range=Non
     if symmetric:
         absmax = np.maximum(np.abs(rmin), np.abs(rmax))
         rmin, rmax = -absmax, absmax
-    scale = np.asarray((rmax - rmin) / fdt.type(hi - lo), dtype=fdt)
+    scale64 = (rmax.astype(np.float64) - rmin.astype(np.float64)) / (hi - lo)  # the range in double precision
+    scale = np.asarray(scale64, dtype=fdt)
     tiny = scale < np.finfo(fdt).tiny
     scale = np.where(tiny, fdt.type(1.0), scale).astype(fdt)
     if symmetric:
         zp = np.full(scale.shape, np.round((lo + hi) / 2.0))
     else:
-        zp = np.round(lo - rmin.astype(np.float64) / scale.astype(np.float64))
+        zp = np.round(lo - rmin.astype(np.float64) / np.where(tiny, 1.0, scale64))
     zp = np.where(tiny, 0.0, zp)
     return np.asarray(zp).astype(qdt), scale
 
