@@ -138,8 +138,8 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         m = np.asarray(attn_mask)
         if m.dtype.kind in "iuOSU":
             raise InvalidArgument(f"{name}: attn_mask must be boolean or of Q's float type, got {m.dtype}")
-        want = (batch, hq, sq, max(skv, m.shape[-1] if m.ndim else 0))
-        if m.ndim > 4 or any(a not in (1, b) for a, b in zip(m.shape[::-1], want[::-1])):
+        if m.ndim > 4 or (m.ndim and m.shape[-1] > skv) or \
+                any(a not in (1, b) for a, b in zip(m.shape[-2::-1], (sq, hq, batch))):  # (a shorter last dim: padded)
             raise InvalidArgument(f"{name}: attn_mask {m.shape} does not broadcast to (batch, heads, q sequence, "
                                   f"kv sequence) {(batch, hq, sq, skv)}")
         if m.shape and m.shape[-1] < skv:
