@@ -16,8 +16,11 @@ def parquet(tmp_path_factory):
     return data.write_parquet(str(tmp_path_factory.mktemp("rows") / "in"), x), x, data.mlp()
 
 
-def _check(out, x, model):
+def _check(out, x, model, label):
     ref = data.reference(model, x)
+    diff = {n: float(np.abs(out[n] - ref[n]).max()) for n in ("logits", "probs")}
+    print(f"{label}: {len(out['id'])} rows out of {len(x)}, {len(np.unique(out['id']))} distinct ids, "
+          f"max |Ray - single process| {diff}")
     assert len(out["id"]) == len(x), "rows lost or duplicated"
     np.testing.assert_array_equal(out["id"], np.arange(len(x)))  # every id exactly once
     for name in ("logits", "probs"):
@@ -30,7 +33,7 @@ def test_parquet_equals_single_process(ray_cluster, parquet, tmp_path):
 
     path, x, model = parquet
     score(path, model, str(tmp_path / "out"), inputs={"x": "features"}, actors=2, threads=1)
-    _check(data.read_scored(str(tmp_path / "out")), x, model)
+    _check(data.read_scored(str(tmp_path / "out")), x, model, "2 actors")
 
 
 def test_killed_actor_loses_no_rows(ray_cluster, parquet, tmp_path):
@@ -41,4 +44,4 @@ def test_killed_actor_loses_no_rows(ray_cluster, parquet, tmp_path):
     score(path, model, str(tmp_path / "out"), inputs={"x": "features"}, actors=2, batch_size=500,
           preprocess=hooks.KillOnce(marker, at=len(x) // 2))
     assert os.path.exists(marker), "the actor was not killed"
-    _check(data.read_scored(str(tmp_path / "out")), x, model)
+    _check(data.read_scored(str(tmp_path / "out")), x, model, "actor killed at row %d" % (len(x) // 2))

@@ -18,6 +18,15 @@ def test_plan_fits_the_cpus():
             plan(2, **bad)
 
 
+def test_actors_leave_ray_a_cpu_for_listing_files():
+    from onnxide.batch.score import actor_cpus
+
+    assert actor_cpus(2, 2, 1) == 0.5  # 2 actors reserve 1 CPU in all: Ray's listing task gets the other
+    assert actor_cpus(16, 4, 4) == 4 * 15 / 16
+    assert actor_cpus(16, 3, 4) == 4  # a CPU is free anyway
+    assert actor_cpus(1, 1, 1) == 1
+
+
 def test_batch_size_from_row_bytes():
     assert batch_size(1) == MAX_BATCH
     assert batch_size(1 << 20, budget=64 << 20) == 8

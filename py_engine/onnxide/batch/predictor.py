@@ -54,12 +54,12 @@ class OnnxPredictor:
         result = {k: v for k, v in batch.items() if self._kept(k, v)}
         prepared, bad = self._prepare(batch, n)
         feeds, rows = self._feeds(prepared, n, bad)
-        values = self._run(feeds, rows, bad) if rows else {}
         if bad and self.on_error == "raise":
             first = sorted(bad)[:3]
             raise BadRowsError(f"{len(bad)} of {n} rows cannot be scored; " +
                                "; ".join(f"row {i} of the batch: {bad[i]}" for i in first) +
                                " (on_error='column' writes such rows with an error column instead)")
+        values = self._run(feeds, rows, bad) if rows else {}
         for name in self.outputs:
             result[self.columns[name]] = self._column(name, values.get(name), rows, n)
         if self.on_error == "column":
@@ -122,13 +122,9 @@ class OnnxPredictor:
             per_row = [self.session.run(self.outputs, {k: v[j:j + 1] for k, v in feeds.items()})
                        for j in range(len(rows))]
             return {o: np.concatenate([r[k] for r in per_row]) for k, o in enumerate(self.outputs)}
-        except Exception as e:  # noqa: BLE001
-            if self.on_error == "raise" or len(rows) == 1:
-                if self.on_error == "raise":
-                    raise
-                bad[rows[0]] = f"run: {type(e).__name__}: {e}"
-                rows.clear()
-                return {}
+        except Exception:  # noqa: BLE001
+            if self.on_error == "raise":
+                raise
         outs = {}  # isolate the rows the model fails on
         keep = []
         for j, i in enumerate(list(rows)):
