@@ -38,9 +38,13 @@ if ! python3 -c "import playwright.sync_api" 2>/dev/null; then
   python3 -m pip install -q --disable-pip-version-check "playwright==$PLAYWRIGHT_VERSION"
 fi
 
-# 3. npm packages (pyodide core; onnxruntime-web for web/bench/, the side-by-side benchmark).
+# 3. npm packages (pyodide core; onnxruntime-web for web/bench/ and the side-by-side tests; esbuild and the
+#    third-party onnxruntime-web clients tests/browser/test_npm_clients.py bundles): every devDependency present.
 npm_version() { node -p "try{require('./node_modules/$1/package.json').version}catch(e){''}"; }
-if [ "$(npm_version pyodide)" != "$PYODIDE_VERSION" ] || [ "$(npm_version onnxruntime-web)" != "$ORT_WEB_VERSION" ]; then
+npm_complete() { node -e "const d=require('./package.json').devDependencies; for (const [n, v] of Object.entries(d)) {
+  let got; try { got = require('./node_modules/' + n + '/package.json').version; } catch (e) {} if (got !== v) process.exit(1); }"; }
+if [ "$(npm_version pyodide)" != "$PYODIDE_VERSION" ] || [ "$(npm_version onnxruntime-web)" != "$ORT_WEB_VERSION" ] \
+   || ! npm_complete; then
   log "npm install"
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
 fi

@@ -1,9 +1,10 @@
 """Python side of onnxide's JS host (runs inside Pyodide): sessions by id, JS tensors <-> numpy, clean errors.
 
 Every public function returns a dict; a failure is {"error": message, "code": onnxruntime's error code} so the JS
-side can reject in onnxruntime-web's form ("failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: ..."). JS buffers are copied once into numpy (JsBuffer.assign_to) and outputs once
-into fresh JS Uint8Arrays (JsBuffer.assign) that the host transfers to the page. Runs go through the session's
-async path (a GPU EP's kernels and readbacks are awaited). Outputs a session keeps on its device
+side can reject in onnxruntime-web's form ("failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: ..."). JS buffers
+are copied once into numpy (JsBuffer.assign_to) and outputs once into fresh JS Uint8Arrays (JsBuffer.assign) that
+the host transfers to the page. Runs go through the session's async path (a GPU EP's kernels and readbacks are
+awaited). Outputs a session keeps on its device
 (preferredOutputLocation 'gpu-buffer') stay here as OrtValues under an id; the JS Tensor downloads or releases
 them by that id, and feeds them back to a run without a transfer.
 """
