@@ -36,7 +36,16 @@ class DynamicQuantizer(QuantizerBase):
     def quantize_node(self, node):
         op, ins, out = node.op_type, list(node.input), node.output[0]
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if op not in ("MatMul", "Conv", "Gemm") or not self.is_float(ins[0]) or not self.is_weight(ins[1]):
+        if op not in ("MatMul", "Conv", "Gemm") or not self.is_weight(ins[1]):
+            return False
+        if ins[0] not in self.types:
+            default = self.extra_options.get("DefaultTensorType")
+            if default is None:
+                raise RuntimeError(f"Unable to find data type for weight_name={ins[0]!r}: shape inference could not "
+                                   "type it (a node of another domain before it?); extra_options['DefaultTensorType'] "
+                                   "gives the type to assume")
+            self.types[ins[0]] = int(default)
+        if not self.is_float(ins[0]):
             return False
         if self.types.get(ins[0]) != TensorProto.FLOAT:
             return False
