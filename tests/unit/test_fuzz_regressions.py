@@ -296,3 +296,30 @@ def test_linear_attention_gates_of_the_wrong_shape_are_refused():
         with pytest.raises(onnxide.InvalidArgument, match="beta shape"):
             _session(data, ep).run(None, {"q": x, "k": x, "v": x, "d": np.zeros((2, 4, 4), np.float32),
                                           "b": np.array(1.0, np.float32)})
+
+
+@pytest.mark.parametrize("case", ["slice axes beyond rank", "split a scalar", "qlinearmatmul batch dims"])
+def test_more_shapes_that_do_not_fit_are_refused(case):
+    """Found by the seed-19 campaign: IndexError / ValueError from numpy inside Slice, Split and QLinearMatMul."""
+    f, i8 = np.float32, np.int8
+    if case == "slice axes beyond rank":
+        node = helper.make_node("Slice", ["x", "s", "e"], ["y"])
+        feeds = {"x": np.zeros((10, 5), f), "s": np.zeros(3, np.int64), "e": np.ones(3, np.int64)}
+        match = "beyond the input's rank"
+    elif case == "split a scalar":
+        node = helper.make_node("Split", ["x", "s"], ["y", "z"])
+        feeds = {"x": np.array(1.0, f), "s": np.ones(2, np.int64)}
+        match = "cannot split a scalar"
+    else:
+        node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+        feeds = {"a": np.zeros((2, 2, 4), i8), "as": np.ones(1, f), "az": np.zeros(1, i8),
+                 "b": np.zeros((4, 4, 3), i8), "bs": np.ones(1, f), "bz": np.zeros(1, i8), "ys": np.ones(1, f),
+                 "yz": np.zeros(1, i8)}
+        match = "cannot be multiplied"
+    types = {k: {np.dtype(f): T.FLOAT, np.dtype(i8): T.INT8, np.dtype(np.int64): T.INT64}[v.dtype]
+             for k, v in feeds.items()}
+    data = _graph([node], [vi(k, types[k], None) for k in feeds],
+                  [helper.ValueInfoProto(name=o) for o in node.output], opset=18)
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidArgument, match=match):
+            _session(data, ep).run(None, feeds)

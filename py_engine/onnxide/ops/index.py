@@ -241,6 +241,8 @@ def _slice(data, starts, ends, axes, steps):
     steps = [1] * n if steps is None else steps
     if len(axes) != n or len(steps) != n or len(set(axes)) != n:
         raise InvalidArgument("Slice: starts/ends/axes/steps disagree in length or axes repeat")
+    if any(a >= r for a in axes):
+        raise InvalidArgument(f"Slice: axes {axes} go beyond the input's rank {r}")
     sl = [slice(None)] * r
     for s, e, a, st in zip(starts, ends, axes, steps):
         if st == 0:

@@ -247,7 +247,8 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
         af = af - (az.reshape(-1, 1) if az.ndim == 1 and az.size > 1 else az)
     if b_zero_point is not None:
         bf = bf - _int_values(np.asarray(b_zero_point), b_code)
-    if af.ndim < 1 or bf.ndim < 1 or af.shape[-1] != (bf.shape[-2] if bf.ndim > 1 else bf.shape[0]):
+    if af.ndim < 1 or bf.ndim < 1 or af.shape[-1] != (bf.shape[-2] if bf.ndim > 1 else bf.shape[0]) or \
+            any(x != y and 1 not in (x, y) for x, y in zip(a.shape[-3::-1], b.shape[-3::-1])):
         raise InvalidArgument(f"{name}: shapes {a.shape} and {b.shape} cannot be multiplied")
     acc = np.matmul(af, bf)
     sa = np.asarray(a_scale)

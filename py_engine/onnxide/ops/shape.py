@@ -166,6 +166,8 @@ def _concat_rule(f):
 # ---------------------------------------------------------------------------------------------------- Split
 
 def _split(x, axis, split, num_outputs, n_out, name="Split"):
+    if x.ndim == 0:
+        raise InvalidArgument(f"{name}: cannot split a scalar")
     a = norm_axis(axis, x.ndim, name)
     dim = x.shape[a]
     if split is not None and len(split):
