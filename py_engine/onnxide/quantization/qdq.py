@@ -41,6 +41,7 @@ class QDQQuantizer(QuantizerBase):
         return name in self.marks
 
     def mark_weight(self, name, axis):
+        axis = self._override(name).get("axis", axis)
         if name not in self.marks and self.is_weight(name):
             self.marks[name] = ("weight", axis)
 

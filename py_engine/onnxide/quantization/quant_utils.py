@@ -255,10 +255,10 @@ def write_calibration_table(calibration_cache, dir="."):  # noqa: A002 - onnxrun
     import json
     plain = {}
     for name, v in dict(calibration_cache.items() if hasattr(calibration_cache, "items") else calibration_cache).items():
-        lo, hi = v.range_value if hasattr(v, "range_value") else v
-        plain[name] = [float(lo), float(hi)]
+        lo, hi = (np.asarray(x, np.float64).ravel() for x in (v.range_value if hasattr(v, "range_value") else v))
+        plain[name] = [float(lo[0]), float(hi[0])] if lo.size == 1 else [lo.tolist(), hi.tolist()]
     with open(os.path.join(dir, "calibration.json"), "w") as f:
         json.dump(plain, f)
     with open(os.path.join(dir, "calibration.cache"), "w") as f:
         for name, (lo, hi) in plain.items():
-            f.write(f"{name} {lo} {hi}\n")
+            f.write(f"{name} {json.dumps(lo)} {json.dumps(hi)}\n")
