@@ -56,7 +56,7 @@ def lay_out(out):
     with open(os.path.join(assets, "manifest.json"), "w") as f:
         json.dump(packed, f, indent=1)
     pkg = {
-        "name": "onnxide-web", "version": version, "type": "module",
+        "name": "onnxide-web", "version": version,
         "description": "onnxide (an ONNX inference engine in Python + numpy on Pyodide) behind onnxruntime-web's JS API",
         "main": "./onnxide-web.mjs", "module": "./onnxide-web.mjs",
         "exports": {

