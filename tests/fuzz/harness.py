@@ -35,6 +35,7 @@ INTERNAL = re.compile(r"\b(ZeroDivisionError|IndexError|KeyError|AttributeError|
 # seeds whose outputs are random draws: run for crashes, never compared between engines
 RANDOM = re.compile(r"bernoulli|random|multinomial|dropout", re.I)
 OOM = re.compile(r"MemoryError|Unable to allocate|memory limit")
+TIMEOUT = "Exiting due to terminate flag"  # the worker's run timeout fired: slow here, not a verdict on the model
 
 
 _ASAN = []
@@ -214,8 +215,11 @@ def _close(a, b):
 
 
 def verdict(out):
-    """One word for an onnxide outcome: ok, error, internal (a wrapped Python exception), oom, raw, crash, hang."""
+    """One word for an onnxide outcome: ok, error, internal (a wrapped Python exception), oom, timeout (the run
+    timeout fired), raw, crash, hang."""
     s = out["status"]
+    if s == "error" and TIMEOUT in out["msg"]:
+        return "timeout"
     if s == "error":
         if OOM.search(out["msg"]) and "onnxide.memory_limit" not in out["msg"]:
             return "oom"
@@ -246,8 +250,8 @@ class Tally:
         cpu = outcomes.get("cpu")
         for name in ("native", "wasm"):
             out = outcomes.get(name)
-            if out is None or cpu is None or cpu["status"] not in ("ok", "error") or \
-                    out["status"] not in ("ok", "error"):
+            if out is None or cpu is None or verdict(cpu) not in ("ok", "error", "internal") or \
+                    verdict(out) not in ("ok", "error", "internal"):
                 continue
             if (cpu["status"] == "ok") != (out["status"] == "ok"):
                 self.findings[(name, "disagrees-with-cpu")].append((case_id, out.get("etype", ""),

@@ -323,3 +323,20 @@ def test_more_shapes_that_do_not_fit_are_refused(case):
     for ep in EPS:
         with pytest.raises(onnxide.InvalidArgument, match=match):
             _session(data, ep).run(None, feeds)
+
+
+@pytest.mark.parametrize("levels,refused", [(10, False), (40, True)])
+def test_messages_nested_deeper_than_protobufs_limit_are_refused(levels, refused):
+    """A mutant nesting If bodies 60 deep took seconds per level of inference (past the campaign's 30 s); protobuf
+    (onnxruntime, onnx) refuses messages nested deeper than 100, and so does onnxide now."""
+    out = helper.make_node("Identity", ["x"], ["y"])
+    for _ in range(levels):
+        branch = helper.make_graph([out], "b", [], [vi("y", T.FLOAT, [2])])
+        out = helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)
+    data = _graph([out], [vi("c", T.BOOL, []), vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, [2])], opset=17)
+    if refused:
+        with pytest.raises(onnxide.InvalidProtobuf, match="nested deeper than protobuf's limit"):
+            onnxide.InferenceSession(data)
+    else:
+        got = onnxide.InferenceSession(data).run(None, {"c": np.array(True), "x": np.ones(2, np.float32)})[0]
+        assert got.tolist() == [1.0, 1.0]

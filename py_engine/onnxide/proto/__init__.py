@@ -9,9 +9,10 @@ from .wire import decode, encode  # noqa: F401
 
 
 def parse(cls, data):
-    """Decode `data` (bytes-like) as message class `cls`; any malformation raises InvalidProtobuf."""
+    """Decode `data` (bytes-like) as message class `cls`; any malformation, or nesting deeper than protobuf's
+    recursion limit, raises InvalidProtobuf."""
     try:
-        return decode(cls, data)
+        return decode(cls, data, depth=0)
     except InvalidProtobuf:
         raise
     except (IndexError, ValueError, KeyError, RecursionError, TypeError, OverflowError) as e:

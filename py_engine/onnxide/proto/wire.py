@@ -165,10 +165,16 @@ def _skip(buf, pos, end, wt, num, cls):
     return pos
 
 
-def decode(cls, buf, pos=0, end=None, mv=None, into=None):
+MAX_DEPTH = 100  # protobuf's default recursion limit (C++ and upb): deeper messages are refused as there
+
+
+def decode(cls, buf, pos=0, end=None, mv=None, into=None, depth=None):
     """Decode bytes `buf[pos:end]` as message class `cls` (into the message `into`, merged as protobuf merges: a
     singular field present again replaces its value, or merges into it for a message; repeated fields append;
-    setting a oneof member clears the others). A known field with the wrong wire type raises InvalidProtobuf."""
+    setting a oneof member clears the others). A known field with the wrong wire type raises InvalidProtobuf, as do
+    messages nested deeper than MAX_DEPTH when `depth` (this message's) is given."""
+    if depth is not None and depth > MAX_DEPTH:
+        raise InvalidProtobuf(f"Failed to load model: messages nested deeper than protobuf's limit of {MAX_DEPTH}")
     if mv is None:
         if not isinstance(buf, bytes):
             buf = bytes(buf)
@@ -212,7 +218,7 @@ def decode(cls, buf, pos=0, end=None, mv=None, into=None):
             start, pos = pos, pos + n
             if kind == MESSAGE:
                 old = None if f.repeated else getattr(msg, f.name)
-                v = decode(CLASSES[f.message], buf, start, pos, mv, old)
+                v = decode(CLASSES[f.message], buf, start, pos, mv, old, None if depth is None else depth + 1)
             elif kind == STRING:
                 try:
                     v = str(mv[start:pos], "utf-8")
