@@ -45,8 +45,14 @@ def _names(model):
 
 
 def _clone(v):
-    """A deep copy of a message (re-decoded: bytes fields are memoryviews, which copy.deepcopy refuses)."""
-    return wire.decode(type(v), wire.encode(v)) if isinstance(v, wire.Message) else v
+    """A deep copy of a message (re-decoded: bytes fields are memoryviews, which copy.deepcopy refuses); a message an
+    earlier mutation made unwritable (a scalar where a message belongs) is shared instead."""
+    if not isinstance(v, wire.Message):
+        return v
+    try:
+        return wire.decode(type(v), wire.encode(v))
+    except Exception:  # noqa: BLE001 - proto.encode(model) fails on it later: the bytes mutation instead
+        return v
 
 
 def _int(rng, v):

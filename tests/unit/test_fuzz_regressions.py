@@ -340,3 +340,14 @@ def test_messages_nested_deeper_than_protobufs_limit_are_refused(levels, refused
     else:
         got = onnxide.InferenceSession(data).run(None, {"c": np.array(True), "x": np.ones(2, np.float32)})[0]
         assert got.tolist() == [1.0, 1.0]
+
+
+def test_a_sequence_map_whose_body_has_no_outputs_fails_cleanly():
+    """Was a raw IndexError out of the executor (the kernel gave an empty tuple for the node's one output)."""
+    body = helper.make_graph([helper.make_node("Identity", ["t"], ["u"])], "body", [vi("t", T.FLOAT, [2])], [])
+    data = _graph([helper.make_node("SplitToSequence", ["x"], ["s"], axis=0),
+                   helper.make_node("SequenceMap", ["s"], ["y"], body=body)],
+                  [vi("x", T.FLOAT, [2, 2])], [helper.ValueInfoProto(name="y")], opset=18)
+    for ep in EPS:
+        with pytest.raises(OnnxideError, match="SequenceMap"):
+            _session(data, ep).run(None, {"x": np.ones((2, 2), np.float32)})

@@ -262,6 +262,9 @@ class Executor:
         if len(outs) == 1:
             if type(result) is not np.ndarray:
                 if isinstance(result, tuple):
+                    if not result:  # (a SequenceMap whose body has no outputs)
+                        raise RuntimeException(f"Non-zero status code returned while running {node_label(step.node)} "
+                                               "Status Message: the node gave no value for its output")
                     result = result[0]
                 result = _as_value(result)
             values = [result]
