@@ -360,3 +360,11 @@ def test_a_sequence_map_whose_body_has_no_outputs_fails_cleanly():
     for ep in EPS:
         with pytest.raises(OnnxideError, match="SequenceMap"):
             _session(data, ep).run(None, {"x": np.ones((2, 2), np.float32)})
+
+
+def test_a_graph_output_without_a_name_is_refused_at_load():
+    """Was a raw KeyError '' from the planner (a GRU mutant whose omitted first output was also a graph output)."""
+    data = _graph([helper.make_node("Relu", ["x"], ["y"])], [vi("x", T.FLOAT, [2])],
+                  [vi("y", T.FLOAT, [2]), vi("", T.FLOAT, [2])])
+    with pytest.raises(onnxide.Fail, match="output without a name"):
+        onnxide.InferenceSession(data)

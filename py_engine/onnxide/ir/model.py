@@ -235,6 +235,8 @@ def _check_definitions(gp, inits, main):
             if n.name in node_names:
                 raise Fail(f"This is an invalid model. Error: two nodes with same node name ({n.name}).")
             node_names.add(n.name)
+    if any(not v.name for v in gp.output):
+        raise Fail(f"This is an invalid model. Graph '{gp.name}' has an output without a name.")
     _check_types(gp.input, "input")
     _check_types(gp.output, "output")
     _check_types(gp.value_info, "value")
