@@ -12,4 +12,4 @@ if os.path.isdir("native_eps"):
     package_dir["onnxide_native"] = "native_eps/onnxide_native"
 
 setup(packages=packages, package_dir=package_dir,
-      package_data={"onnxide_wgsl": ["*.wgsl"], "onnxide.datasets": ["*.onnx"]})
+      package_data={"onnxide_wgsl": ["*.wgsl"]})

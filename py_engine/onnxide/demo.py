@@ -4,16 +4,10 @@ import time
 import numpy as np
 
 from . import proto as P
-from .ir.to_proto import make_attribute
+from .ir.to_proto import make_attribute, tensor_value_info as _vi
 from .tensors import from_numpy
 
 INPUT_SHAPE = (1, 3, 64, 64)
-
-
-def _vi(name, shape, elem=1):
-    dims = [P.Dimension(dim_param=d) if isinstance(d, str) else P.Dimension(dim_value=d) for d in shape]
-    return P.ValueInfoProto(name=name, type=P.TypeProto(tensor_type=P.TypeProtoTensor(
-        elem_type=elem, shape=P.TensorShapeProto(dim=dims))))
 
 
 def default_model_bytes():

@@ -6,6 +6,13 @@ from ..proto import schema as S
 from ..tensors import from_numpy
 
 
+def tensor_value_info(name, shape, elem=1):
+    """A ValueInfoProto of a tensor: `shape` entries are dim values (int) or dim params (str)."""
+    dims = [P.Dimension(dim_param=d) if isinstance(d, str) else P.Dimension(dim_value=d) for d in shape]
+    return P.ValueInfoProto(name=name, type=P.TypeProto(tensor_type=P.TypeProtoTensor(
+        elem_type=elem, shape=P.TensorShapeProto(dim=dims))))
+
+
 def make_attribute(name, value):
     """An AttributeProto for a Python value (int, float, str, ndarray, lists of those, or a Graph)."""
     a = P.AttributeProto(name=name)
