@@ -29,27 +29,34 @@ def _if_loop_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
+def run_in_threads(sess, feeds, want, runs, threads=8):
+    """Each of `threads` threads runs `sess` on its feeds[k] `runs` times, all starting together; returns the
+    failures (repr of an exception, or k when any output differs from want[k] in any bit)."""
+    bad, start = [], threading.Barrier(threads)
+
+    def work(k):
+        start.wait()
+        for _ in range(runs):
+            try:
+                got = sess.run(None, feeds[k])
+            except Exception as e:  # noqa: BLE001 - any exception is a failure of the test
+                bad.append(repr(e))
+                continue
+            if any(g.tobytes() != w.tobytes() for g, w in zip(got, want[k])):
+                bad.append(k)
+
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    return bad
+
+
 def test_eight_threads_share_a_session_with_if_and_loop():
     sess = ort.InferenceSession(_if_loop_model())
     rng = np.random.default_rng(0)
     feeds = [{"x": rng.standard_normal(4).astype(np.float32), "n": np.array(k % 5 + 1, np.int64)} for k in range(8)]
-    want = [sess.run(None, f)[0] for f in feeds]
-    bad, start = [], threading.Barrier(8)
-
-    def work(k):
-        start.wait()
-        for _ in range(150):
-            try:
-                got = sess.run(None, feeds[k])[0]
-            except Exception as e:  # noqa: BLE001 - any exception is a failure of the test
-                bad.append(repr(e))
-                continue
-            if not np.array_equal(got, want[k]):
-                bad.append(k)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    want = [sess.run(None, f) for f in feeds]
+    bad = run_in_threads(sess, feeds, want, 150)
     assert not bad, bad[:5]

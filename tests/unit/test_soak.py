@@ -4,7 +4,6 @@ model on every EP here, outputs bit for bit those of one thread; RSS flat over m
 CI counts are small; ONNXIDE_SOAK=1 runs the issue's full counts (8 x 1,000 runs, 10,000 runs, 200 cycles)."""
 import gc
 import os
-import threading
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 import onnxide
-from test_concurrency import _if_loop_model
+from test_concurrency import _if_loop_model, run_in_threads
 
 FULL = os.environ.get("ONNXIDE_SOAK") == "1"
 RUNS_PER_THREAD, RSS_RUNS, CYCLES = (1000, 10000, 200) if FULL else (40, 400, 30)
@@ -94,24 +93,7 @@ def test_eight_threads_share_a_session_bit_for_bit(model, ep):
     sess.run(None, feeds[0])  # (the WASM EP packs a constant GEMM operand on its second sighting: last-bit changes)
     want = [sess.run(None, f) for f in feeds]
     runs = RUNS_PER_THREAD if ep != "WebGpuExecutionProvider" or FULL else RUNS_PER_THREAD // 4
-    bad, start = [], threading.Barrier(8)
-
-    def work(k):
-        start.wait()
-        for _ in range(runs):
-            try:
-                got = sess.run(None, feeds[k])
-            except Exception as e:  # noqa: BLE001 - any exception is a failure of the test
-                bad.append(repr(e))
-                continue
-            if any(g.tobytes() != w.tobytes() for g, w in zip(got, want[k])):
-                bad.append(k)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    bad = run_in_threads(sess, feeds, want, runs)
     assert not bad, f"{len(bad)} of {8 * runs} runs differ or fail: {bad[:5]}"
 
 

@@ -38,30 +38,31 @@ ONNX_INT_TYPE_REDUCED_RANGE = {
 }
 
 
-class QuantizationMode(Enum):
-    IntegerOps = 0
-    QLinearOps = 1
+class _NamedEnum(Enum):
+    """An enum printed by its member name and parsed from it (ValueError for an unknown name), as onnxruntime's."""
 
     def __str__(self):
         return self.name
 
-    @staticmethod
-    def from_string(mode):
+    @classmethod
+    def from_string(cls, name):
         try:
-            return QuantizationMode[mode]
+            return cls[name]
         except KeyError:
             raise ValueError() from None
 
 
-class QuantizedValueType(Enum):
+class QuantizationMode(_NamedEnum):
+    IntegerOps = 0
+    QLinearOps = 1
+
+
+class QuantizedValueType(_NamedEnum):
     Input = 0
     Initializer = 1
 
-    def __str__(self):
-        return self.name
 
-
-class QuantType(Enum):
+class QuantType(_NamedEnum):
     QInt8 = 0
     QUInt8 = 1
     QFLOAT8E4M3FN = 2
@@ -69,16 +70,6 @@ class QuantType(Enum):
     QUInt16 = 4
     QInt4 = 5
     QUInt4 = 6
-
-    def __str__(self):
-        return self.name
-
-    @staticmethod
-    def from_string(t):
-        try:
-            return QuantType[t]
-        except KeyError:
-            raise ValueError() from None
 
     @property
     def tensor_type(self):
@@ -92,19 +83,9 @@ _QTYPE_TO_ONNX = {
 }
 
 
-class QuantFormat(Enum):
+class QuantFormat(_NamedEnum):
     QOperator = 0
     QDQ = 1
-
-    def __str__(self):
-        return self.name
-
-    @staticmethod
-    def from_string(fmt):
-        try:
-            return QuantFormat[fmt]
-        except KeyError:
-            raise ValueError() from None
 
 
 def onnx_type(qtype):
