@@ -54,7 +54,7 @@ def main(argv=None):
              f"quiet and then with one busy process spinning on a core ({os.cpu_count()} cores), onnxide and "
              "onnxruntime alternating in blocks in one process (medians of "
              f"{args.iterations} runs). Slowdown = loaded / quiet; onnxide's native kernels load libgomp with "
-             "OMP_WAIT_POLICY=passive unless the user set a policy.", "",
+             "GOMP_SPINCOUNT=1000 unless the user set a policy.", "",
              "| model | onnxide quiet ms | loaded ms | slowdown | onnxruntime quiet ms | loaded ms | slowdown |",
              "|---|---|---|---|---|---|---|"]
     for name, oq, ol, rq, rl in rows:
