@@ -1,4 +1,4 @@
-"""Command line: `onnxide demo | run | info | optimize | bench | score` (python -m onnxide ...)."""
+"""Command line: `onnxide demo | run | info | optimize | bench | score | quantize` (python -m onnxide ...)."""
 import argparse
 import sys
 
@@ -72,6 +72,9 @@ def main(argv=None):
     from .batch.cli import add_parser as add_score
 
     add_score(sub)
+    from .quantization.cli import add_parser as add_quantize
+
+    add_quantize(sub)
     args = ap.parse_args(argv)
     from .errors import OnnxideError
 
@@ -86,6 +89,9 @@ def main(argv=None):
         if args.cmd == "score":
             from .batch.cli import run as score
             return score(args)
+        if args.cmd == "quantize":
+            from .quantization.cli import run as quantize
+            return quantize(args)
         if args.cmd == "info":
             return _info(args.model)
         return _run(args.model, args.seed)
