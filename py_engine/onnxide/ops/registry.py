@@ -22,13 +22,18 @@ A kernel is a plain function registered with `@op`:
   Size, the *Like ops): they are passed where they live, never transferred, and kernels read only `.shape`,
   `.dtype`, `.ndim`, `.size` of them.
 
-Lookup picks the registration with the largest `since` not above the model's opset for that domain.
+Lookup picks the registration with the largest `since` not above the model's opset for that domain. A session's
+custom ops (ops/custom.py) are resolved first while the session is being built (`session_ops`).
 """
+import contextlib
+import contextvars
 import inspect
 
-from ..errors import NotImplemented as OrtNotImplemented
+from ..errors import Fail, NotImplemented as OrtNotImplemented
 
 _REGISTRY = {}  # (domain, op_type) -> sorted list of OpDef by since
+_DOMAINS = set()  # the domains onnxide has ops of
+_SESSION_OPS = contextvars.ContextVar("onnxide_session_ops", default=None)  # {(domain, op_type): OpDef} or None
 
 ONNX_DOMAIN = ""
 ML_DOMAIN = "ai.onnx.ml"
@@ -40,6 +45,7 @@ class OpDef:
 
     __slots__ = ("domain", "op_type", "since", "kernel", "attrs", "required", "any_attrs", "wants_ctx",
                  "n_inputs", "n_required", "variadic", "infer", "host_inputs", "meta_inputs")
+    custom = None  # the CustomOp of a custom op's OpDef (ops/custom.py)
 
     def __init__(self, domain, op_type, since, kernel, infer=None, host_inputs=(), meta_inputs=()):
         self.domain, self.op_type, self.since, self.kernel, self.infer = domain, op_type, since, kernel, infer
@@ -75,6 +81,7 @@ def op(op_type, since=1, domain=ONNX_DOMAIN, infer=None, host_inputs=(), meta_in
         if any(d.since == since for d in defs):
             raise ValueError(f"{domain}::{op_type} since {since} registered twice")
         defs.append(OpDef(domain, op_type, since, fn, infer, host_inputs, meta_inputs))
+        _DOMAINS.add(domain)
         defs.sort(key=lambda d: d.since)
         return fn
 
@@ -106,13 +113,28 @@ def lookup(domain, op_type, opset):
 DEFAULT_OPSETS = {ML_DOMAIN: 5, MS_DOMAIN: 1, "ai.onnx.preview.training": 1, "ai.onnx.preview": 1}
 
 
+@contextlib.contextmanager
+def session_ops(table):
+    """While building a session: its custom ops ({(domain, op_type): OpDef}) resolve ahead of the registry."""
+    token = _SESSION_OPS.set(table or None)
+    try:
+        yield
+    finally:
+        _SESSION_OPS.reset(token)
+
+
 def resolve_opdef(node, opsets):
     """(OpDef, opset version) for `node` under the model's opsets (a node may carry its own opset from a function
-    body)."""
+    body). An op of a domain onnxide has no ops of is onnxruntime's Fail for an unregistered op."""
     domain = normalize_domain(node.domain)
     version = node.opset if node.opset is not None else opsets.get(domain)
     if version is None:
         version = DEFAULT_OPSETS.get(domain, 1)
+    custom = _SESSION_OPS.get()
+    if custom is not None and (domain, node.op_type) in custom:
+        return custom[(domain, node.op_type)], version
+    if domain not in _DOMAINS and domain not in DEFAULT_OPSETS:
+        raise Fail(f"Fatal error: {domain}:{node.op_type}(-1) is not a registered function/op")
     return lookup(domain, node.op_type, version), version
 
 

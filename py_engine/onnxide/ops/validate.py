@@ -114,6 +114,8 @@ def _actual(v):
 
 def check_node(node, opdef):
     """InvalidGraph naming the node when an attribute has the wrong kind or a required input is missing."""
+    if opdef.custom is not None:  # (a custom op checks a node against its own declaration)
+        return opdef.custom.check_node(node)
     label = f"{node.op_type} node. Name:'{node.name}'"
     overrides = OP_KINDS.get((opdef.domain, opdef.op_type), {})
     for name, value in node.attrs.items():

@@ -97,6 +97,8 @@ def _try_fold(model, n, outer, local):
         opdef, _ = resolve_opdef(n, model.opsets)
     except Exception:
         return None
+    if opdef.custom is not None:  # a user's function runs when the session runs, never at load
+        return None
     kwargs = dict(n.attrs)
     if opdef.wants_ctx:
         kwargs["ctx"] = _FoldContext(n, model.opsets)

@@ -77,6 +77,15 @@ def claim(spec, providers):
     return None, None
 
 
+def _custom_claim(spec, providers):
+    """A custom op's node goes to the CPU EP (its function computes on host numpy arrays), whatever EPs lead."""
+    cpu = next((p for p in providers if p.name == "CPUExecutionProvider"), None)
+    if cpu is None:
+        raise OrtNotImplemented(f"{node_label(spec.node)}: custom op {spec.opdef.custom.name} runs on "
+                                f"CPUExecutionProvider, which this session does not have")
+    return cpu, spec.opdef.custom.bind(spec)
+
+
 def partition(graph, opsets, providers, types, input_devices, output_wants, outer_homes):
     """[Placed] for `graph` in execution order.
 
@@ -87,7 +96,7 @@ def partition(graph, opsets, providers, types, input_devices, output_wants, oute
     for n in topological(graph, frozenset(outer_homes)):
         opdef, version = checked_opdef(n, opsets)
         spec = NodeSpec(n, opdef, version, types)
-        ep, kernel = claim(spec, providers)
+        ep, kernel = claim(spec, providers) if opdef.custom is None else _custom_claim(spec, providers)
         if ep is None:
             raise OrtNotImplemented(f"No execution provider claims {node_label(n)}")
         placed.append(Placed(n, opdef, version, ep, kernel, spec))

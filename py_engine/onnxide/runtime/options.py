@@ -18,7 +18,7 @@ class SessionOptions:
                  "logid", "enable_profiling", "profile_file_prefix", "enable_mem_pattern", "enable_mem_reuse",
                  "enable_cpu_mem_arena", "use_deterministic_compute", "use_per_session_threads", "_config",
                  "_free_dims", "_initializers", "_external_files", "_providers", "_policy", "_cancel",
-                 "_ep_context_read")
+                 "_ep_context_read", "_custom_ops", "_custom_library")
 
     def __init__(self):
         self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -45,6 +45,8 @@ class SessionOptions:
         self._policy = None        # an OrtExecutionProviderDevicePolicy or a delegate callable
         self._cancel = False
         self._ep_context_read = None
+        self._custom_ops = []          # CustomOps registered for sessions with these options (ops/custom.py)
+        self._custom_library = False   # register_custom_ops_library(onnxide.extensions.get_library_path())
 
     def copy(self):
         """An independent copy (what a session keeps)."""
@@ -118,10 +120,39 @@ class SessionOptions:
     def clear_ep_context_data_read_func(self):
         self._ep_context_read = None
 
+    # --- custom ops (onnxide.extensions) ------------------------------------------------------------------------
     def register_custom_ops_library(self, path):
-        from ..errors import NotImplemented as OrtNotImplemented
-        raise OrtNotImplemented(f"Custom op libraries are compiled onnxruntime code, which onnxide cannot load: "
-                                f"{path}")
+        """onnxruntime-extensions' flow: `path` = onnxide.extensions.get_library_path() enables every op declared
+        with @onnx_op (those declared when a session is created) in sessions with these options. A compiled
+        library cannot be loaded: NotImplemented."""
+        from ..extensions import is_library_path
+        if not is_library_path(path):
+            from ..errors import NotImplemented as OrtNotImplemented
+            raise OrtNotImplemented(f"Custom op libraries are compiled onnxruntime code, which onnxide cannot load: "
+                                    f"{path} (Python custom ops: onnxide.extensions.get_library_path())")
+        self._custom_library = True
+
+    def register_custom_op(self, op, **declaration):
+        """Enable one custom op in sessions with these options: a CustomOp (what @onnx_op returns), or a function
+        with onnx_op's keywords (op_type, inputs, outputs, attrs, domain, shape_fn), declared for these options
+        only. It comes before a declared op of the same domain and type."""
+        from ..errors import InvalidArgument
+        from ..ops.custom import CustomOp
+        if not isinstance(op, CustomOp):
+            from ..extensions import PyCustomOpDef
+            declaration.setdefault("inputs", [PyCustomOpDef.dt_float])
+            declaration.setdefault("outputs", [PyCustomOpDef.dt_float])
+            declaration.setdefault("attrs", {})
+            op_type = declaration.pop("op_type", None) or getattr(op, "__name__", None)
+            op = CustomOp(op, op_type, **declaration)
+        elif declaration:
+            raise InvalidArgument(f"register_custom_op({op.name}): a CustomOp is declared already, no keywords "
+                                  f"{sorted(declaration)}")
+        if any(o is not op and (o.domain, o.op_type) == (op.domain, op.op_type) for o in self._custom_ops):
+            raise InvalidArgument(f"SessionOptions has another custom op {op.name} registered already")
+        if op not in self._custom_ops:
+            self._custom_ops.append(op)
+        return op
 
 
 class RunOptions:

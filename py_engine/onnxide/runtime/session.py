@@ -10,6 +10,8 @@ from ..ir import load_model
 from ..ir.infer import infer_bodies, infer_shapes
 from ..ops.inference import tensor_type
 from ..optimizer import optimize
+from ..ops.custom import session_table
+from ..ops.registry import session_ops
 from ..ops.validate import check_input_types
 from . import specialize
 from ..execute import Executor, RunControl
@@ -100,6 +102,13 @@ class InferenceSession(SessionAPI):
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
         self._profiler = self._prepare_load(mp, kwargs)
         self._memory_limit = limits.session_limit(self._sess_options)
+        self._custom_ops = session_table(self._sess_options._custom_ops, self._sess_options._custom_library)
+        with session_ops(self._custom_ops):
+            self._build(mp, base_dir, providers, provider_options)
+        self._loaded(path_or_bytes)
+
+    def _build(self, mp, base_dir, providers, provider_options):
+        """Load, infer, optimize and plan the model (the session's custom ops in scope)."""
         try:
             self._model = load_model(mp, base_dir)
             _override_free_dims(self._model.graph, self._sess_options._free_dims)
@@ -130,7 +139,6 @@ class InferenceSession(SessionAPI):
         self._output_names = [v.name for v in g.outputs]
         if so.optimized_model_filepath:
             model_io.save_optimized(self._model, so.optimized_model_filepath, so)
-        self._loaded(path_or_bytes)
 
     # --- introspection -------------------------------------------------------------------------
     def get_inputs(self):
@@ -158,7 +166,8 @@ class InferenceSession(SessionAPI):
         self._providers = create_providers(*provider_list(providers, provider_options))
         self._threads = blas_threads(self._intra_threads,
                                      any(p.own_threads for p in self._providers))
-        self._executor = Executor(self._model, self._providers, self._profiler)
+        with session_ops(self._custom_ops):
+            self._executor = Executor(self._model, self._providers, self._profiler)
         self._specialized = self._specializations()
 
     def _specializations(self):
@@ -170,6 +179,10 @@ class InferenceSession(SessionAPI):
         return specialize.Specializations(self._specialized_executor)
 
     def _specialized_executor(self, shapes):
+        with session_ops(self._custom_ops):
+            return self._specialized_build(shapes)
+
+    def _specialized_build(self, shapes):
         model = load_model(self._proto, self._base_dir)
         _override_free_dims(model.graph, self._sess_options._free_dims)
         for vi in model.graph.inputs:  # fresh types: the loaded model shares the proto's with the general one
