@@ -58,6 +58,7 @@ class QuantizerBase:
         for name, init in self.inits.items():
             self.types.setdefault(name, init.data_type)
         self.new_inits = []
+        self.weight_bias = {}  # set by quantize_model: biased_weights()
         self.graph_outputs = {o.name for o in self.graph.output}
         if x.get("EnableSubgraph") and any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
                                            for n in self.graph.node for a in n.attribute):
@@ -142,6 +143,41 @@ class QuantizerBase:
         return zp, scale.astype(fdt), qtype
 
     # --- weights and biases ----------------------------------------------------------------------------------
+    def biased_weights(self, marks=None):
+        """{weight: (input, bias)} of the Conv / ConvTranspose / Gemm nodes whose int32 bias may force a larger
+        weight scale (none when QDQDisableWeightAdjustForInt32Bias is set)."""
+        if self.extra_options.get("QDQDisableWeightAdjustForInt32Bias", False):
+            return {}
+        out = {}
+        for n in self.graph.node:
+            if n.op_type in ("Conv", "ConvTranspose", "Gemm") and len(n.input) > 2 and n.input[2] in self.inits \
+                    and self.is_weight(n.input[1]) and self.should_quantize_node(n):
+                out.setdefault(n.input[1], (n.input[0], n.input[2]))
+        return out
+
+    def _int32_bias_scale(self, name, scale):
+        """The weight scale(s), raised where input scale × weight scale would quantize the bias beyond int32: the
+        bias scale becomes the smallest that holds the bias's largest magnitude (times 1.0001)."""
+        inp, bias = self.weight_bias.get(name, (None, None))
+        if bias is None or not self.has_range(inp) or self._override(name).get("scale") is not None:
+            return scale
+        b = numpy_helper.to_array(self.inits[bias]).astype(np.float64)
+        s = np.asarray(scale, np.float64)
+        if s.ndim == 0 or s.size == 1:
+            b = np.max(np.abs(b), initial=0.0)
+        elif b.shape != s.shape:
+            return scale
+        else:
+            b = np.abs(b)
+        qrange = float(np.iinfo(np.int32).max) - float(np.iinfo(np.int32).min + 1)
+        smallest = 1.0001 * 2.0 * b / qrange
+        candidate = float(np.asarray(self.activation_params(inp)[1], np.float64)) * s
+        raise_ = (candidate > 0) & (candidate < smallest)
+        if not np.any(raise_):
+            return scale
+        return np.where(raise_, s * smallest / np.where(candidate > 0, candidate, 1.0), s).astype(
+            np.asarray(scale).dtype).reshape(np.shape(scale))
+
     def weight_params(self, name, axis=None, qtype=None, symmetric=None, reduce_range=None):
         """(quantized array, zero point(s), scale(s), element type) of a float initializer."""
         w = numpy_helper.to_array(self.inits[name])
@@ -161,11 +197,13 @@ class QuantizerBase:
         if axis is None:
             zp, scale = compute_scale_zp(w.min() if w.size else np.float32(0), w.max() if w.size else np.float32(0),
                                          qmin, qmax, symmetric, self.min_real_range)
+            scale = self._int32_bias_scale(name, scale)
             return quantize_nparray(qtype, w, scale, zp), zp, scale.astype(w.dtype), qtype
         axis = axis % w.ndim
         moved = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
         zp, scale = compute_scale_zp(moved.min(axis=1), moved.max(axis=1), qmin, qmax, symmetric,
                                      self.min_real_range)
+        scale = self._int32_bias_scale(name, scale)
         shape = [1] * w.ndim
         shape[axis] = -1
         q = quantize_nparray(qtype, w, scale.reshape(shape), zp.reshape(shape))

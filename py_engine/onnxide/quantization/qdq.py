@@ -125,13 +125,11 @@ class QDQQuantizer(QuantizerBase):
                 or not any(src in n.output for n in self.graph.node):
             return False
         self.graph.node.remove(node)
-        if out in self.graph_outputs:
-            replace_output(self.graph, src, out)
-            replace_input(self.graph, src, out)
-            self.marks = {out if k == src else k: (("same", out) if v == ("same", src) else v)
-                          for k, v in self.marks.items()}
-        else:
-            replace_input(self.graph, out, src)
+        # the upstream node writes the activation's output name (as onnxruntime's tool does)
+        replace_output(self.graph, src, out)
+        replace_input(self.graph, src, out)
+        self.marks = {out if k == src else k: (("same", out) if v == ("same", src) else v)
+                      for k, v in self.marks.items()}
         return True
 
     # --- emitting --------------------------------------------------------------------------------------------
@@ -193,6 +191,7 @@ class QDQQuantizer(QuantizerBase):
 
     def quantize_model(self):
         self.adjust_tensor_ranges()
+        self.weight_bias = self.biased_weights()
         for node in list(self.graph.node):
             if self.should_quantize_node(node):
                 self.mark_node(node)

@@ -186,6 +186,7 @@ class QOperatorQuantizer(QuantizerBase):
 
     def quantize_model(self):
         self.adjust_tensor_ranges()
+        self.weight_bias = self.biased_weights()
         for node in self.graph.node:
             if not (self.should_quantize_node(node) and self.quantize_node(node)):
                 self.keep_float(node)
