@@ -6,7 +6,9 @@ are copied once into numpy (JsBuffer.assign_to) and outputs once into fresh JS U
 the host transfers to the page. Runs go through the session's async path (a GPU EP's kernels and readbacks are
 awaited). Outputs a session keeps on its device
 (preferredOutputLocation 'gpu-buffer') stay here as OrtValues under an id; the JS Tensor downloads or releases
-them by that id, and feeds them back to a run without a transfer.
+them by that id, and feeds them back to a run without a transfer. JS custom ops (the JS API's `customOps`) are
+custom ops of the session (onnxide.ops.custom) whose kernel sends its inputs to the JS kernel where it lives and
+awaits its Tensors, checked like any custom op's results.
 """
 import functools
 import inspect
@@ -22,9 +24,10 @@ from onnxide.tensors import pack_bits, unpack_bits
 
 try:  # Pyodide
     from js import Uint8Array
-    from pyodide.ffi import to_js
+    from pyodide.ffi import JsException, to_js
 except ImportError:  # pragma: no cover - only imported by the JS host
     Uint8Array = to_js = None
+    JsException = Exception
 
 # onnxruntime-web tensor type <-> ONNX element type
 JS_TO_CODE = {
@@ -146,8 +149,9 @@ def external_locations(model):
 
 
 @_clean
-def create(model, external, options):
-    """New session from model bytes + [(path, bytes)] external files; options: executionProviders, level."""
+def create(model, external, options, call_kernel=None):
+    """New session from model bytes + [(path, bytes)] external files; options: executionProviders, level,
+    customOps ([{domain, opType, kernelId, inputs, outputs, attributes}] run by `call_kernel`)."""
     opts = options.to_py() if hasattr(options, "to_py") else dict(options or {})
     sid = _next_id[0]
     _next_id[0] += 1
@@ -170,6 +174,8 @@ def create(model, external, options):
     if level not in LEVELS:
         raise onnxide.InvalidArgument(f"unsupported graph optimization level: {level}")
     so.graph_optimization_level = LEVELS[level]
+    for decl in opts.get("customOps") or []:
+        so.register_custom_op(_js_custom_op(decl, call_kernel))
     providers = []
     available = onnxide.get_available_providers()
     for ep in opts.get("executionProviders") or ["wasm"]:  # onnxruntime-web's default backend
@@ -195,6 +201,70 @@ def create(model, external, options):
     return _js({"id": sid, "inputMetadata": [_meta(a) for a in sess.get_inputs()],
                 "outputMetadata": [_meta(a) for a in sess.get_outputs()], "providers": sess.get_providers(),
                 "createMs": (time.perf_counter() - t0) * 1e3})
+
+
+JS_ATTR_TYPES = {"int": dt.INT64, "float": dt.FLOAT, "string": dt.STRING}
+
+
+def _js_types(decl, key):
+    """The element type codes of a JS custom op's declared `inputs` / `outputs` (None: not declared)."""
+    types = decl.get(key)
+    if types is None:
+        return None
+    where = f"customOps['{decl['domain']}'].{decl['opType']}.{key}"
+    bad = [t for t in types if t not in JS_TO_CODE]
+    if bad:
+        raise onnxide.InvalidArgument(f"{where}: unknown tensor type {bad[0]!r} (one of {list(JS_TO_CODE)})")
+    return [JS_TO_CODE[t] for t in types]
+
+
+def _js_attr_types(decl):
+    """{name: code or [code]} of a JS custom op's declared attributes ('int', 'float', 'string', 'ints', ...)."""
+    attrs = decl.get("attributes")
+    if attrs is None:
+        return None
+    out = {}
+    for name, kind in attrs.items():
+        base = kind[:-1] if isinstance(kind, str) and kind.endswith("s") and kind[:-1] in JS_ATTR_TYPES else kind
+        if base not in JS_ATTR_TYPES:
+            raise onnxide.InvalidArgument(f"customOps['{decl['domain']}'].{decl['opType']}.attributes.{name}: unknown "
+                                          f"attribute type {kind!r} (one of int, float, string, ints, floats, strings)")
+        out[name] = [JS_ATTR_TYPES[base]] if base != kind else JS_ATTR_TYPES[base]
+    return out
+
+
+def _js_attr(value):
+    if isinstance(value, (int, float, str)) or isinstance(value, list) and all(
+            isinstance(v, (int, float, str)) for v in value):
+        return value
+    raise onnxide.NotImplemented(f"an attribute of type {type(value).__name__} cannot be passed to a JS kernel")
+
+
+def _js_custom_op(decl, call_kernel):
+    """The session's custom op for a JS kernel: a coroutine sending the inputs (wire form) to `call_kernel` and
+    taking its Tensors back as numpy arrays."""
+    from onnxide.extensions import CustomOp
+    name = f"{decl['domain']}:{decl['opType']}"
+    kernel_id = decl["kernelId"]
+
+    async def kernel(*inputs, **attrs):
+        wire = []
+        for x in inputs:
+            if x is None:
+                wire.append(None)
+                continue
+            t, dims, data = _to_wire(x, "")
+            wire.append({"type": t, "dims": dims, "data": data})
+        try:
+            outs = await call_kernel(kernel_id, _js(wire), _js({k: _js_attr(v) for k, v in attrs.items()}))
+        except JsException as e:
+            raise onnxide.RuntimeException(f"custom op {name}: {getattr(e, 'message', None) or e}") from None
+        return tuple(_to_numpy("", o, f"custom op {name} output {i}") for i, o in enumerate(outs))
+
+    if call_kernel is None:
+        raise onnxide.InvalidArgument(f"custom op {name}: this host cannot call JS kernels")
+    return CustomOp(kernel, decl["opType"], decl["domain"], _js_types(decl, "inputs"), _js_types(decl, "outputs"),
+                    _js_attr_types(decl))
 
 
 def _output_locations(sess, preferred):
@@ -248,11 +318,13 @@ def _gpu_feed(name, feed, sess):
     return onnxide.OrtValue(device.adopt(gpu, [int(d) for d in feed.dims], dt.np_dtype(code)), device)
 
 
-def _to_numpy(name, feed):
+def _to_numpy(name, feed, what=None):
+    """A numpy copy of a JS tensor in wire form ({type, dims, data}); `what` names it in errors (input `name`)."""
+    what = what or f"Input '{name}'"
     js_type, dims = feed.type, [int(d) for d in feed.dims]
     code = JS_TO_CODE.get(js_type)
     if code is None:
-        raise onnxide.InvalidArgument(f"Input '{name}': unsupported tensor type '{js_type}'")
+        raise onnxide.InvalidArgument(f"{what}: unsupported tensor type '{js_type}'")
     count = int(np.prod(dims, dtype=np.int64))
     if code == dt.STRING:
         return np.array(list(feed.data.to_py()), dtype=object).reshape(dims)
@@ -262,7 +334,7 @@ def _to_numpy(name, feed):
         return unpack_bits(raw, code, count).reshape(dims)
     dtype = np.dtype(np.uint8) if code == dt.BOOL else dt.np_dtype(code)
     if feed.data.byteLength != count * dtype.itemsize:
-        raise onnxide.InvalidArgument(f"Input '{name}': {feed.data.byteLength} bytes of data for dims {dims}")
+        raise onnxide.InvalidArgument(f"{what}: {feed.data.byteLength} bytes of data for dims {dims}")
     arr = np.empty(dims, dtype)
     feed.data.assign_to(arr)
     return arr != 0 if code == dt.BOOL else arr

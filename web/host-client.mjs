@@ -1,8 +1,17 @@
 // host-client.mjs — owns starting the host and talking to it: a WorkerHost (page side of worker.mjs: request ids,
-// transfers, a dead worker rejects every pending and later call) or a LocalHost (PyodideHost in this realm). The
-// host's modules come from the folder the assets manifest names (the npm package's onnxide/), else from here.
+// transfers, a dead worker rejects every pending and later call; the Worker's calls of JS custom-op kernels answered
+// here) or a LocalHost (PyodideHost in this realm). The host's modules come from the folder the assets manifest
+// names (the npm package's onnxide/), else from here.
 import { env, assetsOverride } from './env.mjs';
 import { isNode, resolveAssets } from './assets.mjs';
+
+/** What runs a JS custom-op kernel the host asks for: (kernelId, wire inputs, attributes) => Promise<wire outputs>
+ * (onnxide-backend.mjs sets it; the kernels live in the page). */
+let kernelCaller = async (kernelId) => { throw new Error(`no JS custom-op kernel ${kernelId} in this page`); };
+
+export function setKernelCaller(fn) {
+  kernelCaller = fn;
+}
 
 /** A host error as the bridge reports it: the message, with onnxruntime's error code as `.code`. */
 function hostError({ error, code, what }) {
@@ -17,9 +26,13 @@ class WorkerHost {
     this.nextId = 1;
     this.dead = null;
     this.worker.onmessage = (ev) => {
-      const { id, result, error, log } = ev.data;
+      const { id, result, error, log, kernel } = ev.data;
       if (log !== undefined) {
         if (env.onnxide.onLog) env.onnxide.onLog(log);
+        return;
+      }
+      if (kernel !== undefined) {
+        this.answerKernel(kernel);
         return;
       }
       const p = this.pending.get(id);
@@ -35,6 +48,17 @@ class WorkerHost {
     };
     this.worker.onerror = (ev) => { ev.preventDefault?.(); die(ev.message || 'error while loading worker.mjs'); };
     this.worker.onmessageerror = () => die('a message could not be deserialized');
+  }
+
+  /** A run in the Worker calls a JS custom-op kernel: run it here, post {kernelReply, outputs | error} back. */
+  async answerKernel({ callId, kernelId, inputs, attributes }) {
+    let reply;
+    try {
+      reply = { kernelReply: callId, outputs: await kernelCaller(kernelId, inputs, attributes) };
+    } catch (e) {
+      reply = { kernelReply: callId, error: String(e && e.message ? e.message : e) };
+    }
+    if (!this.dead) this.worker.postMessage(reply);
   }
 
   call(method, args = {}, transfer = []) {
@@ -63,6 +87,7 @@ class LocalHost {
     if (!this.host) {
       const { PyodideHost } = await import(/* @vite-ignore */ new URL('host.mjs', this.runtimeURL).href);
       this.host = this.host || new PyodideHost();
+      this.host.callKernel = (kernelId, inputs, attributes) => kernelCaller(kernelId, inputs, attributes);
     }
     if (method === 'init') return this.host.init({ ...args, onLog: (l) => env.onnxide.onLog?.(l) });
     const result = await this.host.call(method, args);

@@ -22,6 +22,9 @@ export class PyodideHost {
     this.pyodide = null;
     this.bridge = null;
     this.booting = null;
+    // (kernelId, wire inputs, attributes) => Promise<wire outputs>: runs a JS custom-op kernel where it lives (the
+    // page); worker.mjs and host-client.mjs's LocalHost set it
+    this.callKernel = null;
   }
 
   /** Boot once; resolves to {pyodideVersion, onnxide, numpy, providers, timings}. */
@@ -120,7 +123,8 @@ export class PyodideHost {
     return this.webgpu;
   }
 
-  /** {id, inputMetadata, outputMetadata, providers, createMs} for model bytes + [{path, data: Uint8Array}]. */
+  /** {id, inputMetadata, outputMetadata, providers, createMs} for model bytes + [{path, data: Uint8Array}];
+   * options.customOps: [{domain, opType, kernelId, inputs, outputs, attributes}] run through this.callKernel. */
   async create({ model, externalData = [], options = {} }) {
     const eps = (options.executionProviders || ['wasm']).map((e) => (typeof e === 'string' ? e : e.name));
     if (eps.includes('webgpu')) await this.ensureWebGpu();
@@ -129,8 +133,12 @@ export class PyodideHost {
       executionProviders: (options.executionProviders || ['wasm']).map((e) => (typeof e === 'string' ? e : e.name)),
       graphOptimizationLevel: options.graphOptimizationLevel || 'all',
       preferredOutputLocation: options.preferredOutputLocation,
+      customOps: options.customOps || [],
     };
-    return unwrap(this.bridge.create(model, externalData, opts));
+    return unwrap(this.bridge.create(model, externalData, opts, (kernelId, inputs, attributes) => {
+      if (!this.callKernel) throw new Error('this host cannot call JS custom-op kernels');
+      return this.callKernel(kernelId, inputs, attributes);
+    }));
   }
 
   /**

@@ -3,7 +3,8 @@ the JS API (same input as natively, top classes, timings, difference from the na
 once and print the VAD result and timings (Pyodide boot separate from cold start and warm runs); screenshot.
 
 usage: python3 web/main_job.py [--host worker|page] [--screenshot docs/web-demo.png] [--timeout 180]
-Needs `bash .ci/setup_web.sh` first (Pyodide folder, onnxide wheel, demo model, Chromium).
+Needs `bash .ci/setup_web.sh` first (Pyodide folder, onnxide wheel, demo model, Chromium). `--write FILE` replaces
+the report at the top of FILE and keeps its hand-written `## ` sections below it.
 """
 import argparse
 import os
@@ -156,11 +157,22 @@ def main(argv=None):
     if args.screenshot and rc == 0:
         print(f"  screenshot: {args.screenshot}")
     if args.write and rc == 0:
+        kept = _sections_after_report(args.write)
         with open(args.write, "w") as f:
             f.write("# onnxide in headless Chromium: results and timings\n\nWritten by `python3 web/main_job.py "
                     f"--write {args.write}` (the README's main job, browser half; host: {args.host}).\n\n```\n"
-                    + "\n".join(_LINES) + "\n```\n")
+                    + "\n".join(_LINES) + "\n```\n" + kept)
     return rc
+
+
+def _sections_after_report(path):
+    """The written-by-hand sections (from the first `## ` heading) of the file --write replaces, kept below it."""
+    if not os.path.isfile(path):
+        return ""
+    with open(path) as f:
+        text = f.read()
+    at = text.find("\n## ")
+    return text[at:] if at >= 0 else ""
 
 
 if __name__ == "__main__":

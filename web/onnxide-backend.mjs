@@ -1,11 +1,12 @@
 // onnxide-backend.mjs — owns onnxide's backend (what 'cpu', 'wasm' and 'webgpu' resolve to) and its session
 // handler: loads the model bytes (URL with progress, external-data files), hands plain data to the Pyodide host and
 // reports the host's failures in onnxruntime-web's words ("Can't create a session. ERROR_CODE: 7, ...",
-// "failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: ...").
+// "failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: ..."), and the sessions' JS custom-op kernels (the
+// `customOps` option, onnxide's extension): kept here, in the page, and run when the host asks.
 import { fetchBytes, isNode } from './assets.mjs';
 import { initializeWasmFlags } from './env.mjs';
-import { getHost } from './host-client.mjs';
-import { Tensor } from './tensor.mjs';
+import { getHost, setKernelCaller } from './host-client.mjs';
+import { Tensor, TENSOR_TYPES } from './tensor.mjs';
 import { registerBackend } from './backends.mjs';
 import { fromWire, toWire } from './wire.mjs';
 
@@ -46,6 +47,66 @@ async function externalFiles(list, modelURL, onProgress) {
   return out;
 }
 
+const KERNELS = new Map(); // kernelId -> the JS custom-op kernel (a function) of a live session
+let nextKernel = 1;
+const ATTRIBUTE_TYPES = ['int', 'float', 'string', 'ints', 'floats', 'strings'];
+
+/**
+ * The `customOps` option — {domain: {opType: kernel | {kernel, inputs, outputs, attributes}}} — checked, its kernels
+ * kept under fresh ids; returns the declarations the host registers ([{domain, opType, kernelId, inputs, outputs,
+ * attributes}]). A kernel is (inputs: Tensor[], attributes: object) => Tensor | Tensor[] (or a Promise of it).
+ */
+function customOpDeclarations(customOps) {
+  if (customOps === undefined) return [];
+  const where = (d, o) => `customOps['${d}'].${o}`;
+  if (typeof customOps !== 'object' || customOps === null || Array.isArray(customOps)) {
+    throw new TypeError("'customOps' must be an object {domain: {opType: kernel}}.");
+  }
+  const decls = [];
+  for (const [domain, ops] of Object.entries(customOps)) {
+    if (typeof ops !== 'object' || ops === null) throw new TypeError(`customOps['${domain}'] must be an object {opType: kernel}.`);
+    for (const [opType, k] of Object.entries(ops)) {
+      const spec = typeof k === 'function' ? { kernel: k } : k;
+      if (typeof spec?.kernel !== 'function') {
+        throw new TypeError(`${where(domain, opType)} must be a function or {kernel: function, inputs, outputs, attributes}.`);
+      }
+      for (const key of ['inputs', 'outputs']) {
+        const types = spec[key];
+        if (types === undefined) continue;
+        if (!Array.isArray(types) || types.some((t) => !TENSOR_TYPES.includes(t))) {
+          throw new TypeError(`${where(domain, opType)}.${key} must be an array of tensor types (${TENSOR_TYPES}).`);
+        }
+      }
+      const attrs = spec.attributes;
+      if (attrs !== undefined && (typeof attrs !== 'object' || attrs === null
+          || Object.values(attrs).some((t) => !ATTRIBUTE_TYPES.includes(t)))) {
+        throw new TypeError(`${where(domain, opType)}.attributes must be an object {name: type} (${ATTRIBUTE_TYPES}).`);
+      }
+      const kernelId = nextKernel++;
+      KERNELS.set(kernelId, spec.kernel);
+      decls.push({ domain, opType, kernelId, inputs: spec.inputs, outputs: spec.outputs, attributes: attrs });
+    }
+  }
+  return decls;
+}
+
+/** Run a kernel for the host: wire inputs to Tensors, its Tensor(s) back to wire form. */
+async function callKernel(kernelId, inputs, attributes) {
+  const fn = KERNELS.get(kernelId);
+  if (!fn) throw new Error('the JS kernel of this custom op is gone (its session was released)');
+  const res = await fn(inputs.map((w) => (w === null || w === undefined ? undefined : fromWire(w))), attributes);
+  const list = Array.isArray(res) ? res : [res];
+  return list.map((t, i) => {
+    const ok = t instanceof Tensor || (typeof t === 'object' && t !== null && 'type' in t && 'data' in t && 'dims' in t);
+    if (!ok) {
+      const got = t === null ? 'null' : Array.isArray(t) ? 'an array' : typeof t;
+      throw new TypeError(`the kernel's output ${i} is ${got}, not a Tensor (it returns a Tensor or an array of Tensors)`);
+    }
+    return toWire(t instanceof Tensor ? t : new Tensor(t.type, t.data, t.dims), `output ${i}`);
+  });
+}
+setKernelCaller(callKernel);
+
 class OnnxideSessionHandler {
   /** Model (URL string or bytes) and options (executionProviders already resolved to this backend's names). */
   async load(model, options) {
@@ -70,16 +131,20 @@ class OnnxideSessionHandler {
     loadMs += performance.now() - t1;
     const owned = url !== undefined; // bytes we fetched ourselves may be transferred to the Worker
     const transfer = owned && host.mode === 'worker' ? [bytes.buffer, ...externalData.map((e) => e.data.buffer)] : [];
+    const customOps = customOpDeclarations(options.customOps);
     let meta;
     try {
       meta = await host.call('create', { model: bytes, externalData, options: {
         executionProviders: [...(options.executionProviders || [])].map((e) => (typeof e === 'string' ? e : e.name)),
         graphOptimizationLevel: options.graphOptimizationLevel,
         preferredOutputLocation: options.preferredOutputLocation,
+        customOps,
       } }, transfer);
     } catch (e) {
+      for (const d of customOps) KERNELS.delete(d.kernelId);
       throw ortError("Can't create a session.", e);
     }
+    this.kernelIds = customOps.map((d) => d.kernelId);
     this.host = host;
     this.id = meta.id;
     this.inputMetadata = meta.inputMetadata;
@@ -121,6 +186,7 @@ class OnnxideSessionHandler {
   async dispose() {
     if (this.released) throw new Error(`cannot release session. invalid session id: ${this.id}`);
     this.released = true;
+    for (const id of this.kernelIds) KERNELS.delete(id);
     await this.host.call('release', { id: this.id });
   }
 }

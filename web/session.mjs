@@ -34,7 +34,8 @@ export class InferenceSession {
    * create(url | Uint8Array | ArrayBuffer[, byteOffset, byteLength], options). Options as onnxruntime-web's:
    * executionProviders ('wasm' / 'cpu': onnxide's WASM EP with the CPU EP behind it, 'webgpu'; onnxide's own
    * provider names too), graphOptimizationLevel, externalData, preferredOutputLocation ('cpu' | 'gpu-buffer', or
-   * {outputName: location}), plus onnxide's onProgress(loaded, total, url) for model and external-data downloads.
+   * {outputName: location}), plus onnxide's onProgress(loaded, total, url) for model and external-data downloads
+   * and customOps ({domain: {opType: kernel}}: JS custom-op kernels, docs/browser.md).
    */
   static async create(a0, a1, a2, a3) {
     const [model, options] = createArgs(a0, a1, a2, a3);

@@ -1,8 +1,19 @@
 // worker.mjs — owns the Web Worker side: a module Worker that runs one PyodideHost and answers the page's
 // {id, method, args} messages with {id, result} or {id, error, code}; output buffers are transferred, not copied.
+// A run that calls a JS custom-op kernel asks the page ({kernel: {callId, ...}}), where the kernel lives, and awaits
+// its {kernelReply: callId, outputs | error}.
 import { PyodideHost } from './host.mjs';
 
 const host = new PyodideHost();
+const kernelCalls = new Map(); // callId -> {resolve, reject}
+let nextCall = 1;
+
+host.callKernel = (kernelId, inputs, attributes) => new Promise((resolve, reject) => {
+  const callId = nextCall++;
+  kernelCalls.set(callId, { resolve, reject });
+  const transfer = inputs.map((w) => w?.data?.buffer).filter((b) => b instanceof ArrayBuffer);
+  self.postMessage({ kernel: { callId, kernelId, inputs, attributes } }, transfer);
+});
 
 function transferables(result) {
   const list = [];
@@ -14,6 +25,14 @@ function transferables(result) {
 }
 
 self.onmessage = async (ev) => {
+  if (ev.data.kernelReply !== undefined) {
+    const { kernelReply, outputs, error } = ev.data;
+    const call = kernelCalls.get(kernelReply);
+    kernelCalls.delete(kernelReply);
+    if (call && error !== undefined) call.reject(new Error(error));
+    else if (call) call.resolve(outputs);
+    return;
+  }
   const { id, method, args } = ev.data;
   try {
     let result;
