@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the native CPU kernels (nx_*.c) into build/native/libonnxide_cpu.so for this machine's CPU (-march=native:
-# they are built where they run, at set-up). Installs gcc from apt when it is missing. The NX_ACT_* codes are generated
-# first from the activation table (py_engine/onnxide/ops/activations.py, standard library only) into $OUT.
-# With --debug: build/native-debug/ instead, at -O1 with each kernel's argument checks (NX_CHECK, -DNX_DEBUG) and
-# AddressSanitizer — what tests/fuzz runs the native EP with (python under LD_PRELOAD=libasan, see tests/fuzz/harness.py).
+# Set-up's build of the native CPU kernels (build.py: one library per x86-64 level — baseline, AVX2 + FMA, AVX-512 —
+# chosen at load time by what the CPU runs; the same build a wheel makes) into build/native/ (or $ONNXIDE_NATIVE_DIR),
+# warnings as errors; nothing is redone when sources, flags and compiler are unchanged. Installs gcc from apt when it
+# is missing. With --debug: build/native-debug/ (or $ONNXIDE_NATIVE_DEBUG_DIR) instead, one -march=native library at
+# -O1 with each kernel's argument checks (NX_CHECK, -DNX_DEBUG) and AddressSanitizer — what tests/fuzz runs the
+# native EP with (python under LD_PRELOAD=libasan, see tests/fuzz/harness.py).
 # usage: native_eps/cpu_kernels/build.sh [--no-install] [--debug]
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -16,13 +17,6 @@ for arg in "$@"; do
         *) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
     esac
 done
-if [ "$DEBUG" = 1 ]; then
-    OUT="${ONNXIDE_NATIVE_DEBUG_DIR:-$ROOT/build/native-debug}"
-    OPT="-O1 -g -fno-omit-frame-pointer -DNX_DEBUG -fsanitize=address"
-else
-    OUT="${ONNXIDE_NATIVE_DIR:-$ROOT/build/native}"
-    OPT="-O3"
-fi
 CC="${CC:-gcc}"
 PYTHON="${PYTHON:-python3}"
 if ! command -v "$CC" >/dev/null 2>&1; then
@@ -31,10 +25,8 @@ if ! command -v "$CC" >/dev/null 2>&1; then
     $SUDO apt-get install -y -q gcc libgomp1 >/dev/null || { $SUDO apt-get update -q >/dev/null && \
         $SUDO apt-get install -y -q gcc libgomp1 >/dev/null; }
 fi
-mkdir -p "$OUT"
-"$PYTHON" -I "$ROOT/py_engine/onnxide/ops/activations.py" --c-enum NX > "$OUT/nx_act_codes.h.tmp"
-mv "$OUT/nx_act_codes.h.tmp" "$OUT/nx_act_codes.h"
-"$CC" $OPT -march=native -fno-math-errno -fno-trapping-math -mprefer-vector-width=512 -fopenmp -fPIC -shared -fvisibility=hidden -std=gnu11 \
-    -Wall -Wextra -Werror -I"$OUT" -o "$OUT/libonnxide_cpu.so.tmp" "$HERE"/nx_*.c
-mv "$OUT/libonnxide_cpu.so.tmp" "$OUT/libonnxide_cpu.so"
-echo "native CPU kernels: $OUT/libonnxide_cpu.so"
+export CC
+if [ "$DEBUG" = 1 ]; then
+    exec "$PYTHON" "$HERE/build.py" --debug --werror --out "${ONNXIDE_NATIVE_DEBUG_DIR:-$ROOT/build/native-debug}"
+fi
+exec "$PYTHON" "$HERE/build.py" --werror --out "${ONNXIDE_NATIVE_DIR:-$ROOT/build/native}"

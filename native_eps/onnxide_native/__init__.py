@@ -6,4 +6,5 @@ from onnxide.runtime.providers import register_provider
 from . import cpu as _cpu
 
 if _cpu.available():
+    _cpu.NativeCPUExecutionProvider.by_default = _cpu.by_default_here()
     register_provider(_cpu.NativeCPUExecutionProvider)
