@@ -71,8 +71,13 @@ _LINES = []
 
 def say(text):
     """Print a report line and keep it for --write."""
-    print(text)
+    print(text, flush=True)
     _LINES.append(text)
+
+
+def progress(text):
+    """Print what the job is waiting for (not part of the report)."""
+    print(f"[browser] {text}", flush=True)
 
 
 def run_default_model(context, base_url, runs=20):
@@ -149,10 +154,13 @@ def main(argv=None):
     if not os.path.isfile(os.path.join(ROOT, "build", "web", "manifest.json")):
         print("onnxide web demo: build/web/ missing; run `bash .ci/setup_web.sh` first")
         return 1
+    progress("starting headless Chromium; the bundled default CNN through the JS API (Pyodide boots in a Web "
+             "Worker and installs numpy + the onnxide wheel first: several seconds)")
     with Server() as server, Browser() as context:
-        default = run_default_model(context, server.url)
+        report_default_model(run_default_model(context, server.url))
+        progress(f"the silero VAD demo page (web/demo/, host: {args.host}: a fresh Pyodide boot, then the clip on each "
+                 f"execution provider)")
         demo = run_demo(context, server.url, args.host, args.timeout, args.screenshot)
-    report_default_model(default)
     rc = report(demo)
     if args.screenshot and rc == 0:
         print(f"  screenshot: {args.screenshot}")
