@@ -60,9 +60,36 @@ class QuantizerBase:
         self.new_inits = []
         self.weight_bias = {}  # set by quantize_model: biased_weights()
         self.graph_outputs = {o.name for o in self.graph.output}
+        if self.overrides:
+            self.check_overrides()
         if x.get("EnableSubgraph") and any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
                                            for n in self.graph.node for a in n.attribute):
             raise InvalidArgument("quantizing subgraphs (EnableSubgraph) is not implemented by onnxide's tool")
+
+    def check_overrides(self):
+        """ValueError naming the first bad TensorQuantOverrides entry (tensor_quant_overrides.is_valid)."""
+        from .tensor_quant_overrides import TensorQuantOverridesHelper
+        names = {n for node in self.graph.node for n in list(node.input) + list(node.output) if n}
+        names |= {v.name for v in list(self.graph.input) + list(self.graph.output)}
+        ok, err = TensorQuantOverridesHelper(self.overrides).is_valid(self.inits, names - set(self.inits),
+                                                                      self.activation_qType)
+        if not ok:
+            raise ValueError(err)
+        converts = sorted(n for n, entries in self.overrides.items() if any("convert" in d for d in entries))
+        if converts:
+            from ..errors import NotImplemented as NotImplementedErr
+            raise NotImplementedErr(f"TensorQuantOverrides 'convert' (tensor '{converts[0]}'): onnxide's tool does not "
+                                    "insert type conversions yet")
+
+    def overridden_types(self):
+        """The element types the overrides ask for (their own and their 'convert' ones)."""
+        out = set()
+        for entries in self.overrides.values():
+            for d in entries:
+                for q in (d.get("quant_type"), (d.get("convert") or {}).get("quant_type")):
+                    if q is not None:
+                        out.add(onnx_type(q))
+        return out
 
     def adjust_tensor_ranges(self):
         """Relu / Clip inputs take their output's range (when they alone read it); Softmax outputs are [0, 1]."""
@@ -143,14 +170,15 @@ class QuantizerBase:
         return zp, scale.astype(fdt), qtype
 
     # --- weights and biases ----------------------------------------------------------------------------------
-    def biased_weights(self, marks=None):
+    def biased_weights(self):
         """{weight: (input, bias)} of the Conv / ConvTranspose / Gemm nodes whose int32 bias may force a larger
         weight scale (none when QDQDisableWeightAdjustForInt32Bias is set)."""
         if self.extra_options.get("QDQDisableWeightAdjustForInt32Bias", False):
             return {}
         out = {}
         for n in self.graph.node:
-            if n.op_type in ("Conv", "ConvTranspose", "Gemm") and len(n.input) > 2 and n.input[2] in self.inits \
+            bias = n.input[2] if len(n.input) > 2 else ""
+            if n.op_type in ("Conv", "ConvTranspose", "Gemm") and bias in self.inits and bias not in self.overrides \
                     and self.is_weight(n.input[1]) and self.should_quantize_node(n):
                 out.setdefault(n.input[1], (n.input[0], n.input[2]))
         return out
@@ -179,31 +207,44 @@ class QuantizerBase:
             np.asarray(scale).dtype).reshape(np.shape(scale))
 
     def weight_params(self, name, axis=None, qtype=None, symmetric=None, reduce_range=None):
-        """(quantized array, zero point(s), scale(s), element type) of a float initializer."""
+        """(quantized array, zero point(s), scale(s), element type) of a float initializer. Its overrides may give
+        the type, symmetric, reduce_range, rmin / rmax or scale / zero_point: one dict, or one per channel."""
         w = numpy_helper.to_array(self.inits[name])
-        ov = self._override(name)
+        entries = [dict(e) for e in (self.overrides.get(name) or [{}])]
+        ov = entries[0]
         qtype = onnx_type(ov.get("quant_type", qtype if qtype is not None else self.weight_qType))
-        symmetric = ov.get("symmetric", self.is_weight_symmetric if symmetric is None else symmetric)
+        per_channel = axis is not None and not (len(entries) == 1 and "scale" in ov)
+        default_symmetric = True if per_channel and symmetric is None else (
+            self.is_weight_symmetric if symmetric is None else symmetric)  # per-channel weights: symmetric
+        symmetric = ov.get("symmetric", default_symmetric)
         rr = ov.get("reduce_range", self.reduce_range if reduce_range is None else reduce_range)
+        zdt = ONNX_TYPE_TO_NP_TYPE[qtype]
         if qtype == TensorProto.FLOAT8E4M3FN:
             scale = np.array(max(float(np.abs(w).max()), 1e-12) / 448.0, dtype=w.dtype)
-            zp = np.array(0, dtype=ONNX_TYPE_TO_NP_TYPE[qtype])
+            zp = np.array(0, dtype=zdt)
             return quantize_nparray(qtype, w, scale, zp), zp, scale, qtype
         qmin, qmax = get_qmin_qmax_for_qType(qtype, rr, symmetric=symmetric)
-        if "scale" in ov:
-            zp = np.array(ov.get("zero_point", 0), dtype=ONNX_TYPE_TO_NP_TYPE[qtype])
-            scale = np.array(ov["scale"], dtype=w.dtype)
-            return quantize_nparray(qtype, w, scale, zp), zp, scale, qtype
-        if axis is None:
-            zp, scale = compute_scale_zp(w.min() if w.size else np.float32(0), w.max() if w.size else np.float32(0),
-                                         qmin, qmax, symmetric, self.min_real_range)
+        if not per_channel:
+            if "scale" in ov:
+                zp, scale = np.array(ov.get("zero_point", 0), dtype=zdt), np.array(ov["scale"], dtype=w.dtype)
+                return quantize_nparray(qtype, w, scale, zp), zp, scale, qtype
+            lo = ov.get("rmin", w.min() if w.size else np.float32(0))
+            hi = ov.get("rmax", w.max() if w.size else np.float32(0))
+            zp, scale = compute_scale_zp(np.asarray(lo, w.dtype), np.asarray(hi, w.dtype), qmin, qmax, symmetric,
+                                         self.min_real_range)
             scale = self._int32_bias_scale(name, scale)
             return quantize_nparray(qtype, w, scale, zp), zp, scale.astype(w.dtype), qtype
         axis = axis % w.ndim
         moved = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
-        zp, scale = compute_scale_zp(moved.min(axis=1), moved.max(axis=1), qmin, qmax, symmetric,
-                                     self.min_real_range)
-        scale = self._int32_bias_scale(name, scale)
+        chans = [entries[i] if i < len(entries) else ov for i in range(w.shape[axis])]
+        if all("scale" in c for c in chans):
+            zp = np.array([c.get("zero_point", 0) for c in chans]).astype(zdt)
+            scale = np.array([c["scale"] for c in chans]).astype(w.dtype)
+        else:
+            lo = np.array([c.get("rmin", m) for c, m in zip(chans, moved.min(axis=1))], dtype=w.dtype)
+            hi = np.array([c.get("rmax", m) for c, m in zip(chans, moved.max(axis=1))], dtype=w.dtype)
+            zp, scale = compute_scale_zp(lo, hi, qmin, qmax, symmetric, self.min_real_range)
+            scale = self._int32_bias_scale(name, scale)
         shape = [1] * w.ndim
         shape[axis] = -1
         q = quantize_nparray(qtype, w, scale.reshape(shape), zp.reshape(shape))

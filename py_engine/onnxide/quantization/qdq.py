@@ -1,6 +1,6 @@
 """QDQ format: QuantizeLinear / DequantizeLinear pairs around the quantized nodes, the nodes kept as they are."""
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from .base import NARROW, QDQ_DIRECT_OPS, QuantizerBase
 from .graph_utils import ensure_opset, replace_input, replace_output, topological_sort
@@ -22,7 +22,9 @@ class QDQQuantizer(QuantizerBase):
         self.keep_removable = bool(x.get("QDQKeepRemovableActivations", False))
         self.exclude_output_ops = set(x.get("OpTypesToExcludeOutputQuantization", []) or [])
         self.quantize_bias = bool(x.get("QuantizeBias", True))
-        self.use_contrib = bool(x.get("UseQDQContribOps", False))
+        # 16 / 4-bit overrides below opset 21 put every Q / DQ in com.microsoft, as onnxruntime's tool does
+        self.use_contrib = bool(x.get("UseQDQContribOps", False)) or (
+            self.opset < 21 and bool(self.overridden_types() & set(NARROW)))
         self.axes = dict(DEFAULT_AXIS, **(x.get("QDQOpTypePerChannelSupportToAxis", {}) or {}))
         self.marks = {}
         self.params = {}
@@ -73,7 +75,9 @@ class QDQQuantizer(QuantizerBase):
             elif op == "MatMul" or op == "Gemm":
                 self.mark_act(ins[1])
             bias = ins[2] if len(ins) > 2 and op != "MatMul" else ""
-            if bias and self.is_weight(bias) and a and self.quantized(ins[1]) and self.quantize_bias \
+            if bias and bias in self.overrides and self.is_weight(bias):
+                self.mark_weight(bias, None)  # a bias with overrides is quantized as a weight
+            elif bias and self.is_weight(bias) and a and self.quantized(ins[1]) and self.quantize_bias \
                     and self.marks[ins[1]][0] == "weight":
                 self.marks[bias] = ("bias", ins[0], ins[1])
             self.mark_outputs(node)
@@ -233,8 +237,9 @@ class QDQQuantizer(QuantizerBase):
             zp_init.dims[:] = []
         dq_out = name + DEQUANT_OUTPUT_SUFFIX
         consumers = [n for n in self.graph.node if name in n.input]
+        dom = self._domain(TensorProto.INT32)
         self.graph.node.append(helper.make_node("DequantizeLinear", [q_name, scale_name, zp_name], [dq_out],
-                                                name=name + "_DequantizeLinear", **kw))
+                                                name=name + "_DequantizeLinear", domain=dom, **kw))
         for c in consumers:
             replace_input_node(c, name, dq_out)
         self.drop.add(name)
