@@ -75,11 +75,6 @@ class QuantizerBase:
                                                                       self.activation_qType)
         if not ok:
             raise ValueError(err)
-        converts = sorted(n for n, entries in self.overrides.items() if any("convert" in d for d in entries))
-        if converts:
-            from ..errors import NotImplemented as NotImplementedErr
-            raise NotImplementedErr(f"TensorQuantOverrides 'convert' (tensor '{converts[0]}'): onnxide's tool does not "
-                                    "insert type conversions yet")
 
     def overridden_types(self):
         """The element types the overrides ask for (their own and their 'convert' ones)."""
@@ -151,9 +146,13 @@ class QuantizerBase:
     def has_range(self, name):
         return name in self.tensors_range or "scale" in self._override(name)
 
-    def activation_params(self, name):
-        """(zero point, scale, element type) of an activation from its range, or from its override."""
-        ov, qtype = self._override(name), self.activation_type(name)
+    def activation_params(self, name, ov=None):
+        """(zero point, scale, element type) of an activation from its range, or from its override (or from `ov`,
+        the override a 'convert' entry gives its receiving nodes)."""
+        if ov is None:
+            ov, qtype = self._override(name), self.activation_type(name)
+        else:
+            qtype = onnx_type(ov.get("quant_type", self.activation_qType))
         fdt = self.float_dtype(name)
         if "scale" in ov:
             zdt = ONNX_TYPE_TO_NP_TYPE[qtype]

@@ -28,6 +28,7 @@ class QDQQuantizer(QuantizerBase):
         self.axes = dict(DEFAULT_AXIS, **(x.get("QDQOpTypePerChannelSupportToAxis", {}) or {}))
         self.marks = {}
         self.params = {}
+        self.converted = {}  # tensor with a 'convert' override: (its recv_nodes, the converted (scale, zp) params)
 
     # --- marking ---------------------------------------------------------------------------------------------
     def quantized(self, name):
@@ -79,7 +80,7 @@ class QDQQuantizer(QuantizerBase):
                 self.mark_weight(bias, None)  # a bias with overrides is quantized as a weight
             elif bias and self.is_weight(bias) and a and self.quantized(ins[1]) and self.quantize_bias \
                     and self.marks[ins[1]][0] == "weight":
-                self.marks[bias] = ("bias", ins[0], ins[1])
+                self.marks[bias] = ("bias", ins[0], ins[1], node.name)
             self.mark_outputs(node)
         elif op in ("Relu", "Clip"):
             if self.force_quantize_no_input_check:
@@ -165,7 +166,51 @@ class QDQQuantizer(QuantizerBase):
         self.params[name] = (scale_name, zp_name, scale, qtype)
         self._emit_pairs(name, scale_name, zp_name, qtype)
 
+    def _emit_convert(self, name, scale_name, zp_name, qtype, convert):
+        """Q → DQ in the tensor's type for its other readers (and a graph output of that name), then Q → DQ in the
+        'convert' type for its recv_nodes (all readers when none are named). A graph output takes the converted
+        value when every reader does."""
+        ov = {k: v for k, v in convert.items() if k != "recv_nodes"}
+        zp2, scale2, qtype2 = self.activation_params(name, ov)
+        z2, s2 = self.add_init(zp2, name + "_zero_point_convert"), self.add_init(scale2, name + "_scale_convert")
+        consumers = [n for n in self.graph.node if name in n.input]
+        recv = set(convert.get("recv_nodes") or {c.name for c in consumers})
+        conv = [c for c in consumers if c.name in recv]
+        orig = [c for c in consumers if c.name not in recv]
+        self.converted[name] = (recv, (s2, z2, scale2, qtype2))
+        is_out = name in self.graph_outputs
+        src = name
+        if is_out:
+            src = name + QUANT_INPUT_SUFFIX
+            replace_output(self.graph, name, src)
+        split = bool(orig)
+        q1_out = f"{name}_QuantizeLinear_Output"
+        dq1_out = name if is_out and split else name + DEQUANT_OUTPUT_SUFFIX
+        mid = f"{name}_convert_DequantizeLinear_Input" if split else dq1_out
+        q2_out = f"{name}_convert_QuantizeLinear_Output"
+        dq2_out = name if is_out and not split else f"{name}_convert{DEQUANT_OUTPUT_SUFFIX}"
+        d1, d2 = self._domain(qtype), self._domain(qtype2)
+        nodes = [helper.make_node("QuantizeLinear", [src, scale_name, zp_name], [q1_out],
+                                  name=f"{name}_QuantizeLinear", domain=d1),
+                 helper.make_node("DequantizeLinear", [q1_out, scale_name, zp_name], [dq1_out],
+                                  name=f"{name}_DequantizeLinear", domain=d1)]
+        if split:
+            nodes.append(helper.make_node("DequantizeLinear", [q1_out, scale_name, zp_name], [mid],
+                                          name=f"{name}_DequantizeLinear_convert_input", domain=d1))
+        nodes += [helper.make_node("QuantizeLinear", [mid, s2, z2], [q2_out], name=f"{name}_convert_QuantizeLinear",
+                                   domain=d2),
+                  helper.make_node("DequantizeLinear", [q2_out, s2, z2], [dq2_out],
+                                   name=f"{name}_convert_DequantizeLinear", domain=d2)]
+        for c in orig:
+            replace_input_node(c, name, dq1_out)
+        for c in conv:
+            replace_input_node(c, name, dq2_out)
+        self.graph.node.extend(nodes)
+
     def _emit_pairs(self, name, scale_name, zp_name, qtype):
+        convert = self._override(name).get("convert")
+        if convert is not None:
+            return self._emit_convert(name, scale_name, zp_name, qtype, convert)
         consumers = [n for n in self.graph.node if name in n.input]
         if self.dedicated and len(consumers) > 1 and name not in self.graph_outputs:
             for i, c in enumerate(consumers):
@@ -223,10 +268,12 @@ class QDQQuantizer(QuantizerBase):
         topological_sort(self.graph)
         return self.model.model
 
-    def emit_bias(self, name, inp, weight):
+    def emit_bias(self, name, inp, weight, node_name=None):
         if inp not in self.params or weight not in self.params:
             return
-        q, zp, scale = self.bias_params(name, self.params[inp][2], self.params[weight][2])
+        recv, converted = self.converted.get(inp, ((), None))
+        inp_params = converted if node_name in recv else self.params[inp]  # the type the node reads its input in
+        q, zp, scale = self.bias_params(name, inp_params[2], self.params[weight][2])
         q_name = self.add_init(q, name + "_quantized")
         scale_name = self.add_init(scale, name + "_quantized_scale")
         zp_name = self.add_init(zp, name + "_quantized_zero_point")
