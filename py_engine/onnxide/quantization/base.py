@@ -253,9 +253,10 @@ class QuantizerBase:
         """(int32 bias, zero points, scale) with scale = input scale x weight scale(s)."""
         b = numpy_helper.to_array(self.inits[bias_name]).astype(np.float32) * np.float32(beta)
         scale = (np.asarray(input_scale, np.float32) * np.asarray(weight_scale, np.float32)).astype(np.float32)
-        scale = np.where(scale == 0, np.float32(1.0), scale)
-        q = np.clip(np.rint(b / scale), -2**31, 2**31 - 1).astype(np.int32)
-        return q, np.zeros(scale.shape, np.int32), scale.astype(self.float_dtype(bias_name))
+        scale = np.where(scale == 0, np.float32(1.0), scale).astype(self.float_dtype(bias_name))
+        # quantized with the scale as stored (float16 rounds it), so DequantizeLinear gives the bias back
+        q = np.clip(np.rint(b / scale.astype(np.float32)), -2**31, 2**31 - 1).astype(np.int32)
+        return q, np.zeros(scale.shape, np.int32), scale
 
 
 def check_types(activation_type, weight_type):

@@ -238,8 +238,26 @@ class QDQQuantizer(QuantizerBase):
         for c in consumers:
             replace_input_node(c, name, dq_out)
 
+    def duplicate_shared_biases(self):
+        """A bias initializer read by several nodes that quantize it to int32 (each with its own scale) gets a copy
+        per node after the first, named BIAS_dup_K."""
+        seen = {}
+        for node in self.graph.node:
+            bias = node.input[2] if node.op_type in ("Conv", "ConvTranspose", "Gemm") and len(node.input) > 2 else ""
+            if not bias or not self.is_weight(bias) or bias in self.overrides or not self.should_quantize_node(node):
+                continue
+            seen[bias] = seen.get(bias, 0) + 1
+            if seen[bias] > 1:
+                dup = numpy_helper.from_array(numpy_helper.to_array(self.inits[bias]), f"{bias}_dup_{seen[bias] - 1}")
+                self.graph.initializer.append(dup)
+                self.inits[dup.name] = dup
+                self.types[dup.name] = dup.data_type
+                node.input[2] = dup.name
+
     def quantize_model(self):
         self.adjust_tensor_ranges()
+        if self.quantize_bias:
+            self.duplicate_shared_biases()
         self.weight_bias = self.biased_weights()
         for node in list(self.graph.node):
             if self.should_quantize_node(node):
