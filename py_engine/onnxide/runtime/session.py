@@ -375,10 +375,10 @@ def _check_feed(vi, value, session_devices=()):
         try:
             got = dt.code_of(value.dtype)
         except KeyError:
-            raise InvalidArgument(f"Unexpected input data type for '{vi.name}'. Actual: ({value.dtype}), "
+            raise InvalidArgument(f"Unexpected input data type. Actual: ({value.dtype}) , "
                                   f"expected: ({dt.type_string(code)})") from None
-        if got != code:
-            raise InvalidArgument(f"Unexpected input data type for '{vi.name}'. Actual: ({dt.type_string(got)}) , "
+        if got != code:  # onnxruntime's text, word for word (it names no input here; code matches on it)
+            raise InvalidArgument(f"Unexpected input data type. Actual: ({dt.type_string(got)}) , "
                                   f"expected: ({dt.type_string(code)})")
         if code == dt.STRING and value.dtype != object:
             value = value.astype(object)
