@@ -1,6 +1,6 @@
-"""NativeCPUExecutionProvider: native kernels (libonnxide_cpu, built at set-up for this CPU) ahead of the CPU EP for
-float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops, LayerNorm
-and softmax, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
+"""NativeCPUExecutionProvider: native kernels (libonnxide_cpu, the build for this CPU's x86-64 level) ahead of the CPU
+EP for float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops,
+LayerNorm and softmax, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
 declines or falls back on runs in the numpy kernel."""
 import math
 
