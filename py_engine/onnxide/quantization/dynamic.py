@@ -8,7 +8,8 @@ from .quant_utils import TENSOR_NAME_QUANT_SUFFIX
 
 
 class DynamicQuantizer(QuantizerBase):
-    """MatMul / Gemm with a constant B become MatMulInteger, Conv becomes ConvInteger; each rescaled to float."""
+    """MatMul / Gemm with a constant B become MatMulInteger, Conv becomes ConvInteger, each rescaled to float; Gather
+    from a constant table reads it quantized."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -25,17 +26,35 @@ class DynamicQuantizer(QuantizerBase):
             self.dyn[name] = (q, s, z)
         return self.dyn[name]
 
-    def weight(self, name, axis=None, transpose=False):
+    def weight(self, name, axis=None, transpose=False, as_activation=False):
         if name not in self.weights:
-            q, zp, scale, _ = self.weight_params(name, axis)
+            q, zp, scale, _ = self.weight_params(name, None, qtype=self.activation_qType, reduce_range=False,
+                                                 symmetric=self.is_activation_symmetric) if as_activation \
+                else self.weight_params(name, axis)
             q = q.T.copy() if transpose else q
             zn, sn = self.add_init(zp, name + "_zero_point"), self.add_init(scale, name + "_scale")
             self.weights[name] = (self.add_init(q, name + TENSOR_NAME_QUANT_SUFFIX), sn, zn)
         return self.weights[name]
 
+    def quantize_gather(self, node):
+        """Gather from a constant table (an embedding): the table is stored quantized in the activation type (uint8,
+        asymmetric), the gathered rows are dequantized."""
+        ins, out = list(node.input), node.output[0]
+        if not self.is_weight(ins[0]) or self.inits[ins[0]].data_type != TensorProto.FLOAT:
+            return False
+        q, s, z = self.weight(ins[0], as_activation=True)
+        gathered = out + TENSOR_NAME_QUANT_SUFFIX
+        self.out_nodes.append(helper.make_node("Gather", [q, ins[1]], [gathered], name=(node.name or out) + "_quant",
+                                               **{a.name: helper.get_attribute_value(a) for a in node.attribute}))
+        self.out_nodes.append(helper.make_node("DequantizeLinear", [gathered, s, z], [out],
+                                               name=out + "_DequantizeLinear"))
+        return True
+
     def quantize_node(self, node):
         op, ins, out = node.op_type, list(node.input), node.output[0]
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if op == "Gather":
+            return self.quantize_gather(node)
         if op not in ("MatMul", "Conv", "Gemm") or not self.is_weight(ins[1]):
             return False
         if ins[0] not in self.types:
@@ -77,7 +96,7 @@ class DynamicQuantizer(QuantizerBase):
         self.out_nodes.extend([kernel, cast, scales, mul])
         if bias:
             if op == "Conv":
-                shape = self.add_init(np.array([1, -1, 1, 1], "int64"), base + "_bias_reshape_shape")
+                shape = self.add_init(np.array([1, -1, 1, 1], "int64"), out + "_bias_reshape_shape")
                 self.out_nodes.append(helper.make_node("Reshape", [bias, shape], [base + "_bias_reshape_output"],
                                                        name=base + "_bias_reshape"))
                 bias = base + "_bias_reshape_output"
