@@ -368,3 +368,276 @@ def test_a_graph_output_without_a_name_is_refused_at_load():
                   [vi("y", T.FLOAT, [2]), vi("", T.FLOAT, [2])])
     with pytest.raises(onnxide.Fail, match="output without a name"):
         onnxide.InferenceSession(data)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the seed-19 campaign's remaining internals, and models onnxruntime's checker refuses that onnxide ran
+
+def _refuses(data, feeds, error, match, at_load=False):
+    """Every EP refuses the model with `error` matching `match` (at session creation where `at_load`)."""
+    for ep in EPS:
+        with pytest.raises(error, match=match):
+            sess = _session(data, ep)
+            assert not at_load, f"{ep} loaded the model"
+            sess.run(None, feeds)
+
+
+def _typed(name, arr):
+    return vi(name, helper.np_dtype_to_tensor_dtype(arr.dtype) if arr.dtype != object else T.STRING, None)
+
+
+def _one_node(node, feeds, opset=22, domain=None, inits=()):
+    """A model of one node whose inputs are `feeds` (any rank), outputs untyped."""
+    model = helper.make_model(helper.make_graph([node], "g", [_typed(k, v) for k, v in feeds.items()],
+                                                [helper.ValueInfoProto(name=o) for o in node.output if o],
+                                                list(inits)),
+                              opset_imports=[helper.make_opsetid("", opset)] +
+                              ([helper.make_opsetid(domain[0], domain[1])] if domain else []))
+    return model.SerializeToString()
+
+
+_f = np.float32
+RUNTIME_SHAPES = {  # op: (node, feeds, opset, domain, match) — were wrapped IndexError / ValueError / TypeError
+    "ArgMin of a scalar": (helper.make_node("ArgMin", ["x"], ["y"]), {"x": np.array(1.0, _f)}, 13, None,
+                           "out of range for a scalar"),
+    "CumProd of a scalar": (helper.make_node("CumProd", ["x", "a"], ["y"]),
+                            {"x": np.array(1.0, _f), "a": np.array(0, np.int64)}, 26, None, "on a scalar"),
+    "Squeeze of a scalar": (helper.make_node("Squeeze", ["x", "a"], ["y"]),
+                            {"x": np.array(1.0, _f), "a": np.array([0], np.int64)}, 13, None, "for a scalar"),
+    "Gemm-1 of a scalar": (helper.make_node("Gemm", ["a", "b", "c"], ["y"]),
+                           {"a": np.ones((2, 3), _f), "b": np.array(1.0, _f), "c": np.ones((2, 2), _f)}, 6, None,
+                           "must be 2-D"),
+    "GridSample of a scalar": (helper.make_node("GridSample", ["x", "g"], ["y"]),
+                               {"x": np.array(1.0, _f), "g": np.zeros((1, 2, 2, 2), _f)}, 20, None, "rank 3 or more"),
+    "MatMul batch dims": (helper.make_node("MatMul", ["a", "b"], ["y"]),
+                          {"a": np.ones((2, 2, 3, 4), _f), "b": np.ones((3, 2, 4, 3), _f)}, 13, None,
+                          "cannot be multiplied"),
+    "InstanceNormalization scalar B": (helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"]),
+                                       {"x": np.ones((1, 2, 3), _f), "s": np.ones(2, _f), "b": np.array(1.0, _f)}, 6,
+                                       None, "invalid input B"),
+    "Attention nonpad_kv_seqlen": (helper.make_node("Attention", ["q", "k", "v", "", "", "", "n"], ["y"]),
+                                   {"q": np.ones((2, 3, 4, 8), _f), "k": np.ones((2, 3, 4, 8), _f),
+                                    "v": np.ones((2, 3, 4, 8), _f), "n": np.full(5, 4, np.int64)}, 24, None,
+                                   "one length per batch"),
+    "ConvInteger x_zero_point": (helper.make_node("ConvInteger", ["x", "w", "z"], ["y"]),
+                                 {"x": np.ones((1, 1, 3, 3), np.uint8), "w": np.ones((1, 1, 2, 2), np.uint8),
+                                  "z": np.ones(4, np.uint8)}, 10, None, "x_zero_point"),
+    "Resize of an empty dim": (helper.make_node("Resize", ["x", "", "", "s"], ["y"], mode="nearest"),
+                               {"x": np.ones((1, 1, 2, 0), _f), "s": np.array([1, 1, 4, 4], np.int64)}, 13, None,
+                               "nothing to scale"),
+    "SoftmaxCrossEntropyLoss without classes": (helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y"]),
+                                                {"x": np.ones((3, 0), _f), "t": np.zeros(3, np.int64)}, 13, None,
+                                                "no classes"),
+    "Where of two types": (helper.make_node("Where", ["c", "a", "b"], ["y"]),
+                           {"c": np.array([True]), "a": np.ones(1, _f), "b": np.array(["s"], object)}, 16, None,
+                           "must be of one type"),
+    "Scan-9 of a scalar": None,  # (built below: a body)
+    "Momentum of a string state": (helper.make_node("Momentum", ["r", "t", "x", "g", "v"], ["x2", "v2"],
+                                                    domain="ai.onnx.preview.training", alpha=0.9, beta=0.9,
+                                                    mode="standard", norm_coefficient=0.0),
+                                   {"r": np.array(0.1, _f), "t": np.array(1, np.int64), "x": np.ones(2, _f),
+                                    "g": np.ones(2, _f), "v": np.array(["a", "b"], object)}, 17,
+                                   ("ai.onnx.preview.training", 1), "float tensors of one shape"),
+    "Adam of unequal shapes": (helper.make_node("Adam", ["r", "t", "x", "g", "v", "h"], ["x2", "v2", "h2"],
+                                                domain="ai.onnx.preview.training"),
+                               {"r": np.array(0.1, _f), "t": np.array(1, np.int64), "x": np.ones(2, _f),
+                                "g": np.ones(37, _f), "v": np.ones(2, _f), "h": np.ones(2, _f)}, 17,
+                               ("ai.onnx.preview.training", 1), "of one shape"),
+    "FlexAttention batch": (helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview"),
+                            {"q": np.ones((2, 4, 8, 16), _f), "k": np.ones((3, 4, 6, 16), _f),
+                             "v": np.ones((3, 4, 6, 16), _f)}, 22, ("ai.onnx.preview", 1), "incompatible"),
+    "CausalConvWithState bias": (helper.make_node("CausalConvWithState", ["x", "w", "b"], ["y"]),
+                                 {"x": np.ones((1, 4, 5), _f), "w": np.ones((4, 1, 3), _f), "b": np.ones((4, 2), _f)},
+                                 28, None, "bias shape"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(k for k, v in RUNTIME_SHAPES.items() if v))
+def test_shapes_the_seed_19_campaign_found_are_refused(case):
+    node, feeds, opset, domain, match = RUNTIME_SHAPES[case]
+    _refuses(_one_node(node, feeds, opset, domain), feeds, OnnxideError, match)
+    for ep in EPS:  # onnxide's own check, not a wrapped Python exception
+        try:
+            _session(_one_node(node, feeds, opset, domain), ep).run(None, feeds)
+        except OnnxideError as e:
+            assert not INTERNAL.search(str(e)), str(e)
+
+
+def test_scans_over_a_scalar_or_without_a_batch_are_refused():
+    body = helper.make_graph([helper.make_node("Add", ["s", "x"], ["s2"]), helper.make_node("Identity", ["s2"], ["o"])],
+                             "b", [vi("s", T.FLOAT, None), vi("x", T.FLOAT, None)],
+                             [vi("s2", T.FLOAT, None), vi("o", T.FLOAT, None)])
+    feeds = {"s": np.zeros(1, _f), "x": np.array(1.0, _f)}
+    _refuses(_one_node(helper.make_node("Scan", ["s", "x"], ["s3", "y"], body=body, num_scan_inputs=1), feeds, 11),
+             feeds, onnxide.InvalidArgument, "is a scalar")
+    feeds = {"s": np.zeros(1, _f), "x": np.ones(3, _f)}
+    _refuses(_one_node(helper.make_node("Scan", ["", "s", "x"], ["s3", "y"], body=body, num_scan_inputs=1), feeds, 8),
+             feeds, onnxide.InvalidArgument, r"\[batch, sequence")
+
+
+@pytest.mark.parametrize("case", ["tree ensemble leaves", "tfidf ngram_counts", "label encoder keys"])
+def test_ml_attributes_that_do_not_fit_are_refused(case):
+    """Were 'array is not broadcastable' / 'cannot reshape' / 'invalid literal for int()' ValueErrors."""
+    x = {"x": np.ones((1, 2), _f)}
+    if case == "tree ensemble leaves":
+        node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", n_targets=1, tree_roots=[0],
+                                nodes_featureids=[0], nodes_modes=numpy_helper.from_array(np.zeros(1, np.uint8)),
+                                nodes_splits=numpy_helper.from_array(np.ones(1, _f)), nodes_truenodeids=[0],
+                                nodes_trueleafs=[1], nodes_falsenodeids=[1], nodes_falseleafs=[1],
+                                leaf_targetids=[0, 0, 0], leaf_weights=numpy_helper.from_array(np.ones(2, _f)))
+        error, match, domain = onnxide.InvalidArgument, "differ in length", ("ai.onnx.ml", 5)
+    elif case == "tfidf ngram_counts":
+        x = {"x": np.array([2, 3, 5], np.int64)}
+        node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], max_gram_length=2, max_skip_count=0,
+                                min_gram_length=2, mode="TF", ngram_counts=[0, 4], ngram_indexes=[0, 1, 2, 3],
+                                pool_int64s=[2, 3, 5, 4, 5, 6, 7])
+        error, match, domain = onnxide.Fail, "whole n-grams", None
+    else:
+        x = {"x": np.array([1, 2], np.int64)}
+        node = helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", keys_strings=["a", "b"],
+                                values_int64s=[1, 2])
+        error, match, domain = onnxide.Fail, "keys' type", ("ai.onnx.ml", 2)
+    _refuses(_one_node(node, x, 21, domain), x, error, match)
+
+
+def test_tfidf_of_strings_against_an_int_pool_counts_nothing():
+    """Was 'invalid literal for int()': onnxruntime counts no n-gram (zeros), and so does onnxide."""
+    x = {"x": np.array(["a", "b", "a"], object)}
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], max_gram_length=1, max_skip_count=0, min_gram_length=1,
+                            mode="TF", ngram_counts=[0], ngram_indexes=[0, 1], pool_int64s=[2, 3])
+    for ep in EPS:
+        y, = _session(_one_node(node, x, 9), ep).run(None, x)
+        np.testing.assert_array_equal(y, np.zeros(2, _f))
+
+
+def test_rotary_embedding_caches_and_positions_that_do_not_fit_are_refused():
+    """Were numpy broadcast / index errors: the caches' ranks and positions are checked as onnxruntime does."""
+    node = helper.make_node("RotaryEmbedding", ["x", "c", "s", "p"], ["y"])
+    base = {"x": np.ones((2, 3, 4, 8), _f), "c": np.ones((50, 4), _f), "s": np.ones((50, 4), _f),
+            "p": np.zeros((2, 4), np.int64)}
+    for change, match in [({"p": np.zeros((2, 38), np.int64)}, "position_ids shape"),
+                          ({"s": np.ones((50, 50, 4), _f)}, "cos_cache .* and sin_cache"),
+                          ({"p": np.full((2, 4), 50, np.int64)}, r"must be in \[0, 50\)")]:
+        feeds = {**base, **change}
+        _refuses(_one_node(node, feeds, 23), feeds, onnxide.InvalidArgument, match)
+
+
+def test_load_time_graph_errors_the_campaign_found():
+    """A Shape node without outputs (an IndexError in constant folding), an If branch returning an outer value
+    directly and a SequenceMap body reading its own node's output (KeyErrors in the executor), Shape of a sequence
+    in a body (AttributeError): refused at load as onnxruntime refuses them."""
+    x = vi("x", T.FLOAT, [2])
+    with pytest.raises(onnxide.InvalidGraph, match="output size 0"):
+        onnxide.InferenceSession(_graph([helper.make_node("Shape", ["x"], [])], [x], [x]))
+    then = helper.make_graph([], "then", [], [vi("x", T.FLOAT, [2])])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["n"])], "else", [], [vi("n", T.FLOAT, [2])])
+    with pytest.raises(onnxide.Fail, match=r"Subgraph output \(x\) is an outer scope value"):
+        onnxide.InferenceSession(_graph([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                                        [x, vi("c", T.BOOL, [])], [vi("y", T.FLOAT, [2])]))
+    body = helper.make_graph([helper.make_node("Add", ["y", "i"], ["o"])], "b", [vi("i", T.FLOAT, [2])],
+                             [vi("o", T.FLOAT, [2])])
+    seq = helper.make_tensor_sequence_value_info("s", T.FLOAT, [2])
+    with pytest.raises(onnxide.Fail, match="not acyclic"):
+        onnxide.InferenceSession(_graph([helper.make_node("SequenceMap", ["s"], ["y"], body=body)], [seq],
+                                        [helper.make_tensor_sequence_value_info("y", T.FLOAT, [2])]))
+    body = helper.make_graph([helper.make_node("Shape", ["s"], ["o"])], "b", [vi("i", T.FLOAT, [2])],
+                             [vi("o", T.INT64, [1])])
+    with pytest.raises(onnxide.InvalidGraph, match=r"Type 'seq\(tensor\(float\)\)' of input parameter \(s\) of "
+                                                   r"operator \(Shape\)"):
+        onnxide.InferenceSession(_graph([helper.make_node("SequenceMap", ["s", "x"], ["y"], body=body)], [seq, x],
+                                        [helper.make_tensor_sequence_value_info("y", T.INT64, [1])]))
+
+
+def test_a_map_input_to_a_tensor_op_is_refused_at_load():
+    """Was onnxruntime's Python-layer RuntimeError at run ('a map input must be given as a dict'); onnxruntime itself
+    refuses the model at load."""
+    m = helper.make_map_type_proto(T.INT64, helper.make_tensor_type_proto(T.FLOAT, [2]))
+    data = _graph([helper.make_node("Asin", ["x"], ["y"])], [helper.make_value_info("x", m)],
+                  [helper.ValueInfoProto(name="y")])
+    with pytest.raises(onnxide.InvalidGraph, match=r"Type 'map\(int64,tensor\(float\)\)' of input parameter \(x\)"):
+        onnxide.InferenceSession(data)
+
+
+def test_declared_output_types_must_match_what_the_node_gives():
+    """onnxruntime's load check (its messages): a graph output, value_info or body output declared of another
+    element type than its node gives fails; elem_type 0 where a value is used is an invalid data type; a Constant
+    (an initializer to onnxruntime) and a missing type are not checked."""
+    x = vi("x", T.FLOAT, [2])
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    with pytest.raises(onnxide.Fail, match=r"Type \(tensor\(int64\)\) of output arg \(y\) of node \(\) does not "
+                                           r"match expected type \(tensor\(float\)\)"):
+        onnxide.InferenceSession(_graph([relu], [x], [vi("y", T.INT64, [2])]))
+    with pytest.raises(onnxide.Fail, match=r"Type \(tensor\(float\)\) of output arg \(y\).*\(tensor\(int32\)\)"):
+        onnxide.InferenceSession(_graph([helper.make_node("Cast", ["x"], ["y"], to=T.INT32)], [x],
+                                        [vi("y", T.FLOAT, [2])]))
+    with pytest.raises(onnxide.Fail, match=r"output arg \(y\).*expected type \(tensor\(float\)\)"):  # value_info
+        g = helper.make_graph([relu, helper.make_node("Neg", ["y"], ["z"])], "g", [x], [vi("z", T.FLOAT, [2])],
+                              value_info=[vi("y", T.INT64, [2])])
+        onnxide.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    with pytest.raises(onnxide.Fail, match=r"Type \(tensor\(float\)\) of output arg \(y\).*\(seq\(tensor\(float\)\)\)"):
+        onnxide.InferenceSession(_graph([helper.make_node("SequenceConstruct", ["x"], ["y"])], [x],
+                                        [vi("y", T.FLOAT, None)]))
+    then = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "then", [], [vi("t", T.INT64, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e", T.FLOAT, None)])
+    with pytest.raises(onnxide.Fail, match=r"output arg \(t\)"):
+        onnxide.InferenceSession(_graph([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                                        [x, vi("c", T.BOOL, [])], [vi("y", T.FLOAT, None)]))
+    for decl in (vi("y", 0, [2]), vi("y", 0, None)):
+        with pytest.raises(onnxide.InvalidArgument, match="Invalid tensor data type 0"):
+            onnxide.InferenceSession(_graph([relu], [x], [decl]))
+    const = helper.make_node("Constant", [], ["y"], value=helper.make_tensor("v", T.INT64, [1], [3]))
+    untyped = helper.ValueInfoProto(name="y")
+    for data in (_graph([const], [x], [vi("y", T.FLOAT, None)]), _graph([relu], [x], [untyped])):
+        for ep in EPS:
+            assert _session(data, ep).run(None, {"x": np.ones(2, _f)})[0].shape in ((1,), (2,))
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+def test_softmax_of_a_scalar_is_refused(op):
+    """onnxruntime: a shape inference error at load (a scalar's rank known), its kernel's Fail at run (unknown)."""
+    for opset in (11, 13):
+        data = _graph([helper.make_node(op, ["x"], ["y"])], [vi("x", T.FLOAT, [])], [vi("y", T.FLOAT, None)], opset)
+        _refuses(data, {}, onnxide.Fail, "Input rank must be >= 1", at_load=True)
+        data = _graph([helper.make_node(op, ["x"], ["y"])], [vi("x", T.FLOAT, None)], [vi("y", T.FLOAT, None)], opset)
+        _refuses(data, {"x": np.array(1.0, _f)}, onnxide.Fail, "rank must be >= 1")
+
+
+def test_batch_normalization_parameters_must_be_vectors():
+    """A rank-2 var: onnxruntime's shape inference refuses it from opset 14, its kernel (InvalidArgument) before and
+    where the rank is not known at load."""
+    bn = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])
+    inits = [numpy_helper.from_array(np.ones(3, _f), n) for n in "sbm"]
+    x = np.ones((2, 3, 4, 4), _f)
+    var = numpy_helper.from_array(np.ones((3, 1), _f), "v")
+    _refuses(_graph([bn], [vi("x", T.FLOAT, x.shape)], [vi("y", T.FLOAT, None)], 15, inits + [var]), {"x": x},
+             onnxide.Fail, "Input 4 expected to have rank 1 but has rank 2", at_load=True)
+    _refuses(_graph([bn], [vi("x", T.FLOAT, x.shape)], [vi("y", T.FLOAT, None)], 9, inits + [var]), {"x": x},
+             onnxide.InvalidArgument, "invalid input var")
+    _refuses(_graph([bn], [vi("x", T.FLOAT, x.shape), vi("v", T.FLOAT, None)], [vi("y", T.FLOAT, None)], 15, inits),
+             {"x": x, "v": np.ones((1, 3), _f)}, onnxide.InvalidArgument, "invalid input var")
+
+
+def test_float_mod_without_fmod_before_opset_28():
+    """onnxruntime's kernel refuses fmod=0 on floats before opset 28; Mod-28 gives the floor remainder (sign of the
+    divisor, as Python's %)."""
+    feeds = {"a": np.array([5, -5, 7], _f), "b": np.array([3, 3, -2], _f)}
+    inputs = [vi("a", T.FLOAT, [3]), vi("b", T.FLOAT, [3])]
+    mod = helper.make_node("Mod", ["a", "b"], ["y"], fmod=0)
+    _refuses(_graph([mod], inputs, [vi("y", T.FLOAT, None)], 17), feeds, onnxide.Fail, "fmod must be 1")
+    for ep in EPS:
+        y, = _session(_graph([mod], inputs, [vi("y", T.FLOAT, None)], 28), ep).run(None, feeds)
+        np.testing.assert_array_equal(y, np.array([2, 1, -1], _f))
+
+
+def test_conv_transpose_output_shape_must_fit_the_input():
+    """onnxruntime refuses an output_shape more than stride - 1 past the natural output (no input reaches it)."""
+    x = np.ones((1, 2, 5, 5), _f)
+    w = numpy_helper.from_array(np.ones((2, 3, 3, 3), _f), "w")
+
+    def model(size):
+        return _graph([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_shape=[size, size])],
+                      [vi("x", T.FLOAT, x.shape)], [vi("y", T.FLOAT, None)], 17, [w])
+
+    _refuses(model(13), {"x": x}, onnxide.InvalidArgument, "inconsistent with input spatial dimensions")
+    for ep in EPS:  # natural 11, and 12 = 11 + stride - 1
+        assert _session(model(12), ep).run(None, {"x": x})[0].shape == (1, 3, 12, 12)

@@ -34,7 +34,7 @@ def _model(op, inputs, attrs=None, n_out=1, domain="", opset=20):
                           [helper.make_tensor_value_info(n, TensorProto.FLOAT if a.dtype == np.float32
                                                          else TensorProto.DOUBLE, a.shape)
                            for n, a in zip(names, inputs) if n],
-                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+                          [helper.ValueInfoProto(name=o) for o in outs])  # (typed as the node gives them)
     ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
     return helper.make_model(g, opset_imports=ops, ir_version=10).SerializeToString(), \
         {n: a for n, a in zip(names, inputs) if n}

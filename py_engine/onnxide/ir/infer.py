@@ -9,8 +9,8 @@ SequenceMap: ops/control.py) also says what its node hands its body's inputs.
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import OnnxideError
-from ..ops.inference import UNKNOWN, Facts, entry_of, type_proto
+from ..errors import Fail, OnnxideError
+from ..ops.inference import UNKNOWN, Facts, OptionalOf, SequenceOf, entry_of, type_proto, type_string
 from ..ops.registry import resolve_opdef
 from .model import ValueInfo, subgraphs, type_dims
 
@@ -78,14 +78,15 @@ def _constants(g, types, consts, sv):
                     sv[name] = ([int(v) for v in arr.reshape(-1)], arr.ndim == 0)
 
 
-def infer_shapes(model):
+def infer_shapes(model, check=False):
     """Fill graph.value_info (and untyped graph outputs, and a body's untyped inputs) with inferred types; declared
     types win. A body whose outputs are not all declared is inferred on the way (before its node: the node's rule
-    reads them), with what the node hands its inputs and the enclosing graphs' types visible.
+    reads them), with what the node hands its inputs and the enclosing graphs' types visible. `check` (at session
+    creation): every body, and Fail where a declared output type disagrees with what its node gives.
 
     Returns (types, shape_values): name -> (elem_type, dims), and name -> (entries, is_scalar) for the small
     int64 tensors that hold shapes (entries are ints, symbolic dim names or None)."""
-    return _infer(model, every_body=False)
+    return _infer(model, every_body=check, check=check)
 
 
 def infer_bodies(model):
@@ -95,19 +96,24 @@ def infer_bodies(model):
         _infer(model, every_body=True)
 
 
-def _infer(model, every_body):
+def _infer(model, every_body, check=False):
     g = model.graph
     previous = _forget_inferred(g)
     types, consts, sv = {}, {}, {}
     _constants(g, types, consts, sv)
     _known_types(model, types)
+    if check:  # (the graph's declared outputs and value_info)
+        declared = {o.name: entry_of(o.type) for o in g.outputs if o.type is not None}
+        declared.update((k, v) for k, v in types.items() if k in g.value_info)
     for n in g.nodes:
         rule, facts = _facts(n, model.opsets, types, consts, sv)
         if every_body or _reads_undeclared_outputs(n):
             for body in subgraphs(n):
                 _infer(_Body(body, model.opsets, types, getattr(model, "outer_type", None), _body_inputs(rule, facts)),
-                       every_body)
+                       every_body, check)
         res, value = _apply(rule, facts) if rule is not None else (None, None)
+        if check:
+            _check_declared(n, res, declared)
         if value is not None and n.outputs:
             sv[n.outputs[0]] = value
         _record(g, n, res, types, previous)
@@ -153,6 +159,28 @@ def _known_types(model, types):
         k = entry_of(vi.type)
         if k is not None:
             types[vi.name] = k
+
+
+def _disagree(declared, inferred):
+    """True when two element types (codes, SequenceOf / OptionalOf entries; None: unknown) are known and differ."""
+    if declared is None or inferred is None:
+        return False
+    if isinstance(declared, (SequenceOf, OptionalOf)) or isinstance(inferred, (SequenceOf, OptionalOf)):
+        return type(declared) is not type(inferred) or _disagree(declared.of[0], inferred.of[0])
+    return declared != inferred
+
+
+def _check_declared(node, res, declared):
+    """Fail, as onnxruntime's type check at load, when a node's output has a declared type (graph output or
+    value_info) whose element type is not the one the node gives (Constant aside: onnxruntime makes it an
+    initializer first)."""
+    if res is None or node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+        return
+    for name, got in zip(node.outputs, res):
+        want = declared.get(name)
+        if want is not None and got is not None and _disagree(want[0], got[0]):
+            raise Fail(f"Type Error: Type ({type_string(type_proto(*want))}) of output arg ({name}) of node "
+                       f"({node.name}) does not match expected type ({type_string(type_proto(*got))}).")
 
 
 def _record(g, node, res, types, previous):

@@ -188,14 +188,15 @@ def _value_infos(vis):
     return [ValueInfo(v.name, _declared(v.type), v.doc_string) for v in vis]
 
 
-def _check_types(vis, where):
-    """A declared tensor type's element type must be one ONNX defines (onnxruntime: InvalidArgument)."""
+def _check_types(vis, where, used=None):
+    """A declared tensor type's element type must be one ONNX defines, and not 0 (undefined) where the value is used:
+    `used` names them, None for all (onnxruntime: InvalidArgument)."""
     for v in vis:
         tp = v.type
         while tp is not None:
             if tp.tensor_type is not None or tp.sparse_tensor_type is not None:
                 code = (tp.tensor_type or tp.sparse_tensor_type).elem_type
-                if code and code not in dt.NAMES:
+                if code not in dt.NAMES and (code or used is None or v.name in used):
                     raise InvalidArgument(f"Failed to load model with error: Invalid tensor data type {code} "
                                           f"(of {where} '{v.name}')")
                 break
@@ -239,7 +240,7 @@ def _check_definitions(gp, inits, main):
         raise Fail(f"This is an invalid model. Graph '{gp.name}' has an output without a name.")
     _check_types(gp.input, "input")
     _check_types(gp.output, "output")
-    _check_types(gp.value_info, "value")
+    _check_types(gp.value_info, "value", defined)
     return defined
 
 
@@ -281,18 +282,41 @@ def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False):
         for o in g.outputs:
             if o.name not in known:
                 raise InvalidGraph(f"Graph output '{o.name}' is not produced by any node or input")
-    g.nodes = _sorted(g.nodes, known - {o for n in g.nodes for o in n.outputs})
+            if not main and o.name not in defined and o.name not in g.initializers:
+                raise Fail(f"This is an invalid model. Subgraph output ({o.name}) is an outer scope value being "
+                           "returned directly. Please update the model to add an Identity node between the outer "
+                           "scope value and the subgraph output.")
+    own = {o for n in g.nodes for o in n.outputs}
+    ready = known - own
+    reads = _reads(g.nodes, own)
+    g.nodes = _sorted(g.nodes, ready, reads)
+    if check:  # (what _sorted could not order reads a value of its own cycle)
+        produced = set(ready)
+        for n in g.nodes:
+            late = [x for x in reads.get(id(n), n.inputs) if x and x not in produced]
+            if late:
+                raise Fail(f"This is an invalid model. Error: the graph is not acyclic (graph '{gp.name}', node "
+                           f"'{n.name}' ({n.op_type}) reads '{late[0]}' before it is produced)")
+            produced.update(n.outputs)
     return g
 
 
-def _sorted(nodes, ready):
-    """`nodes` in an order where each input is produced before it is read (as given where it already is; the
-    stages after loading rely on it); a cycle keeps its nodes at the end (the partition reports it)."""
+def _reads(nodes, own):
+    """id(node) -> what a node with bodies reads of this graph's node outputs, its inputs and its bodies' (a body
+    reading its own node's output is a cycle)."""
+    from .scope import body_reads  # (scope reads this module's subgraphs)
+
+    return {id(n): list(n.inputs) + sorted(body_reads(n) & own) for n in nodes if next(subgraphs(n), None) is not None}
+
+
+def _sorted(nodes, ready, reads=None):
+    """`nodes` in an order where each input (`reads[id(node)]` for a node with bodies) is produced before it is read
+    (as given where it already is; the stages after loading rely on it); a cycle keeps its nodes at the end."""
     produced, pending, out = set(ready), list(nodes), []
     while pending:
         rest = []
         for n in pending:
-            if all(not x or x in produced for x in n.inputs):
+            if all(not x or x in produced for x in (reads or {}).get(id(n), n.inputs)):
                 out.append(n)
                 produced.update(n.outputs)
             else:

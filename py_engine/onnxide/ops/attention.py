@@ -108,6 +108,8 @@ def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         v = np.concatenate((past_value, v), axis=2)
     present_key, present_value = k, v
     batch, hq, sq, head = q.shape
+    if nonpad is not None and np.size(nonpad) != batch:
+        raise InvalidArgument(f"{name}: nonpad_kv_seqlen {np.shape(nonpad)} must hold one length per batch ({batch})")
     hkv, skv = k.shape[1], k.shape[2]
     if k.shape[0] != batch or v.shape[0] != batch or k.shape[3] != head or v.shape[2] != skv or \
             v.shape[1] != hkv:
@@ -281,11 +283,20 @@ def rotary_embedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved=
     if rd > head or rd % 2:
         raise InvalidArgument(f"{name}: rotary_embedding_dim {rd} is invalid for head size {head}")
     cos, sin = np.asarray(cos_cache).astype(cd), np.asarray(sin_cache).astype(cd)
+    b, s = xs.shape[:2]
+    if cos.shape != sin.shape or cos.ndim != (2 if position_ids is not None else 3) or cos.shape[-1] != rd // 2:
+        raise InvalidArgument(f"{name}: cos_cache {cos.shape} and sin_cache {sin.shape} must both be "
+                              f"{'(max_position, ' if position_ids is not None else f'({b}, {s}, '}{rd // 2}) "
+                              f"(rotary_embedding_dim / 2 last)")
     if position_ids is not None:
         pid = np.asarray(position_ids).astype(np.int64)
+        if pid.shape != (b, s):
+            raise InvalidArgument(f"{name}: position_ids shape {pid.shape} must be ({b}, {s})")
+        if pid.size and (pid.min() < 0 or pid.max() >= cos.shape[0]):
+            raise InvalidArgument(f"{name}: position_ids must be in [0, {cos.shape[0]}) (the caches' first dim)")
         cos, sin = cos[pid], sin[pid]
-    if cos.shape[-1] != rd // 2 or sin.shape[-1] != rd // 2:
-        raise InvalidArgument(f"{name}: cos/sin cache last dimension must be rotary_embedding_dim/2 = {rd // 2}")
+    elif cos.shape[:2] != (b, s):
+        raise InvalidArgument(f"{name}: cos_cache / sin_cache shape {cos.shape} must start with ({b}, {s})")
     cos, sin = cos[:, :, None, :], sin[:, :, None, :]
     xr, rest = xs[..., :rd], xs[..., rd:]
     if interleaved:
@@ -398,6 +409,14 @@ def _linear_attention_rule(f):
     return [(f.type(0), None), (f.type(3) if f.has(3) else f.type(0), None)]
 
 
+def _same_shape(value, shape, what, name):
+    """A body's result as an array of `shape` (what the body was given), else InvalidArgument naming the body."""
+    value = np.asarray(value)
+    if value.shape != shape:
+        raise InvalidArgument(f"{name}: {what} gave shape {value.shape}, must keep the scores' shape {shape}")
+    return value
+
+
 @op("FlexAttention", since=1, domain=PREVIEW_DOMAIN)
 def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softmax_precision=None, ctx=None):
     name = "FlexAttention"
@@ -405,7 +424,7 @@ def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softma
         raise InvalidArgument(f"{name}: Q, K, V must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
     hq, e = q.shape[1], q.shape[3]
     hkv = k.shape[1]
-    if v.shape[1] != hkv or v.shape[2] != k.shape[2] or k.shape[3] != e:
+    if v.shape[1] != hkv or v.shape[2] != k.shape[2] or k.shape[3] != e or not q.shape[0] == k.shape[0] == v.shape[0]:
         raise InvalidArgument(f"{name}: incompatible Q/K/V shapes {q.shape}, {k.shape}, {v.shape}")
     if hq != hkv:
         if hq % hkv:
@@ -425,13 +444,13 @@ def flex_attention(q, k, v, *, prob_mod=None, scale=None, score_mod=None, softma
     s = r(cd.type(dt.type(np.sqrt(np.float32(sc)))))
     scores = r(np.matmul(q.astype(cd) * s, np.swapaxes(k.astype(cd) * s, -1, -2)).astype(dt)).astype(sd)
     if score_mod is not None:
-        scores = np.asarray(ctx.call_graph(score_mod, [scores])[0]).astype(sd)
+        scores = _same_shape(ctx.call_graph(score_mod, [scores])[0], scores.shape, "score_mod", name).astype(sd)
     with np.errstate(invalid="ignore"):
         m = np.max(scores, axis=-1, keepdims=True)
         ex = np.exp(scores - m)
         probs = ex / np.sum(ex, axis=-1, keepdims=True)
     if prob_mod is not None:
-        probs = np.asarray(ctx.call_graph(prob_mod, [probs])[0]).astype(sd)
+        probs = _same_shape(ctx.call_graph(prob_mod, [probs])[0], probs.shape, "prob_mod", name).astype(sd)
     return lower(np.matmul(probs, v.astype(sd)), out_dt) if rnd else np.matmul(probs, v.astype(sd)).astype(v.dtype)
 
 

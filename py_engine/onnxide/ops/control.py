@@ -159,6 +159,8 @@ def scan_8(sequence_lens=None, *inputs, body, num_scan_inputs, directions=None, 
     dirs = list(directions) if directions else [0] * m
     if len(dirs) != m:
         raise InvalidArgument(f"Scan: directions has {len(dirs)} entries, expected {m}")
+    if xs[0].ndim < 2:
+        raise InvalidArgument(f"Scan: scan inputs must be [batch, sequence, ...], got {xs[0].shape}")
     batch, max_len = xs[0].shape[0], xs[0].shape[1]
     for x in xs:
         if x.ndim < 2 or x.shape[:2] != (batch, max_len):
@@ -217,6 +219,8 @@ def scan_9(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_dire
     in_dirs = list(scan_input_directions) if scan_input_directions else [0] * m
     if len(in_axes) != m or len(in_dirs) != m:
         raise InvalidArgument(f"Scan: scan_input_axes/directions must have {m} entries")
+    if any(x.ndim == 0 for x in xs):
+        raise InvalidArgument(f"Scan: a scan input is a scalar (shapes {[x.shape for x in xs]}): nothing to scan")
     in_axes = [norm_axis(a, x.ndim, "Scan input") for a, x in zip(in_axes, xs)]
     lengths = {x.shape[a] for x, a in zip(xs, in_axes)}
     if len(lengths) != 1:
@@ -309,10 +313,11 @@ def _stacked(entry, axis, count=None):
 
 @rule("Loop")
 def _loop_rule(f):
-    """Loop: loop-carried values keep their initial values' types; scan outputs stack the body's outputs."""
+    """Loop: loop-carried values have the body's output types (their initial values' where the body's are unknown:
+    an optional initial value may be carried as its content); scan outputs stack the body's outputs."""
     carried = max(len(f.ins) - 2, 0)
     body = f.attr("body")
-    return [(f.type(2 + i), None) for i in range(carried)] + \
+    return [(_body_output(body, 1 + i)[0] or f.type(2 + i), None) for i in range(carried)] + \
         [_stacked(_body_output(body, 1 + carried + j), 0) for j in range(f.n_outputs - carried)]
 
 

@@ -212,6 +212,9 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET
                           kernel_shape=kernel_shape, pads=pads, strides=strides)
     xf = x.astype(np.float64)
     if x_zero_point is not None:
+        if np.size(x_zero_point) != 1 or np.ndim(x_zero_point) > 1:
+            raise InvalidArgument(f"{name}: x_zero_point {np.shape(x_zero_point)} must be a scalar or a 1-element "
+                                  "vector")
         xf -= np.asarray(x_zero_point).astype(np.float64).reshape(())
     wf = w.astype(np.float64)
     if w_zero_point is not None:
@@ -388,6 +391,8 @@ def causal_conv_with_state(x, w, b=None, past_state=None, *, activation="none", 
     win = windows(seq, [k], [1], [1], [length])  # N, C, L, K
     y = np.einsum("nclk,ck->ncl", win, _float_in(w).reshape(c, k).astype(xf.dtype, copy=False))
     if b is not None:
+        if b.shape != (c,):
+            raise InvalidArgument(f"{name}: bias shape {b.shape} is not ({c},)")
         y = y + _float_in(b).reshape(1, c, 1)
     act = (activation or "none").lower()
     if act in ("silu", "swish"):

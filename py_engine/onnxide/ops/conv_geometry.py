@@ -153,6 +153,12 @@ class ConvGeometry:
             target = [int(v) for v in output_shape][-nd:] if len(output_shape) in (nd, nd + 2) else None
             if target is None:
                 raise InvalidArgument(f"{name}: output_shape {list(output_shape)} does not have {nd} spatial dims")
+            # (a longer output than stride - 1 past the one without output_padding reads no input: onnxruntime
+            # refuses it)
+            most = [n - o + s - 1 for n, o, s in zip(natural, opad, st)]
+            if any(t > m for t, m in zip(target, most)):
+                raise InvalidArgument(f"{name}: explicit output_shape {target} is inconsistent with input spatial "
+                                      f"dimensions {list(ins)} (at most {most})")
         elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
             target = [i * s for i, s in zip(ins, st)]
         if target is not None:

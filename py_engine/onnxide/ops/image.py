@@ -46,6 +46,8 @@ def _cubic_weights(t, a=-0.75):
 
 
 def _grid_sample(x, grid, mode, padding_mode, align_corners):
+    if x.ndim < 3:
+        raise InvalidArgument(f"GridSample: input shape {x.shape} must be (N, C, D1, ...), rank 3 or more")
     n, c = x.shape[:2]
     spatial = x.shape[2:]
     nd = len(spatial)

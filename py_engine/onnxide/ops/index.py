@@ -512,6 +512,8 @@ def _top_k_rule(f):
 
 
 def _arg(data, axis, keepdims, select_last_index, fn, name):
+    if data.ndim == 0:
+        raise InvalidArgument(f"{name}: axis {axis} is out of range for a scalar (rank 0)")
     a = norm_axis(axis, data.ndim, name)
     if data.shape[a] == 0:
         raise InvalidArgument(f"{name}: cannot reduce an empty axis {a}")
@@ -562,6 +564,8 @@ def _arg_rule(f):
 # ---------------------------------------------------------------------------------------------------- CumSum / CumProd
 
 def _cum(x, axis, exclusive, reverse, fn, ident, name):
+    if x.ndim == 0:
+        raise InvalidArgument(f"Cannot apply {name} operator on a scalar")
     a = norm_axis(ints(axis)[0], x.ndim, name)
     y = np.flip(x, axis=a) if reverse else x
     out = fn(y, axis=a, dtype=x.dtype)

@@ -217,6 +217,23 @@ def _inner_proto(entry):
     return P.TypeProto() if entry is None or entry[0] is None else type_proto(*entry)
 
 
+def type_string(tp):
+    """onnxruntime's string for a TypeProto: 'tensor(float)', 'seq(tensor(int64))', 'map(string,tensor(float))', ..."""
+    if tp is None:
+        return "unknown"
+    if tp.tensor_type is not None:
+        return dt.type_string(tp.tensor_type.elem_type)
+    if tp.sparse_tensor_type is not None:
+        return f"sparse_tensor({dt.NAMES.get(tp.sparse_tensor_type.elem_type, 'undefined')})"
+    if tp.sequence_type is not None:
+        return f"seq({type_string(tp.sequence_type.elem_type)})"
+    if tp.map_type is not None:
+        return f"map({dt.NAMES.get(tp.map_type.key_type, 'undefined')},{type_string(tp.map_type.value_type)})"
+    if tp.optional_type is not None:
+        return f"optional({type_string(tp.optional_type.elem_type)})"
+    return "unknown"
+
+
 def entry_of(tp):
     """The (elem_type, dims) entry of a TypeProto: tensors, sequences and optionals; None for other or no types."""
     if tp is None:

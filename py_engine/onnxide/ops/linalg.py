@@ -17,8 +17,9 @@ def _matmul(a, b, name):
         raise InvalidArgument(f"{name}: inputs must be at least 1-D, got shapes {a.shape} and {b.shape}")
     ka = a.shape[-1]
     kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
-    if ka != kb:
-        raise InvalidArgument(f"{name}: inner dimensions differ, shapes {a.shape} and {b.shape}")
+    if ka != kb or any(x != y and 1 not in (x, y) for x, y in zip(a.shape[-3::-1], b.shape[-3::-1])):
+        raise InvalidArgument(f"{name}: shapes {a.shape} and {b.shape} cannot be multiplied (inner dimensions "
+                              "differ or batch dimensions do not broadcast)")
     dt = a.dtype
     if dt == np.float16 or dt.kind not in "fiuc" or is_exotic_float(dt):  # f16/bf16/f8: accumulate in float32
         return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(dt)
@@ -113,6 +114,8 @@ def _check_c(c, m, n, name):
 @via_float32
 def gemm_1(a, b, c=None, *, alpha=1.0, beta=1.0, broadcast=0, transA=0, transB=0, ctx=None):
     name = _name("Gemm", ctx)
+    if a.ndim != 2 or b.ndim != 2:
+        raise InvalidArgument(f"{name}: A and B must be 2-D, got {a.shape} and {b.shape}")
     m = a.shape[1] if transA else a.shape[0]
     n = b.shape[0] if transB else b.shape[1]
     if c is not None and not broadcast and c.shape != (m, n):

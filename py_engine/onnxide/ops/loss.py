@@ -55,6 +55,8 @@ def softmax_cross_entropy_loss(scores, labels, weights=None, *, ignore_index=Non
     cd = compute_dtype(scores.dtype)
     if scores.ndim < 2:
         raise InvalidArgument(f"SoftmaxCrossEntropyLoss: scores must have shape (N, C, ...), got {scores.shape}")
+    if scores.shape[1] == 0:
+        raise InvalidArgument(f"SoftmaxCrossEntropyLoss: scores {scores.shape} have no classes (C = 0)")
     logp = log_softmax_along(scores.astype(cd, copy=False), 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         loss = _nll(logp, labels, weights, ignore_index, reduction, "SoftmaxCrossEntropyLoss")

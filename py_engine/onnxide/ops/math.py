@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import InvalidArgument
+from ..errors import Fail, InvalidArgument
 from .inference import broadcast, broadcast_inputs, elementwise, fixed_type, rule, same_as_input
 from .registry import op
 from .util import broadcasting, not_broadcastable
@@ -467,11 +467,12 @@ def _pow_rule(f):
     return [(f.type(0), broadcast_inputs(f))]
 
 
-@op("Mod", since=10, infer=elementwise)
-@floatwise
-@broadcasting("Mod")
-def mod(a, b, *, fmod=0):
+def _mod(a, b, fmod, float_floor):
+    """Integer division remainder (fmod: C's sign of the dividend; else the divisor's sign, as Python's %); a float
+    remainder takes fmod=1 before opset 28 (onnxruntime: Fail)."""
     a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f" and not fmod and not float_floor:
+        raise Fail(f"Mod: fmod must be 1 for floating-point inputs ({a.dtype}) before opset 28")
     with np.errstate(all="ignore"):
         if a.dtype.kind in "iu":
             bz = b == 0
@@ -479,6 +480,20 @@ def mod(a, b, *, fmod=0):
             r = np.fmod(a, bb) if fmod else np.remainder(a, bb)
             return np.where(bz, np.zeros((), a.dtype), r).astype(a.dtype, copy=False)
         return (np.fmod(a, b) if fmod else np.remainder(a, b)).astype(a.dtype, copy=False)
+
+
+@op("Mod", since=10, infer=elementwise)
+@floatwise
+@broadcasting("Mod")
+def mod(a, b, *, fmod=0):
+    return _mod(a, b, fmod, False)
+
+
+@op("Mod", since=28, infer=elementwise)
+@floatwise
+@broadcasting("Mod")
+def mod_28(a, b, *, fmod=0):
+    return _mod(a, b, fmod, True)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -630,6 +645,8 @@ rule("Clip")(same_as_input)
 @broadcasting("Where")
 def where(condition, x, y):
     x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != y.dtype and not (x.dtype.kind in "OSU" and y.dtype.kind in "OSU"):
+        raise InvalidArgument(f"Where: X ({x.dtype}) and Y ({y.dtype}) must be of one type")
     out = np.where(np.asarray(condition, dtype=bool), x, y)
     if x.dtype.kind == "O" or y.dtype.kind in "OUS":
         return np.asarray(out, dtype=object)

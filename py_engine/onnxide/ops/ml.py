@@ -1,7 +1,7 @@
 """ai.onnx.ml ops other than tree ensembles: encoders, scalers, linear and SVM models, ZipMap, vectorizers."""
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import Fail, InvalidArgument
 from .math import via_float32
 from .registry import ML_DOMAIN, op
 
@@ -257,6 +257,8 @@ def _label_encode(x, keys, values, default, out_dtype):
         res[:] = [table.get(_s(v), default) for v in flat] if flat.size else []
     else:
         keys = np.asarray(keys)
+        if keys.dtype.kind in "OSU":
+            raise Fail(f"LabelEncoder: the input type ({a.dtype}) and the keys' type (string) differ")
         kf = keys.astype(np.float64) if keys.dtype.kind == "f" else keys.astype(np.int64)
         order = np.argsort(kf, kind="stable")
         sk, sv = kf[order], np.asarray(values, dtype=res.dtype)[order] if out_dtype != object \

@@ -119,6 +119,10 @@ def tree_ensemble(x, *, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_fa
         raise InvalidArgument("TreeEnsemble: nodes_* attributes have different lengths")
     if (modes < 0).any() or (modes > MEMBER).any():
         raise InvalidArgument("TreeEnsemble: invalid nodes_modes value")
+    if len(leaf_weights if not isinstance(leaf_weights, np.ndarray) else leaf_weights.ravel()) != nl or \
+            len(nodes_trueleafs) != nn or len(nodes_falseleafs) != nn:
+        raise InvalidArgument(f"TreeEnsemble: leaf_targetids ({nl}) and leaf_weights, or nodes_trueleafs / "
+                              f"nodes_falseleafs and the {nn} nodes, differ in length")
     tleaf = np.asarray(nodes_trueleafs, bool)
     fleaf = np.asarray(nodes_falseleafs, bool)
     tchild = np.where(tleaf, nn + np.asarray(nodes_truenodeids, np.int64), nodes_truenodeids)

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..dtypes import BOOL, np_dtype
-from ..errors import InvalidArgument
+from ..errors import Fail, InvalidArgument
 from .inference import UNKNOWN, positive_axis, rule, same_as_input
 from .math import via_float32
 from .registry import op
@@ -38,6 +38,9 @@ def _batch_norm(x, scale, b, mean, var, epsilon, momentum, training, spatial, na
         x_ = x
     cd = compute_dtype(x.dtype)
     xf = x_.astype(cd, copy=False)
+    for label, a in (("scale", scale), ("B", b), ("mean", mean), ("var", var)):
+        if spatial and np.ndim(a) != 1:
+            raise InvalidArgument(f"{name}: invalid input {label}: rank {np.ndim(a)}, must be 1 (C)")
     if spatial:
         pshape = (1, x_.shape[1]) + (1,) * (x_.ndim - 2)
         axes = (0,) + tuple(range(2, x_.ndim))
@@ -113,6 +116,10 @@ def batch_norm_14(x, scale, b, input_mean, input_var, *, epsilon=1e-5, momentum=
 def _batch_norm_rule(f):
     """Y like X; the running (and saved) mean and variance like the mean and var inputs."""
     mean, var = (f.ins[3], f.ins[4]) if len(f.ins) > 4 else (UNKNOWN, UNKNOWN)
+    for i in range(1, 5) if f.opset >= 14 else ():  # (onnxruntime's shape inference from opset 14; its kernel: all)
+        if f.rank(i) not in (None, 1):
+            raise Fail(f"Node ({f.node.name}) Op (BatchNormalization) [ShapeInferenceError] Input {i} expected to "
+                       f"have rank 1 but has rank {f.rank(i)}.")
     return [f.ins[0], mean, var, mean, var][:max(f.n_outputs, 1)]
 
 
@@ -188,7 +195,10 @@ def rms_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
 def instance_norm(x, scale, b, *, epsilon=1e-5):
     if x.ndim < 2:
         raise InvalidArgument(f"InstanceNormalization: input must have rank >= 2, got shape {x.shape}")
-    _check_params((x.shape[1],), "InstanceNormalization", scale=scale.reshape(-1), B=b.reshape(-1))
+    for what, p in (("scale", scale), ("B", b)):
+        if p.shape != x.shape[1:2]:
+            raise InvalidArgument(f"InstanceNormalization: invalid input {what}: shape {p.shape}, must be (C,) = "
+                                  f"{x.shape[1:2]}")
     cd = compute_dtype(x.dtype)
     xf = x.astype(cd, copy=False)
     axes = tuple(range(2, x.ndim))

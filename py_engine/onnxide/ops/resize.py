@@ -184,6 +184,9 @@ def resize_plan(shape, roi, scales, sizes, p, axes=None, policy="stretch"):
                 and (p["ctm"] != "tf_crop_and_resize" or full_roi[a] == (0.0, 1.0)))
         if not same:
             passes.append((a, out_shape[a], full_scales[a], full_roi[a]))
+    for a, n_out, _, _ in passes:
+        if shape[a] == 0 and n_out:
+            raise InvalidArgument(f"Resize: input dim {a} is zero but the output's is {n_out} (nothing to scale)")
     limits.check(math.prod(out_shape) * 4, "Resize output {}", tuple(out_shape))
     return out_shape, passes
 

@@ -8,8 +8,9 @@ from .registry import op
 
 
 def _seq(s, name):
-    if not isinstance(s, list):
-        raise InvalidArgument(f"{name}: input is not a sequence (got {type(s).__name__})")
+    if not isinstance(s, list) or not all(isinstance(t, np.ndarray) for t in s):
+        raise InvalidArgument(f"{name}: input is not a sequence of tensors (got {type(s).__name__}"
+                              f"{' of ' + type(s[0]).__name__ if isinstance(s, list) and s else ''})")
     return s
 
 

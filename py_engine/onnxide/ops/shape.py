@@ -246,6 +246,8 @@ def _split_rule(f):
 def _squeeze(data, axes):
     if axes is None or len(axes) == 0:
         return data.reshape([d for d in data.shape if d != 1])
+    if data.ndim == 0:
+        raise InvalidArgument(f"Squeeze: axes {list(axes)} are out of range for a scalar (rank 0)")
     ax = norm_axes(axes, data.ndim, "Squeeze")
     for a in ax:
         if data.shape[a] != 1:

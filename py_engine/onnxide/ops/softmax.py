@@ -1,7 +1,7 @@
 """Softmax, LogSoftmax and Hardmax: the opset<13 coerce-to-2D semantics and the opset>=13 single-axis semantics."""
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import Fail, InvalidArgument
 from .inference import rule, same_as_input
 from .math import is_exotic_float, lift, lower, step_rounder, step_sum
 from .registry import op
@@ -87,34 +87,52 @@ def _float_apply(fn, x):
     return run
 
 
+def _not_scalar(x, name):
+    """Softmax, LogSoftmax and Hardmax need an axis: a 0-d input fails (onnxruntime: Fail)."""
+    if np.ndim(x) == 0:
+        raise Fail(f"{name}: input rank must be >= 1, got a scalar")
+
+
 @op("Softmax", since=1)
 def softmax_1(x, *, axis=1):
+    _not_scalar(x, "Softmax")
     return _coerced(_float_apply(softmax_along, x), x, axis, "Softmax")
 
 
 @op("Softmax", since=13)
 def softmax_13(x, *, axis=-1):
+    _not_scalar(x, "Softmax")
     return _float_apply(softmax_along, x)(x, norm_axis(axis, x.ndim, "Softmax"))
 
 
 @op("LogSoftmax", since=1)
 def log_softmax_1(x, *, axis=1):
+    _not_scalar(x, "LogSoftmax")
     return _coerced(_float_apply(log_softmax_along, x), x, axis, "LogSoftmax")
 
 
 @op("LogSoftmax", since=13)
 def log_softmax_13(x, *, axis=-1):
+    _not_scalar(x, "LogSoftmax")
     return _float_apply(log_softmax_along, x)(x, norm_axis(axis, x.ndim, "LogSoftmax"))
 
 
 @op("Hardmax", since=1)
 def hardmax_1(x, *, axis=1):
+    _not_scalar(x, "Hardmax")
     return _coerced(_hardmax_along, x, axis, "Hardmax")
 
 
 @op("Hardmax", since=13)
 def hardmax_13(x, *, axis=-1):
+    _not_scalar(x, "Hardmax")
     return _hardmax_along(x, norm_axis(axis, x.ndim, "Hardmax"))
 
 
-rule("Softmax", "LogSoftmax", "Hardmax")(same_as_input)
+@rule("Softmax", "LogSoftmax", "Hardmax")
+def _softmax_rule(f):
+    """Like the input; a 0-d input fails at load where its rank is known (onnxruntime's shape inference)."""
+    if f.rank(0) == 0:
+        raise Fail(f"Node ({f.node.name}) Op ({f.node.op_type}) [ShapeInferenceError] Input rank must be >= 1 for "
+                   f"{f.node.op_type}.")
+    return same_as_input(f)

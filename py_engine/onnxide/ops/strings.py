@@ -4,7 +4,7 @@ import re
 import numpy as np
 
 from ..dtypes import BOOL, FLOAT, INT64, STRING
-from ..errors import InvalidArgument
+from ..errors import Fail, InvalidArgument
 from .inference import broadcast, fixed_type, rule
 from .registry import op
 
@@ -108,6 +108,8 @@ def tfidf_vectorizer(x, *, max_gram_length, max_skip_count, min_gram_length, mod
     rows = x.reshape(1, -1) if x.ndim == 1 else x
     if pool_strings is not None:
         flat = [vocab.get(_s(v), -1) for v in rows.reshape(-1)]
+    elif rows.dtype.kind in "OSU":  # (strings against an int64 pool: nothing matches, as onnxruntime counts)
+        flat = [-1] * rows.size
     else:
         flat = [vocab.get(int(v), -1) for v in rows.reshape(-1)]
     ids = np.array(flat, dtype=np.int64).reshape(rows.shape)
@@ -115,6 +117,10 @@ def tfidf_vectorizer(x, *, max_gram_length, max_skip_count, min_gram_length, mod
     n_rows, c = ids.shape
     counts = np.zeros((n_rows, out_size), np.float64)
     starts = list(ngram_counts) + [len(pool)]
+    for n in range(1, len(starts)):
+        if not 0 <= starts[n - 1] <= starts[n] or (starts[n] - starts[n - 1]) % n:
+            raise Fail(f"TfIdfVectorizer: ngram_counts {list(ngram_counts)} do not split the pool of {len(pool)} into "
+                       "whole n-grams")
     out_idx = np.asarray(ngram_indexes, np.int64)
     for n in range(max(min_gram_length, 1), max_gram_length + 1):
         if n > len(ngram_counts):

@@ -17,7 +17,14 @@ def _groups(name, tensors, k):
         raise InvalidArgument(f"{name}: expected {k} groups of equally many tensors after R and T, "
                               f"got {len(tensors)} inputs")
     n = len(tensors) // k
-    return [tensors[i * n:(i + 1) * n] for i in range(k)]
+    groups = [tensors[i * n:(i + 1) * n] for i in range(k)]
+    for i in range(n):  # the i-th tensor of each group updates together: one shape
+        if not all(isinstance(g[i], np.ndarray) and g[i].dtype.kind == "f" for g in groups) or \
+                len({g[i].shape for g in groups}) > 1:
+            got = [(np.shape(g[i]), getattr(g[i], "dtype", None)) for g in groups]
+            raise InvalidArgument(f"{name}: the tensors updated together (X, G, ... number {i}) must be float tensors "
+                                  f"of one shape, got {got}")
+    return groups
 
 
 @op("Adagrad", since=1, domain=TRAINING_DOMAIN)

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument, InvalidGraph, OnnxideError
+from .inference import OptionalOf, SequenceOf, type_proto, type_string
 from .registry import resolve_opdef
 from .schema_types import TYPES
 
@@ -132,6 +133,8 @@ def check_node(node, opdef):
         ok, rule = RANGES.get((opdef.domain, opdef.op_type), {}).get(name, (None, None))
         if ok is not None and not ok(value):
             raise InvalidArgument(f"{label}: attribute '{name}' must be {rule}, got {value}")
+    if not node.outputs and node.op_type not in ("RNN", "GRU", "LSTM"):  # (the only ops whose outputs are all optional)
+        raise InvalidGraph(f"{label}: has output size 0 ({node.op_type} gives at least one output)")
     required = opdef.n_required
     given = list(node.inputs)
     # (an empty name counts as missing for ai.onnx ops, whose kernels take the optional inputs with defaults;
@@ -158,23 +161,30 @@ def check_graph(graph, opsets):
             check_graph(body, opsets)
 
 
-def check_input_types(graph):
+def check_input_types(graph, outer=None):
     """InvalidGraph naming the node and input when an ONNX / ONNX-ML op gets a (declared or inferred) input of an
     element type its schema takes in no opset (schema_types.TYPES), as onnxruntime's type check: no kernel of any EP
     is written for one (run after inference; bodies included)."""
     from ..ir.infer import value_types
     from ..ir.model import subgraphs
 
-    types = value_types(graph)
+    types = {**(outer or {}), **value_types(graph)}  # (a body reads its enclosing graphs' values)
+    maps = {v.name: v.type for v in graph.inputs if v.type is not None and v.type.map_type is not None}
     for node in graph.nodes:
         masks = TYPES.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
-        if masks:
-            for i, x in enumerate(node.inputs):
-                code = types.get(x, (None,))[0] if x else None
-                mask = masks[min(i, len(masks) - 1)]
-                if isinstance(code, int) and code > 0 and mask and not mask >> code & 1:
-                    raise InvalidGraph(f"This is an invalid model. Type Error: Type 'tensor({dt.NAMES.get(code)})' of "
-                                       f"input parameter ({x}) of operator ({node.op_type}) in node ({node.name}) is "
-                                       "invalid.")
+        for i, x in enumerate(node.inputs if masks else ()):
+            entry = types.get(x) if x else None
+            code = entry[0] if entry else None
+            mask = masks[min(i, len(masks) - 1)]
+            if not mask:
+                continue
+            if isinstance(code, int) and code > 0 and not mask >> code & 1:
+                bad = f"tensor({dt.NAMES.get(code)})"
+            elif (isinstance(code, (SequenceOf, OptionalOf)) or x in maps) and not mask & 1:  # (bit 0)
+                bad = type_string(maps[x] if x in maps else type_proto(*entry))
+            else:
+                continue
+            raise InvalidGraph(f"This is an invalid model. Type Error: Type '{bad}' of input parameter ({x}) of "
+                               f"operator ({node.op_type}) in node ({node.name}) is invalid.")
         for body in subgraphs(node):
-            check_input_types(body)
+            check_input_types(body, types)

@@ -8,7 +8,7 @@ from .. import proto as P
 from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
 from ..ir import load_model
 from ..ir.infer import infer_bodies, infer_shapes
-from ..ops.inference import tensor_type
+from ..ops.inference import tensor_type, type_string
 from ..optimizer import optimize
 from ..ops.custom import session_table
 from ..ops.registry import session_ops
@@ -28,22 +28,6 @@ from .session_api import SessionAPI, create_providers, map_feed, provider_list, 
 from .sparse import as_feed as sparse_feed
 
 
-def _type_string(tp):
-    if tp is None:
-        return "unknown"
-    if tp.tensor_type is not None:
-        return dt.type_string(tp.tensor_type.elem_type)
-    if tp.sparse_tensor_type is not None:
-        return f"sparse_tensor({dt.NAMES.get(tp.sparse_tensor_type.elem_type, 'undefined')})"
-    if tp.sequence_type is not None:
-        return f"seq({_type_string(tp.sequence_type.elem_type)})"
-    if tp.map_type is not None:
-        return f"map({dt.NAMES.get(tp.map_type.key_type, 'undefined')},{_type_string(tp.map_type.value_type)})"
-    if tp.optional_type is not None:
-        return f"optional({_type_string(tp.optional_type.elem_type)})"
-    return "unknown"
-
-
 class NodeArg:
     """A graph input or output as ORT describes it: name, type string, shape with symbolic names kept."""
 
@@ -56,7 +40,7 @@ class NodeArg:
     @classmethod
     def from_value_info(cls, vi):
         tensor = vi.type is None or vi.type.tensor_type is not None or vi.type.sparse_tensor_type is not None
-        return cls(vi.name, _type_string(vi.type), (vi.shape or []) if tensor else [])  # unknown rank too: []
+        return cls(vi.name, type_string(vi.type), (vi.shape or []) if tensor else [])  # unknown rank too: []
 
 
 class ModelMetadata:
@@ -112,7 +96,7 @@ class InferenceSession(SessionAPI):
         try:
             self._model = load_model(mp, base_dir)
             _override_free_dims(self._model.graph, self._sess_options._free_dims)
-            infer_shapes(self._model)
+            infer_shapes(self._model, check=True)
             with limits.use(self._memory_limit):  # (constant folding runs kernels)
                 optimize(self._model, self._sess_options.graph_optimization_level)
             infer_bodies(self._model)
