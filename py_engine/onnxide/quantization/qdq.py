@@ -73,7 +73,7 @@ class QDQQuantizer(QuantizerBase):
             a = self.mark_act(ins[0])
             if self.is_weight(ins[1]):
                 self.mark_weight(ins[1], self._axis(node, ins[1]))
-            elif op == "MatMul" or op == "Gemm":
+            else:  # a computed weight (e.g. an Identity of a shared initializer) is quantized as an activation
                 self.mark_act(ins[1])
             bias = ins[2] if len(ins) > 2 and op != "MatMul" else ""
             if bias and bias in self.overrides and self.is_weight(bias):
@@ -104,8 +104,8 @@ class QDQQuantizer(QuantizerBase):
                 else:
                     self.mark_outputs(node)
         elif op in QDQ_DIRECT_OPS:
-            if self.force_quantize_no_input_check:
-                self.mark_act(ins[0])
+            if self.force_quantize_no_input_check or (ins[0] in self.inits and self.is_float(ins[0])):
+                self.mark_act(ins[0])  # a constant input (an embedding table) is stored quantized
             if self.quantized(ins[0]) and self.marks[ins[0]][0] != "weight":
                 outs = node.output[:1] if op == "TopK" else node.output
                 for out in outs:
