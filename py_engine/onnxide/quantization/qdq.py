@@ -73,8 +73,9 @@ class QDQQuantizer(QuantizerBase):
             a = self.mark_act(ins[0])
             if self.is_weight(ins[1]):
                 self.mark_weight(ins[1], self._axis(node, ins[1]))
-            else:  # a computed weight (e.g. an Identity of a shared initializer) is quantized as an activation
-                self.mark_act(ins[1])
+            elif not any(ins[1] in n.output for n in self.graph.node if n.op_type == "DequantizeLinear"):
+                self.mark_act(ins[1])  # a computed weight (an Identity of a shared initializer) is an activation;
+                # a pre-quantized one (a DequantizeLinear's output) stays as it is
             bias = ins[2] if len(ins) > 2 and op != "MatMul" else ""
             if bias and bias in self.overrides and self.is_weight(bias):
                 self.mark_weight(bias, None)  # a bias with overrides is quantized as a weight
