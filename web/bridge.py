@@ -98,6 +98,9 @@ def _js(value):
                  create_pyproxies=False)
 
 
+UNNAMED_DIM = 2 ** 32 - 1
+
+
 def _meta(arg):
     t = arg.type
     is_tensor = t.startswith("tensor(")
@@ -105,8 +108,9 @@ def _meta(arg):
     js_type = {"float": "float32", "double": "float64"}.get(elem, elem)
     if not is_tensor:
         return {"name": arg.name, "isTensor": False}
-    # onnxruntime-web's form: symbolic dims by name, unknown ones as -1; an unknown rank reads as [] there too
-    shape = [d if isinstance(d, (int, str)) else -1 for d in (arg.shape or [])]
+    # onnxruntime-web's form: symbolic dims by name, unnamed dynamic ones as 4294967295 (its -1 read as a uint32);
+    # an unknown rank reads as [] there too
+    shape = [d if isinstance(d, (int, str)) else UNNAMED_DIM for d in (arg.shape or [])]
     return {"name": arg.name, "isTensor": True, "type": js_type, "shape": shape}
 
 

@@ -102,6 +102,22 @@ def test_rank0_input_takes_a_one_element_tensor(parity):
         return r;""")
 
 
+def test_dynamic_dims_in_input_metadata(parity, scratch):
+    """A named dynamic dim reads as its name, an unnamed one as 4294967295 (onnxruntime-web's -1 as a uint32)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", None, 3])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "dyn", [x],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", None, 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    (scratch / "parity" / "dyn.onnx").write_bytes(model.SerializeToString())
+    got = same(parity, GRAB + """
+        const s = await ort.InferenceSession.create('/_scratch/parity/dyn.onnx');
+        r.meta = [s.inputMetadata, s.outputMetadata];
+        r.dims = Array.from((await s.run({x: new ort.Tensor('float32', new Float32Array(6), [1, 2, 3])})).y.dims);
+        await s.release();
+        return r;""")
+    assert got["meta"][0][0]["shape"] == ["n", 4294967295, 3] and got["dims"] == [1, 2, 3]
+
+
 def test_backend_names(parity):
     """'cpu' and 'wasm' are the WebAssembly backend; names the entry point lacks fail in onnxruntime-web's words."""
     same(parity, GRAB + f"""
