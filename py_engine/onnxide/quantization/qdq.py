@@ -67,20 +67,31 @@ class QDQQuantizer(QuantizerBase):
             return 0 if trans_b else 1
         return self.axes.get(node.op_type)
 
+    def prequantized_weight(self, name):
+        """Whether `name` is a DequantizeLinear's output with a constant scale; its parameters are then recorded
+        (a bias beside it is quantized with that scale)."""
+        dq = next((n for n in self.graph.node if n.op_type == "DequantizeLinear" and name in n.output), None)
+        if dq is None or dq.input[1] not in self.inits:
+            return False
+        zp = dq.input[2] if len(dq.input) > 2 else ""
+        qtype = self.inits[zp].data_type if zp in self.inits else TensorProto.UINT8
+        self.params[name] = (dq.input[1], zp, numpy_helper.to_array(self.inits[dq.input[1]]), qtype)
+        return True
+
     def mark_node(self, node):
         op, ins = node.op_type, list(node.input)
         if op in ("Conv", "ConvTranspose", "Gemm", "MatMul") or op in NORM_OPS:
             a = self.mark_act(ins[0])
+            prequantized = self.prequantized_weight(ins[1])
             if self.is_weight(ins[1]):
                 self.mark_weight(ins[1], self._axis(node, ins[1]))
-            elif not any(ins[1] in n.output for n in self.graph.node if n.op_type == "DequantizeLinear"):
-                self.mark_act(ins[1])  # a computed weight (an Identity of a shared initializer) is an activation;
-                # a pre-quantized one (a DequantizeLinear's output) stays as it is
+            elif not prequantized:  # (a pre-quantized weight, a DequantizeLinear's output, stays as it is)
+                self.mark_act(ins[1])  # a computed weight (an Identity of a shared initializer) is an activation
             bias = ins[2] if len(ins) > 2 and op != "MatMul" else ""
             if bias and bias in self.overrides and self.is_weight(bias):
                 self.mark_weight(bias, None)  # a bias with overrides is quantized as a weight
-            elif bias and self.is_weight(bias) and a and self.quantized(ins[1]) and self.quantize_bias \
-                    and self.marks[ins[1]][0] == "weight":
+            elif bias and self.is_weight(bias) and a and self.quantize_bias and (prequantized or (
+                    self.quantized(ins[1]) and self.marks[ins[1]][0] == "weight")):
                 self.marks[bias] = ("bias", ins[0], ins[1], node.name)
             self.mark_outputs(node)
         elif op in ("Relu", "Clip"):
