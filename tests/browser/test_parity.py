@@ -102,11 +102,13 @@ def test_rank0_input_takes_a_one_element_tensor(parity):
         return r;""")
 
 
-def test_dynamic_dims_in_input_metadata(parity, scratch):
-    """A named dynamic dim reads as its name, an unnamed one as 4294967295 (onnxruntime-web's -1 as a uint32)."""
+def test_dynamic_dims_in_metadata(parity, scratch):
+    """A named dynamic dim reads as its name, an unnamed one as 4294967295 (onnxruntime-web's -1 as a uint32); an
+    output declared without a shape (or with unknown dims) reads as shape inference finds it."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", None, 3])
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "dyn", [x],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", None, 3])])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Shape", ["x"], ["z"])], "dyn",
+                          [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                                helper.make_tensor_value_info("z", TensorProto.INT64, [None])])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     (scratch / "parity" / "dyn.onnx").write_bytes(model.SerializeToString())
     got = same(parity, GRAB + """
@@ -115,7 +117,8 @@ def test_dynamic_dims_in_input_metadata(parity, scratch):
         r.dims = Array.from((await s.run({x: new ort.Tensor('float32', new Float32Array(6), [1, 2, 3])})).y.dims);
         await s.release();
         return r;""")
-    assert got["meta"][0][0]["shape"] == ["n", 4294967295, 3] and got["dims"] == [1, 2, 3]
+    assert got["meta"][0][0]["shape"] == got["meta"][1][0]["shape"] == ["n", 4294967295, 3]
+    assert got["meta"][1][1]["shape"] == [3] and got["dims"] == [1, 2, 3]
 
 
 def test_backend_names(parity):

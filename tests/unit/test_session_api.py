@@ -317,3 +317,17 @@ def test_corrupted_models_fail_with_onnxide_errors_only():
                     sess.run(None, feeds)
                 except ort.errors.OnnxideError as e:
                     assert str(e) and "\n" not in str(e)
+
+
+def test_output_shapes_are_merged_with_inference_as_onnxruntime_does():
+    """An output declared without a shape, or with unknown dims, reads as inference finds it; a declared name stays."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", None, 3])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Shape", ["x"], ["z"]),
+                           helper.make_node("Relu", ["x"], ["w"])], "g", [x],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("z", TensorProto.INT64, [None]),
+                           helper.make_tensor_value_info("w", TensorProto.FLOAT, ["m", "k", None])])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).get_outputs()
+    got = ort.InferenceSession(data).get_outputs()
+    assert [(a.name, a.type, a.shape) for a in got] == [(a.name, a.type, a.shape) for a in want]

@@ -38,9 +38,21 @@ class NodeArg:
         return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
 
     @classmethod
-    def from_value_info(cls, vi):
+    def from_value_info(cls, vi, inferred=None):
+        """`inferred`: the dims inference found for it, merged into the declared shape as onnxruntime merges them."""
         tensor = vi.type is None or vi.type.tensor_type is not None or vi.type.sparse_tensor_type is not None
-        return cls(vi.name, type_string(vi.type), (vi.shape or []) if tensor else [])  # unknown rank too: []
+        shape = _merge_shape(vi.shape, inferred) if tensor else []
+        return cls(vi.name, type_string(vi.type), shape or [])  # unknown rank too: []
+
+
+def _merge_shape(declared, inferred):
+    """ONNX's shape merge: a declared unknown rank takes the inferred shape; per dim an inferred value wins, else the
+    declared dim, else the inferred name (a graph output declared without a shape reads as inference found it)."""
+    if inferred is None or (declared is not None and len(declared) != len(inferred)):
+        return declared
+    if declared is None:
+        return list(inferred)
+    return [i if isinstance(i, int) else d if d is not None else i for d, i in zip(declared, inferred)]
 
 
 class ModelMetadata:
@@ -96,7 +108,9 @@ class InferenceSession(SessionAPI):
         try:
             self._model = load_model(mp, base_dir)
             _override_free_dims(self._model.graph, self._sess_options._free_dims)
-            infer_shapes(self._model, check=True)
+            inferred, _ = infer_shapes(self._model, check=True)
+            self._inferred_outputs = {o.name: inferred[o.name][1] for o in self._model.graph.outputs
+                                      if o.name in inferred}
             with limits.use(self._memory_limit):  # (constant folding runs kernels)
                 optimize(self._model, self._sess_options.graph_optimization_level)
             infer_bodies(self._model)
@@ -129,7 +143,7 @@ class InferenceSession(SessionAPI):
         return [NodeArg.from_value_info(v) for v in self._inputs]
 
     def get_outputs(self):
-        return [NodeArg.from_value_info(v) for v in self._model.graph.outputs]
+        return [NodeArg.from_value_info(v, self._inferred_outputs.get(v.name)) for v in self._model.graph.outputs]
 
     def get_overridable_initializers(self):
         return [NodeArg.from_value_info(v) for v in self._overridable]
