@@ -45,10 +45,44 @@ def masks():
     return table
 
 
+def bindings():
+    """(domain, op) -> (type parameter per input position or None, whether the last repeats): positions that share a
+    type parameter in every opset where both exist (onnxruntime fails a node binding one to two element types)."""
+    import onnx.defs as d
+
+    variadic = d.OpSchema.FormalParameterOption.Variadic
+    versions = {}
+    for s in d.get_all_schemas_with_history():
+        if s.domain in ("", "ai.onnx.ml") and s.inputs:
+            versions.setdefault((s.domain, s.name), []).append(s)
+    table = {}
+    for key, schemas in versions.items():
+        schemas.sort(key=lambda s: s.since_version)
+        params = {c.type_param_str for s in schemas for c in s.type_constraints}
+        width = max(len(s.inputs) for s in schemas)
+        names = [next((s.inputs[i].type_str for s in reversed(schemas) if i < len(s.inputs)), None)
+                 for i in range(width)]
+        names = [n if n in params else None for n in names]
+        for i in range(width):
+            for j in range(width):
+                if i != j and names[i] is not None and names[i] == names[j] and any(
+                        max(i, j) < len(s.inputs) and s.inputs[i].type_str != s.inputs[j].type_str for s in schemas):
+                    names[i] = names[j] = None
+        last = schemas[-1].inputs[-1]
+        repeat = last.option == variadic and last.is_homogeneous
+        if sum(n is not None for n in names) > 1 or repeat and names[-1] is not None:
+            table[key] = (tuple(names), repeat)
+    return table
+
+
 def text():
     lines = [HEAD]
     for (domain, name), ms in sorted(masks().items()):
         lines.append(f"    ({domain!r}, {name!r}): ({''.join(f'{m:#x}, ' for m in ms).rstrip()}),\n")
+    lines.append("}\n\n# (domain, op) -> (the type parameter each input position binds, or None; whether the last repeats)\n"
+                 "BINDS = {\n")
+    for (domain, name), (names, repeat) in sorted(bindings().items()):
+        lines.append(f"    ({domain!r}, {name!r}): ({names!r}, {repeat}),\n")
     lines.append("}\n")
     return "".join(lines)
 

@@ -641,3 +641,18 @@ def test_conv_transpose_output_shape_must_fit_the_input():
     _refuses(model(13), {"x": x}, onnxide.InvalidArgument, "inconsistent with input spatial dimensions")
     for ep in EPS:  # natural 11, and 12 = 11 + stride - 1
         assert _session(model(12), ep).run(None, {"x": x})[0].shape == (1, 3, 12, 12)
+
+
+def test_inputs_of_one_type_parameter_must_agree():
+    """onnxruntime fails a node whose inputs sharing a type parameter differ (Sub of float and uint8); onnxide ran it
+    (numpy promoted the types)."""
+    data = _graph([helper.make_node("Sub", ["a", "b"], ["y"])], [vi("a", T.FLOAT, [2]), vi("b", T.UINT8, [2])],
+                  [helper.ValueInfoProto(name="y")], 14)
+    with pytest.raises(onnxide.Fail, match=r"Type parameter \(T\) of Optype \(Sub\) bound to different types "
+                                           r"\(tensor\(float\) and tensor\(uint8\) in node"):
+        onnxide.InferenceSession(data)
+    data = _graph([helper.make_node("Concat", ["a", "b", "c"], ["y"], axis=0)],  # (a variadic input: every one)
+                  [vi("a", T.FLOAT, [2]), vi("b", T.FLOAT, [2]), vi("c", T.DOUBLE, [2])],
+                  [helper.ValueInfoProto(name="y")], 13)
+    with pytest.raises(onnxide.Fail, match=r"\(T\) of Optype \(Concat\)"):
+        onnxide.InferenceSession(data)

@@ -7,7 +7,7 @@ from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument, InvalidGraph, OnnxideError
 from .inference import OptionalOf, SequenceOf, type_proto, type_string
 from .registry import resolve_opdef
-from .schema_types import TYPES
+from .schema_types import BINDS, TYPES
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
 _INTS = ("kernel_shape", "strides", "dilations", "pads", "perm", "axes", "output_shape", "output_padding", "split",
@@ -161,10 +161,26 @@ def check_graph(graph, opsets):
             check_graph(body, opsets)
 
 
+def _check_bindings(node, types):
+    """Fail, as onnxruntime, when inputs an ONNX / ONNX-ML op types with one type parameter (schema_types.BINDS) have
+    different (known) element types."""
+    names, repeat = BINDS.get((node.domain if node.domain != "ai.onnx" else "", node.op_type), ((), False))
+    bound = {}
+    for i, x in enumerate(node.inputs):
+        param = names[i] if i < len(names) else names[-1] if repeat and names else None
+        code = types.get(x, (None,))[0] if x and param else None
+        if isinstance(code, int) and code > 0:
+            first = bound.setdefault(param, code)
+            if first != code:
+                raise Fail(f"Type Error: Type parameter ({param}) of Optype ({node.op_type}) bound to different types "
+                           f"(tensor({dt.NAMES.get(first)}) and tensor({dt.NAMES.get(code)}) in node ({node.name}).")
+
+
 def check_input_types(graph, outer=None):
     """InvalidGraph naming the node and input when an ONNX / ONNX-ML op gets a (declared or inferred) input of an
-    element type its schema takes in no opset (schema_types.TYPES), as onnxruntime's type check: no kernel of any EP
-    is written for one (run after inference; bodies included)."""
+    element type its schema takes in no opset (schema_types.TYPES), or a sequence / map where it takes tensors only,
+    as onnxruntime's type check: no kernel of any EP is written for one; Fail where inputs of one type parameter
+    differ (run after inference; bodies included, reading their enclosing graphs' types)."""
     from ..ir.infer import value_types
     from ..ir.model import subgraphs
 
@@ -186,5 +202,6 @@ def check_input_types(graph, outer=None):
                 continue
             raise InvalidGraph(f"This is an invalid model. Type Error: Type '{bad}' of input parameter ({x}) of "
                                f"operator ({node.op_type}) in node ({node.name}) is invalid.")
+        _check_bindings(node, types)
         for body in subgraphs(node):
             check_input_types(body, types)
