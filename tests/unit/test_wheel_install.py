@@ -3,7 +3,8 @@ build time) is pip-installed into a brand-new virtual environment, with numpy it
 and there a small model runs through onnxide.InferenceSession with the default providers on the native CPU EP (from
 the installed package, the build for this CPU's level), its outputs against numpy; then the wheel a machine with no C
 compiler builds (pure Python) replaces it and the same model runs on numpy alone. About 1-2 minutes (the kernel
-compile and numpy's install); skipped where venv, a compiler or the registry is missing."""
+compile and numpy's install); skipped where venv or a C compiler is missing; needs the package registry (pip's
+isolated build fetches setuptools, the install numpy)."""
 import json
 import os
 import shutil
