@@ -121,8 +121,12 @@ if [ ! -f "$OUT/models/silero_vad.onnx" ]; then
     "$CACHE/silero_vad-6.2.3-py3-none-any.whl" "$OUT/models/silero_vad.onnx"
 fi
 
-# The bundled default CNN (built in code by onnxide.demo) for the onnxruntime-web example app and the tests.
-PYTHONPATH="$ROOT/py_engine" python3 -c "import sys; from onnxide.demo import default_model_bytes; open(sys.argv[1], 'wb').write(default_model_bytes())" "$OUT/models/default_cnn.onnx"
+# The bundled default CNN (built in code by onnxide.demo) for the onnxruntime-web example app and the tests: again
+# whenever the engine's sources changed (the wheel's hash).
+if ! up_to_date "$OUT/models/default_cnn.stamp" "$HASH" "$OUT/models/default_cnn.onnx"; then
+  PYTHONPATH="$ROOT/py_engine" python3 -c "import sys; from onnxide.demo import default_model_bytes; open(sys.argv[1], 'wb').write(default_model_bytes())" "$OUT/models/default_cnn.onnx"
+  echo "$HASH" > "$OUT/models/default_cnn.stamp"
+fi
 
 # 7. The WASM EP's kernel modules (built by .ci/setup_wasm.sh into build/wasm/), when present: the host writes them
 # into Pyodide's file system and points ONNXIDE_WASM_DIR at them, so WasmExecutionProvider registers in the page.
