@@ -656,3 +656,18 @@ def test_inputs_of_one_type_parameter_must_agree():
                   [helper.ValueInfoProto(name="y")], 13)
     with pytest.raises(onnxide.Fail, match=r"\(T\) of Optype \(Concat\)"):
         onnxide.InferenceSession(data)
+
+
+def test_an_opset_newer_than_any_released_is_refused():
+    """A mutant stamped ai.onnx opset 2^63-1 ran as the newest; onnxruntime refuses opsets past its release (ai.onnx
+    28, ai.onnx.ml 5, com.microsoft 1), as onnxide now does."""
+    def model(domain, version):
+        g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [vi("x", T.FLOAT, [2])],
+                              [vi("y", T.FLOAT, [2])])
+        ops = [helper.make_opsetid(domain, version)] + ([helper.make_opsetid("", 17)] if domain else [])
+        return helper.make_model(g, opset_imports=ops).SerializeToString()
+
+    for domain, version in (("", 29), ("", (1 << 63) - 1), ("ai.onnx.ml", 6), ("com.microsoft", 2)):
+        with pytest.raises(onnxide.Fail, match=f"Opset {version} of domain .* is newer than the newest released"):
+            onnxide.InferenceSession(model(domain, version))
+    assert onnxide.InferenceSession(model("", 28)).run(None, {"x": np.ones(2, _f)})[0].shape == (2,)

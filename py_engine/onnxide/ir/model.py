@@ -347,6 +347,12 @@ def load_model(mp, base_dir=None):
         if mp.ir_version >= 3:
             raise InvalidGraph("Model has no opset_import")
         opsets[""] = 1
+    from ..ops.registry import newest_opset  # (ops reads the IR's classes: imported here, not at the top)
+    for domain, version in opsets.items():
+        newest = newest_opset(domain)
+        if newest is not None and version > newest:
+            raise Fail(f"Opset {version} of domain {domain or 'ai.onnx'} is newer than the newest released one "
+                       f"(onnxide and onnxruntime support it till opset {newest})")
     graph = build_graph(mp.graph, base_dir, check=not mp.functions, main=True)
     model = Model(graph, opsets, mp.ir_version, mp.producer_name, mp.producer_version, mp.domain,
                   mp.model_version, mp.doc_string, {e.key: e.value for e in mp.metadata_props}, mp.functions)

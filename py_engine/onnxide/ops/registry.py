@@ -138,6 +138,12 @@ def resolve_opdef(node, opsets):
     return lookup(domain, node.op_type, version), version
 
 
+def newest_opset(domain):
+    """The newest opset of `domain` onnxide implements an op of (onnxruntime's too), or None for another domain."""
+    defs = [d.since for (dom, _), ds in _REGISTRY.items() if dom == normalize_domain(domain) for d in ds]
+    return max(defs) if defs else None
+
+
 def registered_ops():
     """{(domain, op_type): [since, ...]} for reports."""
     return {k: [d.since for d in v] for k, v in _REGISTRY.items()}
