@@ -1,6 +1,6 @@
 """NativeCPUExecutionProvider: native kernels (libonnxide_cpu, the build for this CPU's x86-64 level) ahead of the CPU
 EP for float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops,
-LayerNorm and softmax, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
+LayerNorm and softmax, and 8-bit MatMulInteger / DynamicQuantizeLinear, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
 declines or falls back on runs in the numpy kernel."""
 import math
 
@@ -10,6 +10,7 @@ from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
 from . import cpu_ops as K
+from . import cpu_qops as Q
 from . import lib as native_lib
 
 ACT = K.ACT
@@ -117,6 +118,8 @@ CLAIMS = {
     "ConvTranspose": _simple(K.conv_transpose, ("auto_pad", "dilations", "group", "kernel_shape", "output_padding",
                                                 "output_shape", "pads", "strides")),
     "Resize": _claim_resize,
+    "MatMulInteger": _simple(Q.matmul_integer),
+    "DynamicQuantizeLinear": _simple(Q.dynamic_quantize_linear),
     "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
                                     "strides")),
     **{name: _claim_unary for name in activations.BY_OP},  # (those whose activation nx_eltwise.c has)

@@ -1,0 +1,198 @@
+/* 8-bit integer GEMM (MatMulInteger: uint8 / int8 A × uint8 / int8 B → int32) and DynamicQuantizeLinear for the
+ * native CPU EP. B is packed once into 16-column panels of int16 k-pairs; A rows are widened to int16 (a − a_zero)
+ * per call. The AVX2 micro-kernel multiplies int16 pairs with _mm256_madd_epi16 (each pair sum ≤ 2·255² fits int32,
+ * no saturation, unlike maddubs); the plain C path does the same arithmetic. Accumulation wraps modulo 2³² as
+ * int32 does in onnxruntime; B's zero point is applied after the dot products as − b_zero[n] · Σₖ(a − a_zero).
+ * DynamicQuantizeLinear follows the ONNX definition in float32: range widened to include 0, scale = range / 255,
+ * zero point and values rounded half to even, saturated to [0, 255]. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <float.h>
+#include <omp.h>
+#include "nx_math.h"
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#define QMR 6     /* rows of A per micro-tile */
+#define QNR 16    /* columns per packed B panel (two 8-lane int32 vectors) */
+#define QNC 256   /* columns per thread tile: 256 columns × K int16 of B stay in L2 while row blocks pass */
+
+static long pairs(long K) { return (K + 1) / 2; }
+
+/* int16 elements the packed form of a K×N B takes */
+NX_EXPORT long nx_qgemm_packed_size(long K, long N) { return ((N + QNR - 1) / QNR) * pairs(K) * 2 * QNR; }
+
+/* pack row-major K×N B (uint8, or int8 when b_signed) into panels bp[panel][k pair][column 0..16)[2], zero past K
+ * and N */
+NX_EXPORT void nx_qgemm_pack_b(long K, long N, const void* b, int b_signed, int16_t* bp) {
+    long panels = (N + QNR - 1) / QNR, kp = pairs(K);
+    const uint8_t* bu = (const uint8_t*)b;
+    const int8_t* bs = (const int8_t*)b;
+    for (long p = 0; p < panels; p++) {
+        int16_t* dst = bp + p * kp * 2 * QNR;
+        for (long q = 0; q < kp; q++)
+            for (long j = 0; j < QNR; j++)
+                for (long h = 0; h < 2; h++) {
+                    long k = 2 * q + h, n = p * QNR + j;
+                    int16_t v = 0;
+                    if (k < K && n < N) v = b_signed ? bs[k * N + n] : bu[k * N + n];
+                    dst[(q * QNR + j) * 2 + h] = v;
+                }
+    }
+}
+
+/* y[r][0..w) = Σ over k pairs of a_r · panel, for QMR rows (rows past the real ones repeat a real row) */
+static void tile(long kp, const int16_t* const* a, const int16_t* bp, int32_t acc[QMR][QNR]) {
+#if defined(__AVX2__)
+    __m256i c[QMR][2];
+    for (int r = 0; r < QMR; r++) c[r][0] = c[r][1] = _mm256_setzero_si256();
+    for (long q = 0; q < kp; q++) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i*)(bp + q * 2 * QNR));
+        __m256i b1 = _mm256_loadu_si256((const __m256i*)(bp + q * 2 * QNR + 16));
+        for (int r = 0; r < QMR; r++) {
+            int32_t pr;
+            memcpy(&pr, a[r] + 2 * q, sizeof pr);
+            __m256i av = _mm256_set1_epi32(pr);
+            c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(av, b0));
+            c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(av, b1));
+        }
+    }
+    for (int r = 0; r < QMR; r++) {
+        _mm256_storeu_si256((__m256i*)acc[r], c[r][0]);
+        _mm256_storeu_si256((__m256i*)(acc[r] + 8), c[r][1]);
+    }
+#else
+    uint32_t c[QMR][QNR];  /* unsigned: the sum wraps modulo 2^32 as int32 hardware adds do */
+    memset(c, 0, sizeof c);
+    for (long q = 0; q < kp; q++) {
+        const int16_t* b = bp + q * 2 * QNR;
+        for (int r = 0; r < QMR; r++) {
+            int32_t a0 = a[r][2 * q], a1 = a[r][2 * q + 1];
+            for (int j = 0; j < QNR; j++) c[r][j] += (uint32_t)(a0 * b[2 * j] + a1 * b[2 * j + 1]);
+        }
+    }
+    for (int r = 0; r < QMR; r++)
+        for (int j = 0; j < QNR; j++) acc[r][j] = (int32_t)c[r][j];
+#endif
+}
+
+/* MatMulInteger: y (M×N int32, row-major) = (A − a_zero) · (B − b_zero) with A row-major M×K (uint8, or int8 when
+ * a_signed), a_zero per row (az[i * az_stride]; az_stride 0: one value; az NULL: none), B packed by
+ * nx_qgemm_pack_b, b_zero per column (bz[n], NULL: none). 0, or -1 when scratch could not be allocated. */
+NX_EXPORT int nx_qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
+                       const int16_t* bp, const int32_t* bz, int32_t* y, int threads) {
+    long kp = pairs(K), lda = 2 * kp;
+    if (M <= 0 || N <= 0) return 0;
+    if (K <= 0) {  /* empty sums */
+        memset(y, 0, sizeof(int32_t) * M * N);
+        return 0;
+    }
+    int16_t* a16 = (int16_t*)malloc(sizeof(int16_t) * M * lda);
+    int32_t* rs = (int32_t*)malloc(sizeof(int32_t) * M);
+    if (!a16 || !rs) {
+        free(a16);
+        free(rs);
+        return -1;
+    }
+    int nt = threads > 1 && M * N * K >= (1L << 18) ? threads : 1;
+    long rblocks = (M + QMR - 1) / QMR, cblocks = (N + QNC - 1) / QNC;
+    const uint8_t* au = (const uint8_t*)a;
+    const int8_t* as = (const int8_t*)a;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (long i = 0; i < M; i++) {
+            int32_t z = az ? az[i * az_stride] : 0;
+            uint32_t s = 0;
+            int16_t* d = a16 + i * lda;
+            for (long k = 0; k < K; k++) {
+                int32_t v = (a_signed ? (int32_t)as[i * K + k] : (int32_t)au[i * K + k]) - z;
+                d[k] = (int16_t)v;
+                s += (uint32_t)v;
+            }
+            if (K < lda) d[K] = 0;
+            rs[i] = (int32_t)s;
+        }
+#pragma omp for collapse(2) schedule(static)
+        for (long cb = 0; cb < cblocks; cb++)
+            for (long rb = 0; rb < rblocks; rb++) {
+                long i0 = rb * QMR, mr = M - i0 < QMR ? M - i0 : QMR;
+                const int16_t* rows[QMR];
+                for (int r = 0; r < QMR; r++) rows[r] = a16 + (i0 + (r < mr ? r : mr - 1)) * lda;
+                long n1 = (cb + 1) * QNC < N ? (cb + 1) * QNC : N;
+                for (long n0 = cb * QNC; n0 < n1; n0 += QNR) {
+                    int32_t acc[QMR][QNR];
+                    tile(kp, rows, bp + (n0 / QNR) * kp * 2 * QNR, acc);
+                    long w = n1 - n0 < QNR ? n1 - n0 : QNR;
+                    for (long r = 0; r < mr; r++) {
+                        int32_t* out = y + (i0 + r) * N + n0;
+                        if (bz) {
+                            uint32_t s = (uint32_t)rs[i0 + r];
+                            for (long j = 0; j < w; j++)
+                                out[j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)bz[n0 + j] * s);
+                        } else {
+                            memcpy(out, acc[r], sizeof(int32_t) * w);
+                        }
+                    }
+                }
+            }
+    }
+    free(a16);
+    free(rs);
+    return 0;
+}
+
+/* DynamicQuantizeLinear of n float32 values x into uint8 y, *scale, *zero. 0, or 1 when x holds a NaN or an
+ * infinity (nothing written: the caller's reference kernel defines those). */
+NX_EXPORT int nx_dynamic_quantize(long n, const float* x, uint8_t* y, float* scale, uint8_t* zero, int threads) {
+    int nt = threads > 1 && n >= (1L << 16) ? threads : 1;
+    float lo = 0.f, hi = 0.f;  /* the range always includes 0 */
+    int bad = 0;
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(min : lo) reduction(max : hi) reduction(| : bad)
+    for (long i = 0; i < n; i++) {
+        float v = x[i];
+        bad |= !(fabsf(v) <= FLT_MAX);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    if (bad) return 1;
+    float s = hi == lo ? 1.f / 255.f : (hi - lo) / 255.f;
+    float z0 = 0.f - lo / s;
+    float zf = rintf(z0 < 0.f ? 0.f : z0 > 255.f ? 255.f : z0);
+    *scale = s;
+    *zero = (uint8_t)zf;
+    /* clamp(rint(x / s) + z, 0, 255) == rint(clamp(x / s, −z, 255 − z)) + z: z is a whole number */
+    float qlo = -zf, qhi = 255.f - zf;
+#pragma omp parallel num_threads(nt)
+    {
+        long i0 = 0;
+#if defined(__AVX2__)
+        long blocks = n / 32;
+        __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(zf), vlo = _mm256_set1_ps(qlo), vhi = _mm256_set1_ps(qhi);
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+#pragma omp for schedule(static)
+        for (long bk = 0; bk < blocks; bk++) {
+            __m256i q[4];
+            for (int u = 0; u < 4; u++) {
+                __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + bk * 32 + u * 8), vs);
+                v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);
+                v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+                q[u] = _mm256_cvtps_epi32(v);
+            }
+            __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i*)(y + bk * 32), _mm256_permutevar8x32_epi32(w, order));
+        }
+        i0 = blocks * 32;
+#endif
+#pragma omp for schedule(static)
+        for (long i = i0; i < n; i++) {
+            float v = x[i] / s;
+            v = v < qlo ? qlo : v > qhi ? qhi : v;
+            y[i] = (uint8_t)(rintf(v) + zf);
+        }
+    }
+    return 0;
+}
