@@ -54,16 +54,18 @@ def _f32(x):
 
 
 class PercentileCalibrater(HistogramCalibrater):
-    """The range holding `percentile` % of the values (of |x| when symmetric)."""
+    """The range holding `percentile` % of the values (of |x| when symmetric), kept within the values' own min and
+    max (a symmetric range of non-negative values starts at their minimum)."""
     calibration_method = CalibrationMethod.Percentile
 
     def tensor_range(self, v):
         if self.symmetric:
             t = np.percentile(np.abs(v), self.percentile)
-            return TensorData(lowest=_f32(-t), highest=_f32(t))
-        tail = (100.0 - self.percentile) / 2
-        lo, hi = np.percentile(v, [tail, 100.0 - tail])
-        return TensorData(lowest=_f32(lo), highest=_f32(hi))
+            lo, hi = -t, t
+        else:
+            tail = (100.0 - self.percentile) / 2
+            lo, hi = np.percentile(v, [tail, 100.0 - tail])
+        return TensorData(lowest=_f32(max(lo, v.min())), highest=_f32(min(hi, v.max())))
 
 
 class EntropyCalibrater(HistogramCalibrater):
