@@ -21,7 +21,12 @@ class DynamicQuantizer(QuantizerBase):
     def dynamic_input(self, name):
         if name not in self.dyn:
             q, s, z = name + TENSOR_NAME_QUANT_SUFFIX, name + "_scale", name + "_zero_point"
-            self.out_nodes.append(helper.make_node("DynamicQuantizeLinear", [name], [q, s, z],
+            src = name
+            if self.types.get(name) == TensorProto.FLOAT16:  # DynamicQuantizeLinear takes float only
+                src = name + "_cast_to_float"
+                self.out_nodes.append(helper.make_node("Cast", [name], [src], to=TensorProto.FLOAT,
+                                                       name=name + "_Cast_to_float"))
+            self.out_nodes.append(helper.make_node("DynamicQuantizeLinear", [src], [q, s, z],
                                                    name=name + "_QuantizeLinear"))
             self.dyn[name] = (q, s, z)
         return self.dyn[name]
@@ -32,6 +37,8 @@ class DynamicQuantizer(QuantizerBase):
                                                  symmetric=self.is_activation_symmetric) if as_activation \
                 else self.weight_params(name, axis)
             q = q.T.copy() if transpose else q
+            if not as_activation:  # (multiplied with DynamicQuantizeLinear's float scale, float16 weights too)
+                scale = np.asarray(scale).astype(np.float32)
             zn, sn = self.add_init(zp, name + "_zero_point"), self.add_init(scale, name + "_scale")
             self.weights[name] = (self.add_init(q, name + TENSOR_NAME_QUANT_SUFFIX), sn, zn)
         return self.weights[name]
@@ -64,9 +71,9 @@ class DynamicQuantizer(QuantizerBase):
                                    "type it (a node of another domain before it?); extra_options['DefaultTensorType'] "
                                    "gives the type to assume")
             self.types[ins[0]] = int(default)
-        if not self.is_float(ins[0]):
-            return False
-        if self.types.get(ins[0]) != TensorProto.FLOAT:
+        half = self.types.get(ins[0]) == TensorProto.FLOAT16
+        if self.types.get(ins[0]) != TensorProto.FLOAT and not (half and self.inits[ins[1]].data_type ==
+                                                                 TensorProto.FLOAT16):
             return False
         if op == "Gemm" and (attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0
                              or attrs.get("beta", 1.0) != 1.0):
@@ -90,10 +97,14 @@ class DynamicQuantizer(QuantizerBase):
                                   name=base + "_quant_scales_mul")
         bias = ins[2] if len(ins) > 2 and ins[2] else ""
         mul_out = out + "_quant_output" if bias else out
-        mul = helper.make_node("Mul", [cast.output[0], scales.output[0]], [mul_out], name=base + "_quant_mul")
+        mul = helper.make_node("Mul", [cast.output[0], scales.output[0]], [mul_out + "_float" if half else mul_out],
+                               name=base + "_quant_mul")
         if axis is not None:
             self.new_inits[-2].dims[:] = [self.new_inits[-2].dims[0], 1, 1]
         self.out_nodes.extend([kernel, cast, scales, mul])
+        if half:  # back to the model's float16
+            self.out_nodes.append(helper.make_node("Cast", [mul.output[0]], [mul_out], to=TensorProto.FLOAT16,
+                                                   name=base + "_quant_cast_to_float16"))
         if bias:
             if op == "Conv":
                 shape = self.add_init(np.array([1, -1, 1, 1], "int64"), out + "_bias_reshape_shape")
