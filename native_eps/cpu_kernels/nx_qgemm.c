@@ -18,7 +18,7 @@
 
 #define QMR 6     /* rows of A per micro-tile */
 #define QNR 16    /* columns per packed B panel (two 8-lane int32 vectors) */
-#define QNC 256   /* columns per thread tile: 256 columns × K int16 of B stay in L2 while row blocks pass */
+#define QNC_BYTES (256L << 10)  /* packed B per thread tile: its columns stay in L2 while the row blocks pass */
 
 static long pairs(long K) { return (K + 1) / 2; }
 
@@ -98,7 +98,9 @@ NX_EXPORT int nx_qgemm(long M, long N, long K, const void* a, int a_signed, cons
         return -1;
     }
     int nt = threads > 1 && M * N * K >= (1L << 18) ? threads : 1;
-    long rblocks = (M + QMR - 1) / QMR, cblocks = (N + QNC - 1) / QNC;
+    long nc = QNC_BYTES / (long)(sizeof(int16_t) * lda * QNR) * QNR;
+    nc = nc < QNR ? QNR : nc;
+    long rblocks = (M + QMR - 1) / QMR, cblocks = (N + nc - 1) / nc;
     const uint8_t* au = (const uint8_t*)a;
     const int8_t* as = (const int8_t*)a;
 #pragma omp parallel num_threads(nt)
@@ -122,8 +124,8 @@ NX_EXPORT int nx_qgemm(long M, long N, long K, const void* a, int a_signed, cons
                 long i0 = rb * QMR, mr = M - i0 < QMR ? M - i0 : QMR;
                 const int16_t* rows[QMR];
                 for (int r = 0; r < QMR; r++) rows[r] = a16 + (i0 + (r < mr ? r : mr - 1)) * lda;
-                long n1 = (cb + 1) * QNC < N ? (cb + 1) * QNC : N;
-                for (long n0 = cb * QNC; n0 < n1; n0 += QNR) {
+                long n1 = (cb + 1) * nc < N ? (cb + 1) * nc : N;
+                for (long n0 = cb * nc; n0 < n1; n0 += QNR) {
                     int32_t acc[QMR][QNR];
                     tile(kp, rows, bp + (n0 / QNR) * kp * 2 * QNR, acc);
                     long w = n1 - n0 < QNR ? n1 - n0 : QNR;
@@ -151,12 +153,37 @@ NX_EXPORT int nx_dynamic_quantize(long n, const float* x, uint8_t* y, float* sca
     int nt = threads > 1 && n >= (1L << 16) ? threads : 1;
     float lo = 0.f, hi = 0.f;  /* the range always includes 0 */
     int bad = 0;
-#pragma omp parallel for schedule(static) num_threads(nt) reduction(min : lo) reduction(max : hi) reduction(| : bad)
-    for (long i = 0; i < n; i++) {
-        float v = x[i];
-        bad |= !(fabsf(v) <= FLT_MAX);
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
+#pragma omp parallel num_threads(nt) reduction(min : lo) reduction(max : hi) reduction(| : bad)
+    {
+        long i0 = 0;
+#if defined(__AVX2__)
+        long blocks = n / 8;  /* (a ?: reduction over floats does not vectorise without -ffinite-math-only) */
+        __m256 vlo = _mm256_setzero_ps(), vhi = vlo, vbad = vlo;
+        const __m256 big = _mm256_set1_ps(FLT_MAX), sign = _mm256_set1_ps(-0.f);
+#pragma omp for schedule(static) nowait
+        for (long bk = 0; bk < blocks; bk++) {
+            __m256 v = _mm256_loadu_ps(x + bk * 8);
+            vbad = _mm256_or_ps(vbad, _mm256_cmp_ps(_mm256_andnot_ps(sign, v), big, _CMP_NLE_UQ));
+            vlo = _mm256_min_ps(vlo, v);
+            vhi = _mm256_max_ps(vhi, v);
+        }
+        float l8[8], h8[8];
+        _mm256_storeu_ps(l8, vlo);
+        _mm256_storeu_ps(h8, vhi);
+        for (int j = 0; j < 8; j++) {
+            lo = l8[j] < lo ? l8[j] : lo;
+            hi = h8[j] > hi ? h8[j] : hi;
+        }
+        bad |= _mm256_movemask_ps(vbad) != 0;
+        i0 = blocks * 8;
+#endif
+#pragma omp for schedule(static)
+        for (long i = i0; i < n; i++) {
+            float v = x[i];
+            bad |= !(fabsf(v) <= FLT_MAX);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
     }
     if (bad) return 1;
     float s = hi == lo ? 1.f / 255.f : (hi - lo) / 255.f;
