@@ -1,6 +1,7 @@
 """NativeCPUExecutionProvider: native kernels (libonnxide_cpu, the build for this CPU's x86-64 level) ahead of the CPU
 EP for float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops,
-LayerNorm and softmax, and 8-bit MatMulInteger / DynamicQuantizeLinear, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
+LayerNorm and softmax, and 8-bit MatMulInteger / DynamicQuantizeLinear / QLinearMatMul / DynamicQuantizeMatMul /
+MatMulIntegerToFloat, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
 declines or falls back on runs in the numpy kernel."""
 import math
 
@@ -120,6 +121,7 @@ CLAIMS = {
     "Resize": _claim_resize,
     "MatMulInteger": _simple(Q.matmul_integer),
     "DynamicQuantizeLinear": _simple(Q.dynamic_quantize_linear),
+    "QLinearMatMul": _simple(Q.qlinear_matmul),
     "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
                                     "strides")),
     **{name: _claim_unary for name in activations.BY_OP},  # (those whose activation nx_eltwise.c has)
@@ -134,6 +136,8 @@ MS_CLAIMS = {
     "FastGelu": _simple(lambda lib, x, bias=None, **kw: K.act(lib, x, _CONTRIB["FastGelu"], bias=bias)),
     "SkipLayerNormalization": _simple(K.skip_layer_norm, ("epsilon",)),
     "MultiHeadAttention": _claim_mha,
+    "DynamicQuantizeMatMul": _simple(Q.dynamic_quantize_matmul),
+    "MatMulIntegerToFloat": _simple(Q.matmul_integer_to_float),
 }
 
 

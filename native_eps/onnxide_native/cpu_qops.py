@@ -1,10 +1,14 @@
 """NativeCPUExecutionProvider's 8-bit integer kernels over libonnxide_cpu (nx_qgemm.c): MatMulInteger on a 2-D B
-packed once, DynamicQuantizeLinear. Each has the numpy kernel's calling convention and returns FALLBACK for what it
-does not do exactly (other dtypes, batched B, zero points of other shapes or types, non-finite input)."""
+packed once, DynamicQuantizeLinear, and on them QLinearMatMul and com.microsoft's DynamicQuantizeMatMul /
+MatMulIntegerToFloat, whose float epilogues are the numpy kernels' own helpers. Each has the numpy kernel's calling
+convention and returns FALLBACK for what it does not do exactly (other dtypes, batched B, zero points or scales of
+other shapes or types, non-finite input)."""
 import math
 
 import numpy as np
 
+from onnxide import dtypes as D
+from onnxide.ops import contrib_quant, quant
 from onnxide.runtime.providers import FALLBACK
 
 from .cpu_ops import _once_or_cached, threads
@@ -44,11 +48,15 @@ def qgemm(lib, a, bp, az, bz, k, n):
     return y
 
 
+def _operands(a, b):
+    return (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype in INT8 and b.dtype in INT8 and b.ndim == 2
+            and a.ndim >= 2 and a.shape[-1] == b.shape[0])
+
+
 def matmul_integer(lib, a, b, a_zero_point=None, b_zero_point=None, **_):
     """MatMulInteger of an (..., M, K) 8-bit A by a 2-D 8-bit B; zero points scalar, A's per row (2-D A), B's per
     column."""
-    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype not in INT8 or b.dtype not in INT8
-            or b.ndim != 2 or a.ndim < 2 or a.shape[-1] != b.shape[0]):
+    if not _operands(a, b):
         return FALLBACK
     k, n = b.shape
     az = _zero_point(a_zero_point, a.dtype, a.shape[0] if a.ndim == 2 else -1)
@@ -70,3 +78,61 @@ def dynamic_quantize_linear(lib, x, **_):
     if lib.nx_dynamic_quantize(x.size, x.ctypes.data, y.ctypes.data, scale.ctypes.data, zero.ctypes.data, threads()):
         return FALLBACK
     return y, scale, zero
+
+
+def _float_params(*vs, n):
+    """Whether each of `vs` is None or a float32 array of one value or `n` (one per column of B)."""
+    return all(v is None or (type(v) is np.ndarray and v.dtype == F32 and (v.size == 1 or v.shape == (n,)))
+               for v in vs)
+
+
+def matmul_integer_to_float(lib, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None, ctx=None):
+    """com.microsoft MatMulIntegerToFloat: the native MatMulInteger, then the numpy kernel's float32 epilogue."""
+    n = b.shape[-1] if type(b) is np.ndarray and b.ndim else 0
+    if not _float_params(a_scale, b_scale, bias, n=n) or a_scale.size != 1:
+        return FALLBACK
+    acc = matmul_integer(lib, a, b, a_zero_point, b_zero_point)
+    if acc is FALLBACK:
+        return FALLBACK
+    return contrib_quant._finish(acc, a_scale.reshape(()) * b_scale.reshape(-1 if b_scale.size > 1 else ()), bias,
+                                 F32)
+
+
+def dynamic_quantize_matmul(lib, a, b, b_scale, b_zero_point=None, bias=None, ctx=None):
+    """com.microsoft DynamicQuantizeMatMul: native DynamicQuantizeLinear of float32 A, MatMulInteger, then the numpy
+    kernel's float32 epilogue."""
+    if type(a) is not np.ndarray or a.dtype != F32 or type(b) is not np.ndarray or b.ndim != 2 or \
+            not _float_params(b_scale, bias, n=b.shape[-1]):
+        return FALLBACK
+    q = dynamic_quantize_linear(lib, a)
+    if q is FALLBACK:
+        return FALLBACK
+    aq, a_scale, a_zp = q
+    acc = matmul_integer(lib, aq, b, a_zp, b_zero_point)
+    if acc is FALLBACK:
+        return FALLBACK
+    return contrib_quant._finish(acc, a_scale * b_scale.reshape(-1 if b_scale.size > 1 else ()), bias, F32)
+
+
+# |Σ (a − a_zero)(b − b_zero)| ≤ K · 255²: below 2³¹ the int32 sums equal the numpy kernel's exact float64 ones
+_EXACT_K = (2 ** 31 - 1) // (255 * 255)
+
+
+def qlinear_matmul(lib, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, ctx=None):
+    """QLinearMatMul of 8-bit A (one scale / zero point) by a 2-D 8-bit B (per-tensor or per-column), requantized by
+    the numpy kernel's own helpers (scale product in the scales' precision, round half to even, saturate)."""
+    if not _operands(a, b) or b.shape[0] > _EXACT_K or type(y_zero_point) is not np.ndarray or \
+            y_zero_point.dtype not in INT8 or y_zero_point.size != 1 or \
+            not _float_params(a_scale, y_scale, n=1) or not _float_params(b_scale, n=b.shape[1]):
+        return FALLBACK
+    for z, x in ((a_zero_point, a), (b_zero_point, b)):
+        if z is None or type(z) is not np.ndarray or z.dtype != x.dtype:
+            return FALLBACK
+    if a_zero_point.size != 1 or b_zero_point.size not in (1, b.shape[1]):
+        return FALLBACK
+    acc = matmul_integer(lib, a, b, a_zero_point, b_zero_point)
+    if acc is FALLBACK:
+        return FALLBACK
+    mult = quant._scale_product(a_scale, b_scale, y_scale)
+    return quant._requantize(acc.astype(np.float64), mult, y_zero_point.astype(np.float64),
+                             D.code_of(y_zero_point.dtype), "QLinearMatMul")

@@ -1,5 +1,5 @@
-"""The native 8-bit kernels (native_eps/cpu_kernels/nx_qgemm.c): MatMulInteger and DynamicQuantizeLinear give exactly
-the CPU EP's (numpy oracle's) and onnxruntime's results — batch dims, M = 1, K odd and off the vector width, zero-size
+"""The native 8-bit kernels (native_eps/cpu_kernels/nx_qgemm.c): MatMulInteger and DynamicQuantizeLinear, and on them
+QLinearMatMul, DynamicQuantizeMatMul and MatMulIntegerToFloat, give exactly the CPU EP's (numpy oracle's) and onnxruntime's results — batch dims, M = 1, K odd and off the vector width, zero-size
 dims, uint8 / int8 on both sides, scalar / per-row / per-column zero points, int32 wrap-around, rounding ties,
 extreme values — on one and two threads, and each per-level build this CPU runs (the baseline's plain C included)
 agrees with the numpy kernel. Where onnxruntime is not deterministic the comparison is with the oracle only: uint8 ×
@@ -19,11 +19,27 @@ rng = np.random.default_rng(16)
 U8, S8 = np.uint8, np.int8
 
 
+CALLS = []  # the native kernels that answered (nx_qgemm / nx_dynamic_quantize returned 0) since the last _run
+
+
+def _counted(name, fn):
+    def call(*args):
+        status = fn(*args)
+        if status == 0:
+            CALLS.append(name)
+        return status
+    return call
+
+
 @pytest.fixture(autouse=True)
 def native_for_any_size(monkeypatch):
-    """Small inputs normally stay in numpy (cpu_ops.SMALL_ACT); these tests' small inputs must reach the kernels."""
-    from onnxide_native import cpu_ops
+    """Small inputs normally stay in numpy (cpu_ops.SMALL_ACT); these tests' small inputs must reach the kernels,
+    whose entries are counted (a kernel answering FALLBACK everywhere would pass the comparisons)."""
+    from onnxide_native import cpu_ops, lib
     monkeypatch.setattr(cpu_ops, "SMALL_ACT", 1)
+    library = lib.load()
+    for name in ("nx_qgemm", "nx_dynamic_quantize"):
+        monkeypatch.setattr(library, name, _counted(name, getattr(library, name)))
 
 
 def _model(op, inputs, n_out, domain=""):
@@ -37,15 +53,17 @@ def _model(op, inputs, n_out, domain=""):
         {n: a for n, a in zip(names, inputs) if n}
 
 
-def _run(op, inputs, n_out=1, domain="", ort=True, threads=1):
+def _run(op, inputs, n_out=1, domain="", ort=True, threads=1, native=True):
     """The native EP's outputs, checked equal (values, dtypes, shapes) to the CPU EP's and, with `ort`, to
-    onnxruntime's."""
+    onnxruntime's; `native`: whether its C kernels ran (else the numpy kernel answered)."""
     model, feeds = _model(op, inputs, n_out, domain)
+    CALLS.clear()
     so = onnxide.SessionOptions()
     so.intra_op_num_threads = threads
-    native = onnxide.InferenceSession(model, so, providers=[NATIVE, "CPUExecutionProvider"])
-    assert native._executor.main_plan.steps[0].ep.name == NATIVE, f"{op} not claimed"
-    got = native.run(None, feeds)
+    sess = onnxide.InferenceSession(model, so, providers=[NATIVE, "CPUExecutionProvider"])
+    assert sess._executor.main_plan.steps[0].ep.name == NATIVE, f"{op} not claimed"
+    got = sess.run(None, feeds)
+    assert bool(CALLS) == native, (op, CALLS)
     wants = [onnxide.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)]
     if ort:
         oso = onnxruntime.SessionOptions()
@@ -117,8 +135,8 @@ def test_matmul_integer_per_row_a_zero_point():
 
 def test_matmul_integer_other_shapes_fall_back():
     """Batched B and 1-D A are the numpy kernel's (claimed, answered by the fallback, still exact)."""
-    _run("MatMulInteger", [_ints(U8, (2, 5, 9)), _ints(U8, (2, 9, 4))], ort=False)
-    _run("MatMulInteger", [_ints(U8, (9,)), _ints(U8, (9, 4))], ort=False)
+    _run("MatMulInteger", [_ints(U8, (2, 5, 9)), _ints(U8, (2, 9, 4))], ort=False, native=False)
+    _run("MatMulInteger", [_ints(U8, (9,)), _ints(U8, (9, 4))], ort=False, native=False)
 
 
 def _dql(x, threads=1, ort=True):
@@ -163,7 +181,7 @@ def test_dynamic_quantize_linear_all_zero():
 def test_dynamic_quantize_linear_non_finite_falls_back(bad):
     x = rng.standard_normal(100).astype(np.float32)
     x[17] = bad
-    _dql(x, ort=False)  # the numpy kernel's answer (its NaN / infinity handling is the oracle's to define)
+    _run("DynamicQuantizeLinear", [x], n_out=3, ort=False, native=False)  # the numpy kernel's answer (its NaN / infinity handling is the oracle's to define)
 
 
 def _level_libraries():
@@ -191,3 +209,46 @@ def test_each_level_build_matches_numpy(level, path):
     for got, want in zip(cpu_qops.dynamic_quantize_linear(library, x), dql(x)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def _scale(*shape):
+    return np.asarray(rng.random(shape) * 0.05 + 0.001, np.float32)
+
+
+@pytest.mark.parametrize("at,bt", TYPES[:3])
+@pytest.mark.parametrize("a_shape,n", SHAPES)
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qlinear_matmul(at, bt, a_shape, n, per_column):
+    a, b = _ints(at, a_shape), _b(bt, at, (a_shape[-1], n), True)
+    cols = (n,) if per_column else ()
+    ins = [a, _scale(), _ints(at, ()), b, _scale(*cols), _ints(bt, cols), np.array(0.02, np.float32), _ints(at, ())]
+    _run("QLinearMatMul", ins)
+    ins[3] = _ints(bt, b.shape)
+    _run("QLinearMatMul", ins, ort=False)  # full range: against the oracle
+
+
+@pytest.mark.parametrize("bt", [U8, S8])
+@pytest.mark.parametrize("a_shape,n", SHAPES)
+@pytest.mark.parametrize("extras", ["none", "zero_point", "all"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_dynamic_quantize_matmul(bt, a_shape, n, extras, threads):
+    a = (rng.standard_normal(a_shape) * 2).astype(np.float32)
+    b = _b(bt, U8, (a_shape[-1], n), True)
+    ins = [a, b, _scale(n)] + {"none": [], "zero_point": [_ints(bt, (n,))],
+                                "all": [_ints(bt, ()), rng.standard_normal(n).astype(np.float32)]}[extras]
+    _run("DynamicQuantizeMatMul", ins, domain="com.microsoft", threads=threads)
+
+
+@pytest.mark.parametrize("at,bt", TYPES[:3])
+@pytest.mark.parametrize("a_shape,n", SHAPES[:4])
+def test_matmul_integer_to_float(at, bt, a_shape, n):
+    a, b = _ints(at, a_shape), _b(bt, at, (a_shape[-1], n), True)
+    ins = [a, b, _scale(), _scale(n), _ints(at, ()), _ints(bt, (n,)), rng.standard_normal(n).astype(np.float32)]
+    _run("MatMulIntegerToFloat", ins, domain="com.microsoft")
+
+
+def test_qlinear_matmul_long_k_falls_back():
+    """Past K = 33,025 int32 sums could wrap where the numpy kernel's float64 ones do not: its kernel answers."""
+    a, b = np.full((2, 40000), 255, U8), np.full((40000, 16), 255, U8)
+    ins = [a, _scale(), np.array(0, U8), b, _scale(), np.array(0, U8), np.array(1e6, np.float32), np.array(0, U8)]
+    _run("QLinearMatMul", ins, ort=False, native=False)
