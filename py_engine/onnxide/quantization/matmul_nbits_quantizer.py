@@ -1,5 +1,6 @@
 """Weight-only blockwise quantization of MatMul weights to 2 / 4 / 8 bits (round to nearest): com.microsoft
-MatMulNBits (QOperator) or a blocked DequantizeLinear feeding the MatMul (QDQ, opset 21)."""
+MatMulNBits (QOperator) or a blocked DequantizeLinear feeding the MatMul (QDQ, opset 21); Gather tables to 4 bits
+(com.microsoft GatherBlockQuantized)."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -89,7 +90,7 @@ class MatMulNBitsQuantizer:
                                   f"{cfg.block_size}")
 
     def _selected(self, node):
-        if node.op_type not in self.algo_config.op_types_to_quantize or node.op_type != "MatMul":
+        if node.op_type not in self.algo_config.op_types_to_quantize or node.op_type not in ("MatMul", "Gather"):
             return False
         if node.name in self.nodes_to_exclude:
             return False
@@ -99,8 +100,17 @@ class MatMulNBitsQuantizer:
         cfg, graph = self.algo_config, self.model.graph()
         inits = {i.name: i for i in graph.initializer}
         qdq = cfg.quant_format == QuantFormat.QDQ
-        out_nodes, used = [], False
+        out_nodes, used, used_ms = [], False, False
         for node in list(graph.node):
+            if node.op_type == "Gather":
+                data = inits.get(node.input[0]) if self._selected(node) else None
+                gbq = self._gather(node, data) if data is not None else None
+                out_nodes.append(gbq or node)
+                if gbq is not None:
+                    used_ms = True
+                    if not any(data.name in x.input for x in graph.node if x is not node):
+                        graph.initializer.remove(data)
+                continue
             b = inits.get(node.input[1]) if self._selected(node) else None
             if b is None or b.data_type != TensorProto.FLOAT or len(b.dims) != 2:
                 out_nodes.append(node)
@@ -121,10 +131,43 @@ class MatMulNBitsQuantizer:
             for o in self.model.model.opset_import:
                 if o.domain in ("", "ai.onnx") and o.version < 21:
                     o.version = 21
-        elif used:
+        if (used and not qdq) or used_ms:
             ensure_opset(self.model.model, ms_domain, 1)
         self.model.topological_sort()
         return self.model.model
+
+    def _gather(self, node, data):
+        """com.microsoft GatherBlockQuantized for a Gather from a float table quantized in blocks along its last axis
+        (quant_axes['Gather']): int4 codes (symmetric) or uint4 codes and zero points. None when it does not apply
+        (a table that is not float / float16, or a gather along the quantized axis)."""
+        cfg = self.algo_config
+        if data.data_type not in (TensorProto.FLOAT, TensorProto.FLOAT16) or not data.dims:
+            return None
+        rank = len(data.dims)
+        ga = next((a.i for a in node.attribute if a.name == "axis"), 0) % rank
+        qa = cfg.quant_axes.get("Gather", 1) % rank
+        if qa != rank - 1 or ga == qa:
+            return None
+        if cfg.bits != 4:
+            raise InvalidArgument(f"Gather weight-only quantization takes 4 bits, got {cfg.bits}")
+        w = numpy_helper.to_array(data)
+        rows, e = int(np.prod(w.shape[:-1])), w.shape[-1]
+        codes, scale, zp = quantize_blocks(w.reshape(rows, e).T, cfg.block_size, 4, cfg.is_symmetric)
+        q = codes.reshape(rows, -1)[:, :e].astype(np.int16).reshape(w.shape)
+        blocks = list(w.shape[:-1]) + [scale.shape[1]]
+        graph = self.model.graph()
+        elem = TensorProto.INT4 if cfg.is_symmetric else TensorProto.UINT4
+        graph.initializer.append(helper.make_tensor(data.name + "_Q4", elem, list(w.shape),
+                                                    (q - 8 if cfg.is_symmetric else q).ravel().tolist()))
+        graph.initializer.append(numpy_helper.from_array(scale.reshape(blocks).astype(w.dtype), data.name + "_scales"))
+        inputs = [data.name + "_Q4", node.input[1], data.name + "_scales"]
+        if not cfg.is_symmetric:
+            graph.initializer.append(helper.make_tensor(data.name + "_zero_points", elem, blocks,
+                                                        zp.astype(np.int16).ravel().tolist()))
+            inputs.append(data.name + "_zero_points")
+        return helper.make_node("GatherBlockQuantized", inputs, list(node.output),
+                                name=(node.name or node.output[0]) + "_Q4", domain=ms_domain, gather_axis=ga,
+                                quantize_axis=qa, block_size=cfg.block_size, bits=4)
 
     def _nbits(self, node, b_name, codes, scale, zp, k, n):
         cfg, graph = self.algo_config, self.model.graph()
