@@ -1,5 +1,5 @@
 /* 8-bit integer GEMM (MatMulInteger: uint8 / int8 A × uint8 / int8 B → int32) and DynamicQuantizeLinear for the
- * native CPU EP. B is packed once into 16-column panels of int16 k-pairs; A rows are widened to int16 (a − a_zero)
+ * native CPU EP. B is packed once into 24-column panels of int16 k-pairs; A rows are widened to int16 (a − a_zero)
  * per call. The AVX2 micro-kernel multiplies int16 pairs with _mm256_madd_epi16 (each pair sum ≤ 2·255² fits int32,
  * no saturation, unlike maddubs); the plain C path does the same arithmetic. Accumulation wraps modulo 2³² as
  * int32 does in onnxruntime; B's zero point is applied after the dot products as − b_zero[n] · Σₖ(a − a_zero).
@@ -16,8 +16,8 @@
 #include <immintrin.h>
 #endif
 
-#define QMR 6     /* rows of A per micro-tile */
-#define QNR 16    /* columns per packed B panel (two 8-lane int32 vectors) */
+#define QMR 4     /* rows of A per micro-tile */
+#define QNR 24    /* columns per packed B panel (three 8-lane int32 vectors) */
 #define QNC_BYTES (256L << 10)  /* packed B per thread tile: its columns stay in L2 while the row blocks pass */
 
 static long pairs(long K) { return (K + 1) / 2; }
@@ -25,7 +25,7 @@ static long pairs(long K) { return (K + 1) / 2; }
 /* int16 elements the packed form of a K×N B takes */
 NX_EXPORT long nx_qgemm_packed_size(long K, long N) { return ((N + QNR - 1) / QNR) * pairs(K) * 2 * QNR; }
 
-/* pack row-major K×N B (uint8, or int8 when b_signed) into panels bp[panel][k pair][column 0..16)[2], zero past K
+/* pack row-major K×N B (uint8, or int8 when b_signed) into panels bp[panel][k pair][column 0..QNR)[2], zero past K
  * and N */
 NX_EXPORT void nx_qgemm_pack_b(long K, long N, const void* b, int b_signed, int16_t* bp) {
     long panels = (N + QNR - 1) / QNR, kp = pairs(K);
@@ -47,23 +47,21 @@ NX_EXPORT void nx_qgemm_pack_b(long K, long N, const void* b, int b_signed, int1
 /* y[r][0..w) = Σ over k pairs of a_r · panel, for QMR rows (rows past the real ones repeat a real row) */
 static void tile(long kp, const int16_t* const* a, const int16_t* bp, int32_t acc[QMR][QNR]) {
 #if defined(__AVX2__)
-    __m256i c[QMR][2];
-    for (int r = 0; r < QMR; r++) c[r][0] = c[r][1] = _mm256_setzero_si256();
+    __m256i c[QMR][QNR / 8];
+    for (int r = 0; r < QMR; r++)
+        for (int v = 0; v < QNR / 8; v++) c[r][v] = _mm256_setzero_si256();
     for (long q = 0; q < kp; q++) {
-        __m256i b0 = _mm256_loadu_si256((const __m256i*)(bp + q * 2 * QNR));
-        __m256i b1 = _mm256_loadu_si256((const __m256i*)(bp + q * 2 * QNR + 16));
+        __m256i b[QNR / 8];
+        for (int v = 0; v < QNR / 8; v++) b[v] = _mm256_loadu_si256((const __m256i*)(bp + q * 2 * QNR + 16 * v));
         for (int r = 0; r < QMR; r++) {
             int32_t pr;
             memcpy(&pr, a[r] + 2 * q, sizeof pr);
             __m256i av = _mm256_set1_epi32(pr);
-            c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(av, b0));
-            c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(av, b1));
+            for (int v = 0; v < QNR / 8; v++) c[r][v] = _mm256_add_epi32(c[r][v], _mm256_madd_epi16(av, b[v]));
         }
     }
-    for (int r = 0; r < QMR; r++) {
-        _mm256_storeu_si256((__m256i*)acc[r], c[r][0]);
-        _mm256_storeu_si256((__m256i*)(acc[r] + 8), c[r][1]);
-    }
+    for (int r = 0; r < QMR; r++)
+        for (int v = 0; v < QNR / 8; v++) _mm256_storeu_si256((__m256i*)(acc[r] + 8 * v), c[r][v]);
 #else
     uint32_t c[QMR][QNR];  /* unsigned: the sum wraps modulo 2^32 as int32 hardware adds do */
     memset(c, 0, sizeof c);
