@@ -100,3 +100,17 @@ ModelProto = message_class("ModelProto", [
 ATTR_FLOAT, ATTR_INT, ATTR_STRING, ATTR_TENSOR, ATTR_GRAPH = 1, 2, 3, 4, 5
 ATTR_FLOATS, ATTR_INTS, ATTR_STRINGS, ATTR_TENSORS, ATTR_GRAPHS = 6, 7, 8, 9, 10
 ATTR_SPARSE_TENSOR, ATTR_SPARSE_TENSORS, ATTR_TYPE_PROTO, ATTR_TYPE_PROTOS = 11, 12, 13, 14
+
+# the enum values and nested-class names protobuf's generated classes carry (TensorProto.FLOAT, ...), for code
+# written against the `onnx` package (onnx_api.py)
+from .. import dtypes as _dt  # noqa: E402
+
+for _code, _name in _dt.NAMES.items():
+    setattr(TensorProto, {"float": "FLOAT", "double": "DOUBLE"}.get(_name, _name.upper()), _code)
+TensorProto.UNDEFINED, TensorProto.DEFAULT, TensorProto.EXTERNAL = 0, 0, 1
+for _i, _name in enumerate(("UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS",
+                            "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS")):
+    setattr(AttributeProto, _name, _i)
+TensorShapeProto.Dimension = Dimension
+TypeProto.Tensor, TypeProto.Sequence, TypeProto.Map, TypeProto.Optional = (
+    TypeProtoTensor, TypeProtoSequence, TypeProtoMap, TypeProtoOptional)

@@ -69,8 +69,79 @@ class Message:
         return type(self) is type(other) and all(
             _eq(getattr(self, f.name), getattr(other, f.name)) for f in self.FIELDS.values())
 
-    def SerializeToString(self):  # noqa: N802 - protobuf's name, so ORT-style code keeps working
+    # protobuf's message methods (their names, so code written for the `onnx` package runs on these classes)
+    def SerializeToString(self):  # noqa: N802
         return encode(self)
+
+    def ByteSize(self):  # noqa: N802
+        return len(encode(self))
+
+    def ParseFromString(self, data):  # noqa: N802
+        """Replaces the content with `data` decoded (InvalidProtobuf when malformed); returns its length."""
+        self.Clear()
+        self.MergeFromString(data)
+        return len(data)
+
+    def MergeFromString(self, data):  # noqa: N802
+        decode(type(self), data, into=self, depth=0)
+        return len(data)
+
+    def Clear(self):  # noqa: N802
+        type(self).__init__(self)
+
+    def ClearField(self, name):  # noqa: N802
+        f = self._field(name)
+        setattr(self, name, [] if f.repeated else None if f.kind == MESSAGE or f.presence else
+                _SCALAR_DEFAULT[f.kind])
+
+    def HasField(self, name):  # noqa: N802
+        """A singular field set (messages and oneof members: present; other scalars: not their default, as this
+        codec keeps no presence for them); a oneof's name: one of its members set. ValueError for a repeated
+        field, as protobuf."""
+        f = self._BY_NAME.get(name)
+        if f is None:
+            members = [g for g in self.FIELDS.values() if g.oneof == name]
+            if not members:
+                raise ValueError(f'Protocol message {type(self).__name__} has no field "{name}"')
+            return any(getattr(self, g.name) is not None for g in members)
+        if f.repeated:
+            raise ValueError(f'Protocol message has no singular "{name}" field.')
+        v = getattr(self, name)
+        return v is not None if f.kind == MESSAGE or f.presence else _eq(v, _SCALAR_DEFAULT[f.kind]) is False
+
+    def WhichOneof(self, group):  # noqa: N802
+        for f in self.FIELDS.values():
+            if f.oneof == group and getattr(self, f.name) is not None:
+                return f.name
+        return None
+
+    def CopyFrom(self, other):  # noqa: N802
+        """Makes this message a deep copy of `other` (of the same class; bytes values are shared, never mutated)."""
+        if type(other) is not type(self):
+            raise TypeError(f"Parameter to CopyFrom() must be instance of same class: expected {type(self).__name__} "
+                            f"got {type(other).__name__}.")
+        if other is not self:
+            for f in self.FIELDS.values():
+                setattr(self, f.name, _copy_value(f, getattr(other, f.name)))
+
+    def __deepcopy__(self, memo):
+        out = type(self).__new__(type(self))
+        out.CopyFrom(self)
+        return out
+
+    def _field(self, name):
+        f = self._BY_NAME.get(name)
+        if f is None:
+            raise ValueError(f'Protocol message {type(self).__name__} has no field "{name}"')
+        return f
+
+
+def _copy_value(f, v):
+    if f.kind != MESSAGE:
+        return list(v) if f.repeated else v
+    if f.repeated:
+        return [m.__deepcopy__(None) for m in v]
+    return None if v is None else v.__deepcopy__(None)
 
 
 def _eq(a, b):

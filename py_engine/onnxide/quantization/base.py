@@ -1,9 +1,8 @@
 """What every quantizer shares: node selection, tensor types, activation ranges and parameters, weights, bias."""
 import numpy as np
-import onnx
-from onnx import TensorProto, numpy_helper
 
 from ..errors import InvalidArgument
+from ..proto.onnx_api import TensorProto, numpy_helper, onnx
 from .onnx_model import ONNXModel
 from .calibrate import FLOAT_TYPES, TensorData, value_types
 from .quant_utils import (

@@ -3,10 +3,9 @@ import abc
 from enum import Enum
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 from ..errors import InvalidArgument
+from ..proto.onnx_api import TensorProto, helper, numpy_helper, onnx
 from .quant_utils import model_or_path
 
 FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16)

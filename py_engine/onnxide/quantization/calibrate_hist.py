@@ -1,7 +1,7 @@
 """Histogram calibrators (Entropy, Percentile, Distribution): every value of each tensor, then a range."""
 import numpy as np
-import onnx
 
+from ..proto.onnx_api import onnx
 from .calibrate import CalibraterBase, CalibrationMethod, TensorData, TensorsData
 
 

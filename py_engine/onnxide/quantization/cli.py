@@ -121,12 +121,14 @@ def _random_samples(sess, count, dims):
 
 
 def _record_calibration(path, text):
-    import onnx
+    from ..proto.onnx_api import onnx
 
     model = onnx.load(path, load_external_data=False)
-    entry = next((p for p in model.metadata_props if p.key == CALIBRATION_KEY), None) \
-        or model.metadata_props.add(key=CALIBRATION_KEY)
-    entry.value = text
+    entry = next((p for p in model.metadata_props if p.key == CALIBRATION_KEY), None)
+    if entry is None:
+        model.metadata_props.append(onnx.StringStringEntryProto(key=CALIBRATION_KEY, value=text))
+    else:
+        entry.value = text
     with open(path, "wb") as f:
         f.write(model.SerializeToString())
 

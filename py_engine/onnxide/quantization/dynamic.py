@@ -1,7 +1,7 @@
 """Dynamic (IntegerOps) quantization: weights quantized ahead, activations by DynamicQuantizeLinear at run time."""
 import numpy as np
-from onnx import TensorProto, helper
 
+from ..proto.onnx_api import TensorProto, helper
 from .base import QuantizerBase
 from .graph_utils import topological_sort
 from .quant_utils import TENSOR_NAME_QUANT_SUFFIX

@@ -3,8 +3,8 @@ ReduceMean sequences into LayerNormalization, on an ONNXModel, before QNN quanti
 import math
 
 import numpy as np
-from onnx import helper, numpy_helper
 
+from ..proto.onnx_api import helper, numpy_helper
 from .quant_utils import ms_domain
 
 

@@ -1,7 +1,7 @@
 """Graph edits the quantizers share: topological order, renaming tensors, the opset of a domain."""
-import onnx
 
 from ..errors import InvalidGraph
+from ..proto.onnx_api import onnx
 
 
 def _refs(node):

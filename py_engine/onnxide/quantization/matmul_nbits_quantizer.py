@@ -2,10 +2,9 @@
 MatMulNBits (QOperator) or a blocked DequantizeLinear feeding the MatMul (QDQ, opset 21); Gather tables to 4 bits
 (com.microsoft GatherBlockQuantized)."""
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 from ..errors import InvalidArgument
+from ..proto.onnx_api import TensorProto, helper, numpy_helper, onnx
 from .graph_utils import ensure_opset
 from .onnx_model import ONNXModel
 from .quant_utils import QuantFormat, ms_domain

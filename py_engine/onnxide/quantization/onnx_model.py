@@ -1,8 +1,7 @@
 """ONNXModel: a ModelProto with the graph queries and edits the quantization tool uses."""
 from pathlib import Path
 
-import onnx
-
+from ..proto.onnx_api import onnx
 from .graph_utils import replace_input, replace_output
 from .graph_utils import topological_sort as _sort
 from .quant_utils import find_by_name

@@ -1,7 +1,7 @@
 """QDQ format: QuantizeLinear / DequantizeLinear pairs around the quantized nodes, the nodes kept as they are."""
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
 
+from ..proto.onnx_api import TensorProto, helper, numpy_helper
 from .base import NARROW, QDQ_DIRECT_OPS, QuantizerBase
 from .graph_utils import ensure_opset, replace_input, replace_output, topological_sort
 from .quant_utils import DEQUANT_OUTPUT_SUFFIX, QUANT_INPUT_SUFFIX, ms_domain

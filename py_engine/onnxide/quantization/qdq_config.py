@@ -1,6 +1,6 @@
 """get_qdq_config: a StaticQuantConfig for QDQ quantization of every op type a model holds."""
-import onnx
 
+from ..proto.onnx_api import onnx
 from .base import NARROW, opset_of
 from .calibrate import CalibrationMethod
 from .quant_utils import QuantFormat, QuantType, model_or_path, onnx_type

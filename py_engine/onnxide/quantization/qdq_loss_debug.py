@@ -5,9 +5,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-import onnx
-from onnx import helper, numpy_helper
 
+from ..proto.onnx_api import helper, numpy_helper, onnx
 from .calibrate import CalibraterBase
 from .quant_utils import (  # noqa: F401 - QUANT_INPUT_SUFFIX is part of this module's API, as in onnxruntime
     DEQUANT_OUTPUT_SUFFIX, QUANT_INPUT_SUFFIX, TENSOR_NAME_QUANT_SUFFIX, find_by_name, load_model_with_shape_infer,

@@ -1,6 +1,6 @@
 """QOperator format: selected nodes become their QLinear* / integer forms, with Q / DQ only at the edges."""
-from onnx import helper, numpy_helper
 
+from ..proto.onnx_api import helper, numpy_helper
 from .base import QuantizerBase
 from .graph_utils import ensure_opset, topological_sort
 from .quant_utils import TENSOR_NAME_QUANT_SUFFIX, ms_domain, quantize_nparray

@@ -4,12 +4,11 @@ import tempfile
 from enum import Enum
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
-import onnx
-from onnx import TensorProto
 
-from ..errors import InvalidArgument
+from .. import dtypes as dt
+from ..errors import InvalidArgument, NotImplemented  # noqa: A004 - onnxruntime's name
+from ..proto.onnx_api import TensorProto, onnx
 
 ms_domain = "com.microsoft"
 QUANT_OP_NAME = "QuantizeLinear"
@@ -19,12 +18,24 @@ DEQUANT_OUTPUT_SUFFIX = "_DequantizeLinear_Output"
 TENSOR_NAME_QUANT_SUFFIX = "_quantized"
 INFER_KEY, INFER_VALUE = "onnx.infer", "onnxruntime.quant"
 
-ONNX_TYPE_TO_NP_TYPE = {
+
+class _NpTypes(dict):
+    """Element type -> numpy dtype of the quantized types; a type without one (int4 / float8 without ml_dtypes)
+    raises NotImplemented naming it."""
+
+    def __missing__(self, code):
+        raise NotImplemented(f"quantizing to {dt.NAMES.get(code, code)} needs the ml_dtypes package, which is not "
+                             "installed")
+
+
+ONNX_TYPE_TO_NP_TYPE = _NpTypes({
     TensorProto.INT8: np.dtype(np.int8), TensorProto.UINT8: np.dtype(np.uint8),
     TensorProto.INT16: np.dtype(np.int16), TensorProto.UINT16: np.dtype(np.uint16),
-    TensorProto.INT4: np.dtype(ml_dtypes.int4), TensorProto.UINT4: np.dtype(ml_dtypes.uint4),
-    TensorProto.FLOAT8E4M3FN: np.dtype(ml_dtypes.float8_e4m3fn), TensorProto.INT32: np.dtype(np.int32),
-}
+    TensorProto.INT32: np.dtype(np.int32),
+})
+if dt.HAVE_ML_DTYPES:  # (absent in Pyodide: quantizing to these types raises, see _NpTypes)
+    ONNX_TYPE_TO_NP_TYPE.update((c, dt.np_dtype(c)) for c in (TensorProto.INT4, TensorProto.UINT4,
+                                                               TensorProto.FLOAT8E4M3FN))
 ONNX_INT_TYPE_RANGE = {
     TensorProto.UINT8: (0, 255), TensorProto.INT8: (-128, 127), TensorProto.UINT16: (0, 65535),
     TensorProto.INT16: (-32768, 32767), TensorProto.UINT4: (0, 15), TensorProto.INT4: (-8, 7),
@@ -168,7 +179,7 @@ def quantize_data(data, qType, symmetric, reduce_range=False, min_real_range=Non
     if qtype == TensorProto.FLOAT8E4M3FN:
         std = np.std(data.astype(np.float32))
         scale = np.array(std / 16.0 if std > 0 else 1.0, dtype=data.dtype)  # spread over e4m3's fine range
-        zp = np.array(0, dtype=ml_dtypes.float8_e4m3fn)
+        zp = np.array(0, dtype=ONNX_TYPE_TO_NP_TYPE[qtype])
         return zp, scale, quantize_nparray(qtype, data, scale, zp)
     qmin, qmax = get_qmin_qmax_for_qType(qtype, reduce_range, symmetric=symmetric)
     zp, scale = compute_scale_zp(rmin, rmax, qmin, qmax, symmetric, min_real_range)
@@ -189,7 +200,7 @@ def model_has_infer_metadata(model):
 
 def add_infer_metadata(model):
     if not model_has_infer_metadata(model):
-        model.metadata_props.add(key=INFER_KEY, value=INFER_VALUE)
+        model.metadata_props.append(onnx.StringStringEntryProto(key=INFER_KEY, value=INFER_VALUE))
 
 
 def model_has_external_data(model_path):

@@ -3,9 +3,8 @@ import copy
 import tempfile
 from pathlib import Path
 
-import onnx
-
 from ..errors import InvalidArgument
+from ..proto.onnx_api import onnx
 from .base import INTEGER_OPS, QDQ_OPS, QLINEAR_OPS, check_types
 from .calibrate import CalibrationDataReader, CalibrationMethod, create_calibrator
 from .dynamic import DynamicQuantizer

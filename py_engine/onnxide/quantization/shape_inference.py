@@ -4,9 +4,7 @@ import os
 import tempfile
 from pathlib import Path
 
-import onnx
-from onnx import version_converter
-
+from ..proto.onnx_api import onnx
 from .base import opset_of
 from .quant_utils import add_infer_metadata, model_or_path
 
@@ -46,7 +44,7 @@ def quant_pre_process(input_model=None, output_model_path=None, skip_optimizatio
     model = model_or_path(input_model)
     if opset_of(model) < 11:
         resized = _upsample_to_resize(model)
-        model = version_converter.convert_version(model, 11)
+        model = onnx.version_converter.convert_version(model, 11)
         for node in model.graph.node:
             if node.op_type == "Resize" and node.output[0] in resized:  # Upsample's (and Resize-10's) coordinates
                 node.attribute.extend([onnx.helper.make_attribute("coordinate_transformation_mode", "asymmetric"),

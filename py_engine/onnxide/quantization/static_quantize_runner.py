@@ -4,9 +4,7 @@ import glob
 import json
 import os
 
-import onnx
-from onnx import numpy_helper
-
+from ..proto.onnx_api import numpy_helper, onnx
 from .calibrate import CalibrationDataReader, CalibrationMethod
 from .quant_utils import QuantFormat, QuantType
 from .quantize import quantize_static

@@ -1,6 +1,6 @@
 """ReduceL2 → Clip(min ε) → [Expand] → Div(x, ·) becomes LpNormalization(x, axis, p=2) (QNN has no ReduceL2)."""
-from onnx import helper
 
+from ....proto.onnx_api import helper
 from ...fusions import Fusion
 
 

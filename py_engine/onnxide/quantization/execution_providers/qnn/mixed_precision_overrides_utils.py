@@ -22,7 +22,7 @@ class MixedPrecisionTensorQuantOverridesFixer:
 
     @staticmethod
     def create_from_model(overrides, model, default_activation_qtype):  # noqa: ARG004 - onnxruntime's signature
-        import onnx
+        from ....proto.onnx_api import onnx
 
         model = onnx.shape_inference.infer_shapes(model)
         producers, consumers = {}, {}

@@ -2,9 +2,7 @@
 graph inputs / outputs (a Transpose beside each), saved to a new file."""
 from pathlib import Path
 
-import onnx
-from onnx import helper
-
+from ....proto.onnx_api import helper, onnx
 from ...fusions import FusionGelu, FusionLayerNormalization
 from ...onnx_model import ONNXModel
 from .fusion_lpnorm import FusionLpNormalization

@@ -4,8 +4,8 @@ import copy
 from pathlib import Path
 
 import numpy as np
-import onnx
 
+from ....proto.onnx_api import onnx
 from ...calibrate import CalibrationMethod
 from ...quant_utils import QuantType, model_has_external_data
 from ...quantize import StaticQuantConfig
