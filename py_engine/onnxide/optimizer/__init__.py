@@ -9,8 +9,8 @@ import numpy as np
 
 from ..ir.infer import infer_shapes
 from ..ir.model import subgraphs, type_dims
-from . import (constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patterns, fuse_transformer, shape_values,
-               transpose)
+from . import (constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patterns, fuse_quant, fuse_transformer,
+               shape_values, transpose)
 
 BASIC = [eliminate.remove_identity_like, constant_folding.fold_constants, constant_folding.inline_constant_if,
          eliminate.remove_dead_nodes, eliminate.common_subexpressions, transpose.cancel_transposes,
@@ -19,7 +19,8 @@ EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_conv.fold_scale_shift_into_
             fuse_conv.fold_affine_into_next_conv, fuse_patterns.fuse_layernorm,
             fuse_patterns.fuse_gelu, fuse_patterns.fuse_hardswish, fuse_patterns.fuse_matmul_add,
             fuse_conv.fuse_conv_add, fuse_conv.fuse_activation, fuse_attention.fuse_attention,
-            fuse_transformer.fuse_bias_gelu, fuse_transformer.fuse_skip_layernorm]
+            fuse_transformer.fuse_bias_gelu, fuse_transformer.fuse_skip_layernorm,
+            fuse_quant.fuse_matmul_integer_to_float, fuse_quant.fuse_dynamic_quantize_matmul]
 
 
 class GraphScope:
