@@ -3,11 +3,31 @@ and the Pyodide browser test: builds a seeded float model (Conv → Relu → Fla
 onnxide.proto.onnx_api (the `onnx` package when importable, else onnxide's stand-in), quantizes it dynamically,
 statically (QDQ, MinMax calibration over a CalibrationDataReader) and 4-bit weight-only (MatMulNBits), and returns
 each quantized model's nodes, initializers and outputs (JSON). `python3 quant_case.py --no-onnx` prints it with
-`onnx` and ml_dtypes made unimportable first."""
+`onnx` and ml_dtypes made unimportable first. check_against_float: the bound on the error against float."""
 import json
 import os
 import sys
 import tempfile
+
+
+# Max |quantized - float| as a fraction of the float outputs' span. 8-bit: one quantization step is 1/255 of a
+# tensor's range (~0.4%); rounding errors of the inputs and weights, summed over 27 (Conv) and 512 (MatMul) terms,
+# largely cancel: measured 0.6-0.7%, bound 2%. 4-bit weights: a step is 1/15 of a 32-value block's range: measured
+# 3.5%, bound 8%.
+TOL = {"dynamic": 0.02, "static_qdq": 0.02, "matmul4": 0.08}
+OPS = {"dynamic": {"DynamicQuantizeLinear", "ConvInteger", "MatMulInteger"},
+       "static_qdq": {"QuantizeLinear", "DequantizeLinear", "Conv", "MatMul"},
+       "matmul4": {"MatMulNBits"}}
+
+
+def check_against_float(result, kind):
+    """The quantized outputs are within TOL of the float outputs' span, and the kind's quantized ops are there."""
+    import numpy as np
+    want, got = np.array(result["float"]), np.array(result[kind]["outputs"])
+    span = float(want.max() - want.min())
+    assert got.shape == want.shape
+    assert np.max(np.abs(got - want)) <= TOL[kind] * span, (kind, np.max(np.abs(got - want)), span)
+    assert OPS[kind] <= {n[0] for n in result[kind]["nodes"]}
 
 
 def _block_onnx():

@@ -19,16 +19,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import quant_case  # noqa: E402
 
-# Max |quantized - float| as a fraction of the float outputs' span. 8-bit: one quantization step is 1/255 of a
-# tensor's range (~0.4%); rounding errors of the inputs and weights, summed over 27 (Conv) and 512 (MatMul) terms,
-# largely cancel: measured 0.6-0.7%, bound 2%. 4-bit weights: a step is 1/15 of a 32-value block's range: measured
-# 3.5%, bound 8%.
-TOL = {"dynamic": 0.02, "static_qdq": 0.02, "matmul4": 0.08}
-OPS = {"dynamic": {"DynamicQuantizeLinear", "ConvInteger", "MatMulInteger"},
-       "static_qdq": {"QuantizeLinear", "DequantizeLinear", "Conv", "MatMul"},
-       "matmul4": {"MatMulNBits"}}
-
-
 @pytest.fixture(scope="module")
 def runs():
     r = subprocess.run([sys.executable, os.path.join(HERE, "quant_case.py"), "--no-onnx"], capture_output=True,
@@ -37,20 +27,11 @@ def runs():
     return json.loads(r.stdout), quant_case.run()
 
 
-def check_against_float(result, kind):
-    """The quantized outputs are within TOL of the float outputs' span, and the kind's quantized ops are there."""
-    want, got = np.array(result["float"]), np.array(result[kind]["outputs"])
-    span = float(want.max() - want.min())
-    assert got.shape == want.shape
-    assert np.max(np.abs(got - want)) <= TOL[kind] * span, (kind, np.max(np.abs(got - want)), span)
-    assert OPS[kind] <= {n[0] for n in result[kind]["nodes"]}
-
-
 @pytest.mark.parametrize("kind", ["dynamic", "static_qdq", "matmul4"])
 def test_quantizes_without_onnx_as_with_it(runs, kind):
     without, with_onnx = runs
     assert without["have_onnx"] is False and with_onnx["have_onnx"] is True
-    check_against_float(without, kind)
+    quant_case.check_against_float(without, kind)
     assert without[kind]["nodes"] == with_onnx[kind]["nodes"]
     assert without[kind]["inits"] == with_onnx[kind]["inits"]  # names, element types, dims, values
     np.testing.assert_array_equal(np.array(without[kind]["outputs"]), np.array(with_onnx[kind]["outputs"]))
