@@ -671,3 +671,20 @@ def test_an_opset_newer_than_any_released_is_refused():
         with pytest.raises(onnxide.Fail, match=f"Opset {version} of domain .* is newer than the newest released"):
             onnxide.InferenceSession(model(domain, version))
     assert onnxide.InferenceSession(model("", 28)).run(None, {"x": np.ones(2, _f)})[0].shape == (2,)
+
+
+def test_a_run_of_a_model_without_outputs_is_refused():
+    """onnxruntime refuses a run that requests no output (a model without graph outputs: 372 seed-19 mutants);
+    onnxide returned an empty list."""
+    data = _graph([helper.make_node("Relu", ["x"], ["y"])], [vi("x", T.FLOAT, [2])], [])
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidArgument, match="At least one output should be requested"):
+            _session(data, ep).run(None, {"x": np.ones(2, _f)})
+
+
+def test_a_dropout_ratio_outside_0_1_is_refused_in_inference_too():
+    """onnxruntime checks the ratio input whether or not it trains; onnxide skipped it in inference."""
+    data = _graph([helper.make_node("Dropout", ["x", "r"], ["y"])], [vi("x", T.FLOAT, [2]), vi("r", T.FLOAT, [])],
+                  [helper.ValueInfoProto(name="y")], 13)
+    _refuses(data, {"x": np.ones(2, _f), "r": np.array(-0.65, _f)}, onnxide.Fail,
+             r"ratio must be in the range \[0, 1\)")

@@ -349,10 +349,10 @@ def dropout_10(data, *, ratio=0.5, ctx=None):
 def dropout_12(data, ratio=None, training_mode=None, *, seed=None, ctx=None):
     r = 0.5 if ratio is None else float(np.asarray(ratio).reshape(-1)[0])
     training = training_mode is not None and bool(np.asarray(training_mode).reshape(-1)[0])
+    if not 0 <= r < 1:  # (out of inference too, as onnxruntime)
+        raise Fail(f"Dropout: ratio must be in the range [0, 1), got {r}")
     if not training or r == 0:
         return _identity_dropout(data, ctx, np.bool_)
-    if not 0 <= r < 1:
-        raise InvalidArgument(f"Dropout: ratio must be in [0, 1), got {r}")
     # Seeded Mersenne Twister (numpy's legacy RandomState): the same stream onnx's reference uses for a given seed.
     rng = np.random.RandomState(None if seed is None else int(seed) & 0xFFFFFFFF)
     mask = rng.uniform(0.0, 1.0, size=np.shape(data)) >= r

@@ -240,6 +240,8 @@ class InferenceSession(SessionAPI):
     def _prepare(self, output_names, input_feed):
         """(output names, checked feeds) for a run; bad names or feeds raise InvalidArgument."""
         names = list(output_names) if output_names else self._output_names
+        if not names:  # (a model without graph outputs: onnxruntime's core refuses the run)
+            raise InvalidArgument("At least one output should be requested.")
         for name in names:
             if name not in self._output_names:
                 raise InvalidArgument(f"Invalid output name: {name}")
