@@ -45,6 +45,26 @@ def same(ours, theirs):
     return parse(type(ours), theirs.SerializeToString()) == ours == parse(type(ours), back.SerializeToString())
 
 
+def test_other_entry_points_without_onnx():
+    """Static QOperator, Entropy / Percentile / Distribution calibration, per-channel, 16-bit activations,
+    get_qdq_config and quant_pre_process run without onnx / ml_dtypes with the errors against float they have with
+    onnx (within the 8-bit bound but Entropy's, whose KL threshold clips these 4 samples' ranges: 32% either way;
+    quant_pre_process changes nothing here); int4 weights and external data raise NotImplemented naming the missing
+    package."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "quant_case.py"), "--no-onnx", "--more"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got, want = json.loads(r.stdout), quant_case.run_more()
+    for name in ("qoperator", "entropy", "percentile", "distribution", "per_channel", "uint16_activations",
+                 "qdq_config", "pre_process"):
+        assert got[name] == want[name], name
+        assert name == "entropy" or got[name] <= quant_case.TOL["static_qdq"], (name, got[name])
+    assert got["pre_process"] == 0.0
+    assert got["int4_weights"][0] == "NotImplemented" and "needs the ml_dtypes package" in got["int4_weights"][1]
+    assert got["external_data"][0] == "NotImplemented" and "needs the `onnx` package" in got["external_data"][1]
+    assert isinstance(want["int4_weights"], float) and isinstance(want["external_data"], float)
+
+
 @pytest.mark.parametrize("value", [3, True, 2.5, np.float32(0.25), "nearest", b"x", [1, 2], [1, 2.5], ["a", "b"],
                                    np.int64(7)])
 def test_make_attribute_matches_onnx(value):
@@ -91,16 +111,16 @@ def test_builders_and_methods_match_onnx():
         m.HasField("opset_import")  # repeated, as protobuf
 
 
-def test_shape_inference_types_intermediates():
+def test_shape_inference_types_intermediates(tmp_path):
     """infer_shapes adds the intermediate values' types, returns a copy and keeps declared types."""
-    m = onnx_compat.load_model_from_string(onnx.load(quant_case_model()).SerializeToString())
+    m = onnx_compat.load_model_from_string(onnx.load(quant_case_model(tmp_path)).SerializeToString())
     inferred = onnx_compat.shape_inference.infer_shapes(m)
     types = {v.name: v.type.tensor_type.elem_type for v in inferred.graph.value_info}
     assert types == {"conv": TensorProto.FLOAT, "relu": TensorProto.FLOAT, "flat": TensorProto.FLOAT,
                      "mm": TensorProto.FLOAT}
     assert not m.graph.value_info
     ref = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
-           for v in onnx.shape_inference.infer_shapes(onnx.load(quant_case_model())).graph.value_info}
+           for v in onnx.shape_inference.infer_shapes(onnx.load(quant_case_model(tmp_path))).graph.value_info}
     assert {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in inferred.graph.value_info} == ref
 
 
@@ -112,6 +132,7 @@ def test_missing_parts_name_the_onnx_package(tmp_path):
             call()
 
 
-def quant_case_model(path=os.path.join(os.environ.get("TMPDIR", "/tmp"), "onnxide_quant_case_float.onnx")):
+def quant_case_model(folder):
+    path = str(folder / "float.onnx")
     onnx.save(quant_case._model(helper, numpy_helper, TensorProto, np), path)
     return path
