@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import onnxide.errors
 from onnxide.proto import onnx_compat, onnx_helper, parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,22 +48,21 @@ def same(ours, theirs):
 
 def test_other_entry_points_without_onnx():
     """Static QOperator, Entropy / Percentile / Distribution calibration, per-channel, 16-bit activations,
-    get_qdq_config and quant_pre_process run without onnx / ml_dtypes with the errors against float they have with
+    get_qdq_config, quant_pre_process and external data run without onnx / ml_dtypes with the errors against float
+    they have with
     onnx (within the 8-bit bound but Entropy's, whose KL threshold clips these 4 samples' ranges: 32% either way;
-    quant_pre_process changes nothing here); int4 weights and external data raise NotImplemented naming the missing
-    package."""
+    quant_pre_process changes nothing here); int4 weights raise NotImplemented naming ml_dtypes."""
     r = subprocess.run([sys.executable, os.path.join(HERE, "quant_case.py"), "--no-onnx", "--more"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     got, want = json.loads(r.stdout), quant_case.run_more()
     for name in ("qoperator", "entropy", "percentile", "distribution", "per_channel", "uint16_activations",
-                 "qdq_config", "pre_process"):
+                 "qdq_config", "pre_process", "external_data"):
         assert got[name] == want[name], name
         assert name == "entropy" or got[name] <= quant_case.TOL["static_qdq"], (name, got[name])
     assert got["pre_process"] == 0.0
     assert got["int4_weights"][0] == "NotImplemented" and "needs the ml_dtypes package" in got["int4_weights"][1]
-    assert got["external_data"][0] == "NotImplemented" and "needs the `onnx` package" in got["external_data"][1]
-    assert isinstance(want["int4_weights"], float) and isinstance(want["external_data"], float)
+    assert isinstance(want["int4_weights"], float)
 
 
 @pytest.mark.parametrize("value", [3, True, 2.5, np.float32(0.25), "nearest", b"x", [1, 2], [1, 2.5], ["a", "b"],
@@ -124,12 +124,26 @@ def test_shape_inference_types_intermediates(tmp_path):
     assert {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in inferred.graph.value_info} == ref
 
 
-def test_missing_parts_name_the_onnx_package(tmp_path):
-    m = onnx_compat.ModelProto()
-    for call in (lambda: onnx_compat.version_converter.convert_version(m, 11),
-                 lambda: onnx_compat.save_model(m, str(tmp_path / "m.onnx"), save_as_external_data=True)):
-        with pytest.raises(onnx_compat._NotImplemented, match="needs the `onnx` package"):
-            call()
+def test_missing_parts_name_the_onnx_package():
+    with pytest.raises(onnxide.errors.NotImplemented, match="needs the `onnx` package"):
+        onnx_compat.version_converter.convert_version(onnx_compat.ModelProto(), 11)
+
+
+def test_external_data_round_trip(tmp_path):
+    """save_model with external data: the initializers of size_threshold bytes or more go to the .data file (onnx
+    and onnxide read the model back equal, outputs unchanged); the saved ModelProto is left as it was."""
+    m = onnx_compat.load(quant_case_model(tmp_path))
+    before = m.__deepcopy__(None)
+    path = str(tmp_path / "ext.onnx")
+    onnx_compat.save(m, path, save_as_external_data=True, size_threshold=1024)
+    assert m == before
+    placed = {t.name: t.data_location for t in onnx.load(path, load_external_data=False).graph.initializer}
+    assert placed == {"w": 0, "b": 0, "m": 1, "c": 0}  # m: 512 x 10 float32, the others under 1024 bytes
+    assert os.path.getsize(path + ".data") == 512 * 10 * 4
+    ref = onnx.load(str(tmp_path / "float.onnx"))
+    for a, b in zip(onnx.load(path).graph.initializer, ref.graph.initializer):
+        np.testing.assert_array_equal(numpy_helper.to_array(a), numpy_helper.to_array(b))
+    assert onnx_compat.load(path) == before
 
 
 def quant_case_model(folder):

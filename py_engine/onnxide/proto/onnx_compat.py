@@ -1,6 +1,6 @@
 """Stands in for the `onnx` package where it is not installed (Pyodide): the names onnxide's tools use — load / save,
 the message classes, helper, numpy_helper, shape_inference, checker.MAXIMUM_PROTOBUF, external_data_helper —
-on onnxide's own codec. What it does not cover (version_converter, saving external data) raises NotImplemented
+on onnxide's own codec. What it does not cover (version_converter) raises NotImplemented
 naming the missing `onnx` package."""
 import os
 from types import SimpleNamespace
@@ -62,15 +62,47 @@ def load_model_from_string(s, format=None):  # noqa: A002
 
 def save_model(proto, f, format=None, save_as_external_data=False, all_tensors_to_one_file=True,  # noqa: A002
                location=None, size_threshold=1024, convert_attribute=False):
-    """Writes the model's bytes to a path or a binary file object (external data: NotImplemented)."""
+    """Writes the model's bytes to a path or a binary file object. save_as_external_data (to a path): the raw data of
+    initializers (and of tensor attributes with convert_attribute) of size_threshold bytes or more goes to
+    `location` beside the model (one file, written afresh; without all_tensors_to_one_file one file per tensor, named
+    after it), the model keeping their location / offset / length; `proto` itself is left as it was."""
     if save_as_external_data:
-        raise _missing("saving a model with external data")
+        if hasattr(f, "write"):
+            raise _missing("saving external data beside a file object")
+        copy = ModelProto()
+        copy.CopyFrom(proto)
+        _write_external(copy, os.path.dirname(os.path.abspath(os.fspath(f))), all_tensors_to_one_file,
+                        location or os.path.basename(os.fspath(f)) + ".data", size_threshold, convert_attribute)
+        proto = copy
     data = proto if isinstance(proto, bytes) else proto.SerializeToString()
     if hasattr(f, "write"):
         f.write(data)
     else:
         with open(os.fspath(f), "wb") as fh:
             fh.write(data)
+
+
+def _write_external(model, base, one_file, location, threshold, with_attributes):
+    tensors = list(_tensors(model.graph)) if with_attributes else list(model.graph.initializer)
+    opened = {}
+    try:
+        for t in tensors:
+            if t.data_location == TensorProto.EXTERNAL or len(t.raw_data) < threshold or not len(t.raw_data):
+                continue
+            name = location if one_file else t.name
+            if os.path.basename(name) != name or name in ("", ".", ".."):
+                raise _NotImplemented(f"external data location {name!r} is not a file name beside the model")
+            fh = opened.get(name)
+            if fh is None:
+                fh = opened[name] = open(os.path.join(base, name), "wb")
+            offset = fh.tell()
+            fh.write(t.raw_data)
+            t.external_data = [StringStringEntryProto(key=k, value=str(v)) for k, v in (
+                ("location", name), ("offset", offset), ("length", len(t.raw_data)))]
+            t.data_location, t.raw_data = TensorProto.EXTERNAL, b""
+    finally:
+        for fh in opened.values():
+            fh.close()
 
 
 load, save, load_from_string = load_model, save_model, load_model_from_string
