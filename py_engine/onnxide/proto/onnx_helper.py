@@ -193,10 +193,10 @@ def make_model(graph, **kwargs):
     m = ModelProto(ir_version=kwargs.pop("ir_version", IR_VERSION), graph=graph,
                    opset_import=list(opsets) if opsets is not None else [make_opsetid("", newest_opset(""))])
     for k, v in kwargs.items():
-        if k == "functions":
-            m.functions = list(v)
-        else:
-            setattr(m, k, v)
+        f = ModelProto._BY_NAME.get(k)
+        if f is None:
+            raise AttributeError(f"ModelProto has no field {k!r}")
+        setattr(m, k, list(v) if f.repeated else v)
     return m
 
 
