@@ -62,7 +62,7 @@ def _model(chains, wtype="int8", per_column=True, extra_outputs=(), weight_input
     if weight_input:
         inputs += [helper.make_tensor_value_info(f"w{tag}", getattr(TensorProto, wtype.upper()), [K, N])
                    for tag, _ in chains]
-    outs += [helper.make_tensor_value_info(name, elem, None) for name, elem in extra_outputs]
+    outs += [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in extra_outputs]
     g = helper.make_graph(nodes, "g", inputs, outs, inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -124,7 +124,7 @@ UNFUSED = ["DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul", "Mul", "Add"
 
 
 @pytest.mark.parametrize("case", ["scale_used_twice", "weight_not_constant", "cast_is_output", "product_is_output",
-                                  "scale_product_is_output", "weight_scale_2d"])
+                                  "scale_product_is_output", "weight_scale_2d", "activation_scale_is_output"])
 def test_near_misses_stay_unfused(tmp_path, case):
     feeds = {"x": X}
     if case == "weight_not_constant":
@@ -139,12 +139,15 @@ def test_near_misses_stay_unfused(tmp_path, case):
         ws = next(i for i in m.graph.initializer if i.name == "ws0")
         ws.dims[:] = [1, N]
     else:
-        name = {"cast_is_output": "accf0", "product_is_output": "m0", "scale_product_is_output": "sc0"}[case]
-        m = _model([("0", {})], extra_outputs=[(name, TensorProto.FLOAT)])
+        name, shape = {"cast_is_output": ("accf0", [2, 5, N]), "product_is_output": ("m0", [2, 5, N]),
+                       "scale_product_is_output": ("sc0", [N]), "activation_scale_is_output": ("x_s", [])}[case]
+        m = _model([("0", {})], extra_outputs=[(name, shape)])
     nodes, plain, opt, _ = _run(m, tmp_path, feeds)
     ops = [n.op_type for n in nodes]
     if case == "product_is_output":  # the bias Add stays out; the rest fuses
         assert ops == ["DynamicQuantizeMatMul", "Add"]
+    elif case == "activation_scale_is_output":  # DynamicQuantizeLinear stays for it; the chain still fuses
+        assert ops == ["DynamicQuantizeLinear", "MatMulIntegerToFloat"]
     else:
         assert ops == UNFUSED + (["Mul"] if case == "scale_used_twice" else [])
     for a, b in zip(opt, plain):
