@@ -113,7 +113,8 @@ export function getHost() {
   if (!started) {
     started = (async () => {
       const assets = await resolveAssets(assetsOverride());
-      const runtimeURL = assets.runtimeURL || new URL('./', import.meta.url).href;
+      // (@vite-ignore: Vite would otherwise inline './', resolved to the package's main module, as a data: URL)
+      const runtimeURL = assets.runtimeURL || new URL(/* @vite-ignore */ './', import.meta.url).href;
       const mode = chooseMode();
       const host = mode === 'worker' ? new WorkerHost(runtimeURL) : new LocalHost(mode, runtimeURL);
       let info;
