@@ -184,6 +184,22 @@ def test_gelu_erf_fusion(tmp_path, opset, domain_op):
     _check(m, {"x": rng.standard_normal((3, 7)).astype(np.float32)}, tmp_path, [domain_op])
 
 
+def test_two_unnamed_patterns_get_distinct_node_names(tmp_path):
+    """Fused nodes are named after what they replace; two unnamed GELU chains must not both become "gelu_fused",
+    or onnxruntime refuses the saved optimized model (duplicate node names)."""
+    nodes = []
+    for src, dst in (("x", "y1"), ("y1", "y")):
+        nodes += [helper.make_node("Div", [src, "sqrt2"], [dst + "d"]), helper.make_node("Erf", [dst + "d"], [dst + "e"]),
+                  helper.make_node("Add", [dst + "e", "one"], [dst + "a"]),
+                  helper.make_node("Mul", [src, dst + "a"], [dst + "m"]), helper.make_node("Mul", [dst + "m", "half"], [dst])]
+    inits = [_const("sqrt2", np.float32(math.sqrt(2))), _const("one", np.float32(1)),
+             _const("half", np.float32(0.5))]
+    m = _model(nodes, [_vi("x", [3, 7])], [_vi("y", [3, 7])], inits, 20)
+    _check(m, {"x": rng.standard_normal((3, 7)).astype(np.float32)}, tmp_path, ["Gelu", "Gelu"])
+    names = [n.name for n in onnx.load(str(tmp_path / "opt.onnx")).graph.node]
+    assert len(set(names)) == 2, names
+
+
 def test_profiling_writes_one_event_per_node(tmp_path):
     import json
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["y"])]

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..ir.infer import infer_shapes
 from ..ir.model import subgraphs, type_dims
+from .graph import dedupe_node_names
 from . import (constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patterns, fuse_quant, fuse_transformer,
                shape_values, transpose)
 
@@ -109,4 +110,8 @@ def optimize(model, level, max_rounds=8, max_sweeps=3):
             changed |= _run(model, passes, max_rounds)
             if not bodies or not changed:
                 break
+    if passes:
+        for body, _outer, _enclosing in _bodies_with_constants(model.graph):
+            dedupe_node_names(body)
+        dedupe_node_names(model.graph)
     return model

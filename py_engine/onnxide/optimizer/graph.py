@@ -65,6 +65,22 @@ def fresh_name(graph, base):
     return name
 
 
+def dedupe_node_names(graph):
+    """Rename the nodes of `graph` whose non-empty name an earlier node already has (passes name fused nodes after
+    what they replace, so two unnamed patterns give two "gelu_fused"): onnxruntime refuses a saved model with
+    duplicate node names."""
+    taken = {n.name for n in graph.nodes}
+    seen = set()
+    for n in graph.nodes:
+        if n.name and n.name in seen:
+            i = 1
+            while f"{n.name}_{i}" in taken:
+                i += 1
+            n.name = f"{n.name}_{i}"
+            taken.add(n.name)
+        seen.add(n.name)
+
+
 def single_consumer(uses, name, outputs):
     """The only node reading `name`, or None (also None when `name` is a graph output)."""
     readers = uses.get(name, [])
