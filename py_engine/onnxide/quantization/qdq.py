@@ -305,13 +305,13 @@ class QDQQuantizer(QuantizerBase):
         inp_params = converted if node_name in recv else self.params[inp]  # the type the node reads its input in
         q, zp, scale = self.bias_params(name, inp_params[2], self.params[weight][2])
         q_name = self.add_init(q, name + "_quantized")
-        scale_name = self.add_init(scale, name + "_quantized_scale")
-        zp_name = self.add_init(zp, name + "_quantized_zero_point")
-        kw = {"axis": 0} if np.ndim(scale) > 0 and scale.size > 1 else {}
-        if not kw and np.ndim(scale) > 0:
-            scale_init, zp_init = self.new_inits[-2], self.new_inits[-1]
-            scale_init.dims[:] = []
-            zp_init.dims[:] = []
+        # as onnxruntime's tool writes them: the scale 1-D in raw bytes (size 1 per tensor), the zero point a
+        # scalar per tensor
+        per_channel = np.size(scale) > 1
+        scale_name = name + "_quantized_scale"
+        self.new_inits.append(numpy_helper.from_array(np.asarray(scale).reshape(-1), scale_name))
+        zp_name = self.add_init(np.reshape(zp, -1 if per_channel else ()), name + "_quantized_zero_point")
+        kw = {"axis": 0} if per_channel else {}
         dq_out = name + DEQUANT_OUTPUT_SUFFIX
         consumers = [n for n in self.graph.node if name in n.input]
         dom = self._domain(TensorProto.INT32)
