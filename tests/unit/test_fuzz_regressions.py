@@ -688,3 +688,26 @@ def test_a_dropout_ratio_outside_0_1_is_refused_in_inference_too():
                   [helper.ValueInfoProto(name="y")], 13)
     _refuses(data, {"x": np.ones(2, _f), "r": np.array(-0.65, _f)}, onnxide.Fail,
              r"ratio must be in the range \[0, 1\)")
+
+
+@pytest.mark.parametrize("op,dtype,refused_at,runs_at", [("Add", T.BFLOAT16, 7, None), ("Add", T.INT8, 13, 14),
+                                                         ("Relu", T.INT32, 13, 14), ("Concat", T.INT8, 3, 4)])
+def test_an_input_type_the_models_opset_of_the_op_does_not_take_is_refused(op, dtype, refused_at, runs_at):
+    """133 seed-19 mutants fed a type a later version of the op takes (bfloat16 into Add-7, int8 into Add-13):
+    onnxide's table was per op, any opset; onnxruntime's type check reads the schema of the model's opset."""
+    names = ["a", "b"] if op != "Relu" else ["a"]
+    attrs = {"axis": 0} if op == "Concat" else {}
+
+    def model(opset):
+        return _graph([helper.make_node(op, names, ["y"], **attrs)], [vi(n, dtype, [2]) for n in names],
+                      [vi("y", dtype, None)], opset)
+
+    name = {T.BFLOAT16: "bfloat16", T.INT8: "int8", T.INT32: "int32"}[dtype]
+    for ep in EPS:
+        with pytest.raises(onnxide.InvalidGraph, match=rf"Type Error: Type 'tensor\({name}\)' of input parameter "
+                                                       rf"\(a\) of operator \({op}\) in node"):
+            _session(model(refused_at), ep)
+        if runs_at is not None:
+            feeds = {n: np.array([-1, 2], np.int8 if dtype == T.INT8 else np.int32) for n in names}
+            y = _session(model(runs_at), ep).run(None, feeds)[0]
+            assert y.tolist() == {"Add": [-2, 4], "Relu": [0, 2], "Concat": [-1, 2, -1, 2]}[op], ep

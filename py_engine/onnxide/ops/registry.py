@@ -123,13 +123,19 @@ def session_ops(table):
         _SESSION_OPS.reset(token)
 
 
+def node_opset(node, opsets):
+    """The opset version `node` is read under: its own (from a function body), else the model's for its domain, else
+    onnxide's default for that domain."""
+    domain = normalize_domain(node.domain)
+    version = node.opset if node.opset is not None else opsets.get(domain)
+    return DEFAULT_OPSETS.get(domain, 1) if version is None else version
+
+
 def resolve_opdef(node, opsets):
     """(OpDef, opset version) for `node` under the model's opsets (a node may carry its own opset from a function
     body). An op of a domain onnxide has no ops of is onnxruntime's Fail for an unregistered op."""
     domain = normalize_domain(node.domain)
-    version = node.opset if node.opset is not None else opsets.get(domain)
-    if version is None:
-        version = DEFAULT_OPSETS.get(domain, 1)
+    version = node_opset(node, opsets)
     custom = _SESSION_OPS.get()
     if custom is not None and (domain, node.op_type) in custom:
         return custom[(domain, node.op_type)], version

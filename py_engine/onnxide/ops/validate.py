@@ -6,7 +6,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument, InvalidGraph, OnnxideError
 from .inference import OptionalOf, SequenceOf, type_proto, type_string
-from .registry import resolve_opdef
+from .registry import node_opset, normalize_domain, resolve_opdef
 from .schema_types import BINDS, TYPES
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
@@ -176,19 +176,33 @@ def _check_bindings(node, types):
                            f"(tensor({dt.NAMES.get(first)}) and tensor({dt.NAMES.get(code)}) in node ({node.name}).")
 
 
-def check_input_types(graph, outer=None):
+def _input_masks(node, opsets):
+    """(masks, variadic) of the node's schema version under the model's opset (schema_types.TYPES), or None where
+    the table has no version of the op at that opset."""
+    versions = TYPES.get((normalize_domain(node.domain), node.op_type), ())
+    opset = node_opset(node, opsets)
+    masks = next((ms for since, ms in reversed(versions) if since <= opset), None)
+    if masks is None:
+        return None
+    variadic = bool(masks) and masks[-1] is ...
+    return (masks[:-1] if variadic else masks), variadic
+
+
+def check_input_types(graph, opsets, outer=None):
     """InvalidGraph naming the node and input when an ONNX / ONNX-ML op gets a (declared or inferred) input of an
-    element type its schema takes in no opset (schema_types.TYPES), or a sequence / map where it takes tensors only,
-    as onnxruntime's type check: no kernel of any EP is written for one; Fail where inputs of one type parameter
-    differ (run after inference; bodies included, reading their enclosing graphs' types)."""
+    element type its schema version under the model's opset does not take (schema_types.TYPES), or a sequence / map
+    where it takes tensors only, as onnxruntime's type check: no kernel of any EP is written for one; Fail where inputs
+    of one type parameter differ (run after inference; bodies included, reading their enclosing graphs' types)."""
     from ..ir.infer import value_types
     from ..ir.model import subgraphs
 
     types = {**(outer or {}), **value_types(graph)}  # (a body reads its enclosing graphs' values)
     maps = {v.name: v.type for v in graph.inputs if v.type is not None and v.type.map_type is not None}
     for node in graph.nodes:
-        masks = TYPES.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
+        masks, variadic = _input_masks(node, opsets) or ((), False)
         for i, x in enumerate(node.inputs if masks else ()):
+            if i >= len(masks) and not variadic:
+                break  # (inputs past the schema's: not a type question)
             entry = types.get(x) if x else None
             code = entry[0] if entry else None
             mask = masks[min(i, len(masks) - 1)]
@@ -204,4 +218,4 @@ def check_input_types(graph, outer=None):
                                f"operator ({node.op_type}) in node ({node.name}) is invalid.")
         _check_bindings(node, types)
         for body in subgraphs(node):
-            check_input_types(body, types)
+            check_input_types(body, opsets, types)

@@ -114,7 +114,7 @@ class InferenceSession(SessionAPI):
             with limits.use(self._memory_limit):  # (constant folding runs kernels)
                 optimize(self._model, self._sess_options.graph_optimization_level)
             infer_bodies(self._model)
-            check_input_types(self._model.graph)
+            check_input_types(self._model.graph, self._model.opsets)
         except OnnxideError:
             raise
         except (RecursionError, MemoryError) as e:
