@@ -711,3 +711,20 @@ def test_an_input_type_the_models_opset_of_the_op_does_not_take_is_refused(op, d
             feeds = {n: np.array([-1, 2], np.int8 if dtype == T.INT8 else np.int32) for n in names}
             y = _session(model(runs_at), ep).run(None, feeds)[0]
             assert y.tolist() == {"Add": [-2, 4], "Relu": [0, 2], "Concat": [-1, 2, -1, 2]}[op], ep
+
+
+def test_integer_div_and_mod_by_zero_fail():
+    """onnxide gave 0 where onnxruntime fails ('Integer division by zero' / 'Integer modulo by zero'), for any zero in
+    the divisor, an empty output too; other divisors truncate (Div) and take the divisor's sign (Mod) as there."""
+    for op, word in (("Div", "division"), ("Mod", "modulo")):
+        for dtype, np_type in ((T.INT32, np.int32), (T.INT64, np.int64), (T.UINT8, np.uint8)):
+            data = _graph([helper.make_node(op, ["a", "b"], ["y"])], [vi("a", dtype, None), vi("b", dtype, None)],
+                          [vi("y", dtype, None)], 14)
+            for a, b in (([5, 6, 7], [2, 0, 3]), ([], [0]), ([5, 6], 0)):
+                _refuses(data, {"a": np.array(a, np_type), "b": np.array(b, np_type)}, onnxide.Fail,
+                         rf"running {op} node\. Name:'' Status Message: Integer {word} by zero")
+        data = _graph([helper.make_node(op, ["a", "b"], ["y"])], [vi("a", T.INT32, [3]), vi("b", T.INT32, [3])],
+                      [vi("y", T.INT32, None)], 14)
+        feeds = {"a": np.array([5, -7, 7], np.int32), "b": np.array([2, 2, -3], np.int32)}
+        for ep in EPS:  # (onnxruntime 1.32: Div [2, -3, -2], Mod [1, 1, -2])
+            assert _session(data, ep).run(None, feeds)[0].tolist() == {"Div": [2, -3, -2], "Mod": [1, 1, -2]}[op]

@@ -362,16 +362,17 @@ def erf(x):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _int_div(a, b):
-    """Integer division truncating toward zero (C semantics); division by zero gives 0."""
+    """Integer division truncating toward zero (C semantics); a zero divisor anywhere in b (an empty output too) is
+    onnxruntime's Fail."""
     dt = np.result_type(a, b)
+    if np.any(b == 0):
+        raise Fail("Integer division by zero")
     with np.errstate(all="ignore"):
-        bz = b == 0
-        bb = np.where(bz, np.ones((), dt), b)
-        q = np.floor_divide(a, bb)
+        q = np.floor_divide(a, b)
         if dt.kind == "i":
-            fix = (np.remainder(a, bb) != 0) & ((a < 0) != (bb < 0))
+            fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
             q = q + fix.astype(dt)
-        return np.where(bz, np.zeros((), dt), q).astype(dt, copy=False)
+        return q.astype(dt, copy=False)
 
 
 def _add(a, b):
@@ -469,16 +470,15 @@ def _pow_rule(f):
 
 def _mod(a, b, fmod, float_floor):
     """Integer division remainder (fmod: C's sign of the dividend; else the divisor's sign, as Python's %); a float
-    remainder takes fmod=1 before opset 28 (onnxruntime: Fail)."""
+    remainder takes fmod=1 before opset 28, an integer one a divisor without zeros (onnxruntime: Fail for both)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype.kind == "f" and not fmod and not float_floor:
         raise Fail(f"Mod: fmod must be 1 for floating-point inputs ({a.dtype}) before opset 28")
+    if a.dtype.kind in "iu" and np.any(b == 0):
+        raise Fail("Integer modulo by zero")
     with np.errstate(all="ignore"):
         if a.dtype.kind in "iu":
-            bz = b == 0
-            bb = np.where(bz, np.ones((), b.dtype), b)
-            r = np.fmod(a, bb) if fmod else np.remainder(a, bb)
-            return np.where(bz, np.zeros((), a.dtype), r).astype(a.dtype, copy=False)
+            return (np.fmod(a, b) if fmod else np.remainder(a, b)).astype(a.dtype, copy=False)
         return (np.fmod(a, b) if fmod else np.remainder(a, b)).astype(a.dtype, copy=False)
 
 
