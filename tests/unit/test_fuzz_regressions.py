@@ -728,3 +728,27 @@ def test_integer_div_and_mod_by_zero_fail():
         feeds = {"a": np.array([5, -7, 7], np.int32), "b": np.array([2, 2, -3], np.int32)}
         for ep in EPS:  # (onnxruntime 1.32: Div [2, -3, -2], Mod [1, 1, -2])
             assert _session(data, ep).run(None, feeds)[0].tolist() == {"Div": [2, -3, -2], "Mod": [1, 1, -2]}[op]
+
+
+def test_conv_transpose_output_shape_listing_n_and_c():
+    """onnxruntime's shape inference refuses an output_shape that is not one entry per spatial dim where X and W have
+    shapes and the kernel is known; its kernel takes (N, C, *spatial) where X's rank is not known at load."""
+    x = np.ones((1, 2, 3, 3), _f)
+    w = np.ones((2, 3, 3, 3), _f)
+
+    def model(output_shape, x_shape, w_shape=w.shape, **attrs):
+        node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], output_shape=output_shape, **attrs)
+        return _graph([node], [vi("x", T.FLOAT, x_shape), vi("w", T.FLOAT, w_shape)], [vi("y", T.FLOAT, None)], 17)
+
+    feeds = {"x": x, "w": w}
+    for osh, x_shape in (([1, 3, 5, 5], x.shape), ([1, 3, 5, 5], ["n", "c", "h", "w"]), ([3, 5, 5], x.shape)):
+        _refuses(model(osh, x_shape), feeds, onnxide.Fail,
+                 r"Node \(\) Op \(ConvTranspose\) \[ShapeInferenceError\] Attribute output_shape has incorrect size",
+                 at_load=True)
+    _refuses(model([1, 3, 5, 5], x.shape, [2, 3, "k", "k"], kernel_shape=[3, 3]), feeds, onnxide.Fail,
+             "output_shape has incorrect size", at_load=True)
+    _refuses(model([3, 5, 5], None), feeds, onnxide.InvalidArgument,
+             r"output_shape attribute has 3 elements, expected 2 or 4\.")
+    for ep in EPS:  # X's rank unknown, or W's kernel dims symbolic: onnxruntime runs them (1, 3, 5, 5)
+        for data in (model([1, 3, 5, 5], None), model([1, 3, 5, 5], x.shape, [2, 3, "k", "k"]), model([5, 5], x.shape)):
+            assert _session(data, ep).run(None, feeds)[0].shape == (1, 3, 5, 5), ep

@@ -100,7 +100,8 @@ ERRORS = [  # (constructor, args, attrs, the words the message must hold)
     ("pool", ((1, 3, 8, 8),), {"kernel_shape": [3, 0]}, "kernel_shape must be positive, got [3, 0]"),
     ("pool", ((1, 3, 2, 2),), {"kernel_shape": [3, 3]}, "is larger than the padded input [2, 2]"),
     ("conv_transpose", ((1, 2, 3, 4), (2, 3, 3, 3)), {"pads": [5, 5, 5, 5]}, "computed output shape [-5, -4]"),
-    ("conv_transpose", ((1, 2, 3, 4), (2, 3, 3, 3)), {"output_shape": [5]}, "output_shape [5] does not have 2"),
+    ("conv_transpose", ((1, 2, 3, 4), (2, 3, 3, 3)), {"output_shape": [5]},
+     "output_shape attribute has 1 elements, expected 2 or 4"),
     ("conv_transpose", ((1, 2, 3, 4), (3, 3, 3, 3)), {}, "X channels 2, W shape (3, 3, 3, 3) and group 1"),
     ("conv_transpose", ((1, 2, 3, 4), (2, 3, 3, 3)), {"output_padding": [-1, 0]}, "output_padding must be non-neg"),
 ]

@@ -152,7 +152,8 @@ class ConvGeometry:
         if output_shape:
             target = [int(v) for v in output_shape][-nd:] if len(output_shape) in (nd, nd + 2) else None
             if target is None:
-                raise InvalidArgument(f"{name}: output_shape {list(output_shape)} does not have {nd} spatial dims")
+                raise InvalidArgument(f"{name}: output_shape attribute has {len(output_shape)} elements, expected "
+                                      f"{nd} or {nd + 2}.")
             # (a longer output than stride - 1 past the one without output_padding reads no input: onnxruntime
             # refuses it)
             most = [n - o + s - 1 for n, o, s in zip(natural, opad, st)]
