@@ -67,9 +67,9 @@ class QDQQuantizer(QuantizerBase):
             return 0 if trans_b else 1
         return self.axes.get(node.op_type)
 
-    def prequantized_weight(self, name):
-        """Whether `name` is a DequantizeLinear's output with a constant scale; its parameters are then recorded
-        (a bias beside it is quantized with that scale)."""
+    def prequantized(self, name):
+        """Whether `name` (an input or a weight) is a DequantizeLinear's output with a constant scale: it stays as it
+        is and its parameters are recorded (a bias beside it is quantized with that scale)."""
         dq = next((n for n in self.graph.node if n.op_type == "DequantizeLinear" and name in n.output), None)
         if dq is None or dq.input[1] not in self.inits:
             return False
@@ -81,17 +81,17 @@ class QDQQuantizer(QuantizerBase):
     def mark_node(self, node):
         op, ins = node.op_type, list(node.input)
         if op in ("Conv", "ConvTranspose", "Gemm", "MatMul") or op in NORM_OPS:
-            a = self.mark_act(ins[0])
-            prequantized = self.prequantized_weight(ins[1])
+            a = self.prequantized(ins[0]) or self.mark_act(ins[0])
+            prequantized = self.prequantized(ins[1])
             if self.is_weight(ins[1]):
                 self.mark_weight(ins[1], self._axis(node, ins[1]))
-            elif not prequantized:  # (a pre-quantized weight, a DequantizeLinear's output, stays as it is)
+            elif not prequantized:
                 self.mark_act(ins[1])  # a computed weight (an Identity of a shared initializer) is an activation
             bias = ins[2] if len(ins) > 2 and op != "MatMul" else ""
             if bias and bias in self.overrides and self.is_weight(bias):
                 self.mark_weight(bias, None)  # a bias with overrides is quantized as a weight
             elif bias and self.is_weight(bias) and a and self.quantize_bias and (prequantized or (
-                    self.quantized(ins[1]) and self.marks[ins[1]][0] == "weight")):
+                    self.quantized(ins[1]) and self.marks[ins[1]][0] in ("weight", "act"))):
                 self.marks[bias] = ("bias", ins[0], ins[1], node.name)
             self.mark_outputs(node)
         elif op in ("Relu", "Clip"):
@@ -301,9 +301,10 @@ class QDQQuantizer(QuantizerBase):
     def emit_bias(self, name, inp, weight, node_name=None):
         if inp not in self.params or weight not in self.params:
             return
-        recv, converted = self.converted.get(inp, ((), None))
-        inp_params = converted if node_name in recv else self.params[inp]  # the type the node reads its input in
-        q, zp, scale = self.bias_params(name, inp_params[2], self.params[weight][2])
+        def read(t):  # the parameters of the type the node reads t in (a 'convert' override's, for its readers)
+            recv, converted = self.converted.get(t, ((), None))
+            return converted if node_name in recv else self.params[t]
+        q, zp, scale = self.bias_params(name, read(inp)[2], read(weight)[2])
         q_name = self.add_init(q, name + "_quantized")
         # as onnxruntime's tool writes them: the scale 1-D in raw bytes (size 1 per tensor), the zero point a
         # scalar per tensor
