@@ -1,7 +1,7 @@
 // assets.mjs — owns finding and fetching files: the assets manifest (Pyodide folder, onnxide wheel, WASM kernels,
 // where the host's own modules are), and fetch-with-progress for models and external data (http(s) via fetch, file:
 // URLs via fs in Node.js).
-import { ASSETS_DIR } from './layout.mjs';
+import { ASSETS_DIR, ASSETS_HINT } from './layout.mjs';
 
 export const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined'
   && typeof importScripts === 'undefined';
@@ -82,7 +82,7 @@ export async function resolveAssets(assetsURL) {
   try {
     manifest = JSON.parse(await fetchText(new URL('manifest.json', base)));
   } catch (e) {
-    throw new Error(`onnxide web assets not found at ${base.href} (run .ci/setup_web.sh): ${e.message}`);
+    throw new Error(`onnxide web assets not found at ${base.href} (${ASSETS_HINT}): ${e.message}`);
   }
   return {
     assetsURL: base.href,

@@ -17,7 +17,9 @@ API = ["api.mjs", "backends.mjs", "env.mjs", "host-client.mjs", "onnxide-backend
        "onnxide-web-wasm.mjs", "session.mjs", "tensor.mjs", "tensor-image.mjs", "wire.mjs", "assets.mjs"]
 RUNTIME = ["worker.mjs", "host.mjs", "assets.mjs", "bridge.py"]  # what the Worker (or the page host) imports
 LAYOUT = ("// layout.mjs — owns where this copy of the modules finds its run-time assets: {where}\n"
-          "export const ASSETS_DIR = '{dir}';\n")
+          "export const ASSETS_DIR = '{dir}';\nexport const ASSETS_HINT = {hint};\n")
+# a bundled site that forgot to deploy the folder (the bundle's own folder: dist/ for esbuild, dist/assets/ for Vite)
+HINT = json.dumps("copy the package's onnxide/ folder there: a bundled site deploys it beside its bundle")
 
 
 def _copy(src, dst):
@@ -39,12 +41,12 @@ def lay_out(out):
         _copy(os.path.join(WEB, name), os.path.join(out, name))
     with open(os.path.join(out, "layout.mjs"), "w") as f:
         f.write(LAYOUT.format(where="onnxide/ beside the modules (or beside the bundle made from them)",
-                              dir="./onnxide/"))
+                              dir="./onnxide/", hint=HINT))
     assets = os.path.join(out, "onnxide")
     for name in RUNTIME:
         _copy(os.path.join(WEB, name), os.path.join(assets, "runtime", name))
     with open(os.path.join(assets, "runtime", "layout.mjs"), "w") as f:
-        f.write(LAYOUT.format(where="the onnxide/ folder above runtime/", dir="../"))
+        f.write(LAYOUT.format(where="the onnxide/ folder above runtime/", dir="../", hint=HINT))
     shutil.copytree(os.path.join(BUILD, manifest["indexURL"]), os.path.join(assets, manifest["indexURL"]),
                     ignore=shutil.ignore_patterns("console.html"))
     _copy(os.path.join(BUILD, manifest["wheel"]), os.path.join(assets, manifest["wheel"]))

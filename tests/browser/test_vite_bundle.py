@@ -166,6 +166,19 @@ def test_vite_app_on_onnxide_matches_numpy_and_onnxruntime_web(browser, tiny_app
           f"max |onnxide - onnxruntime-web| {np.abs(np.array(got['data']) - np.array(ref['data'])).max():.2e}")
 
 
+def test_vite_app_without_onnxide_folder_says_what_to_deploy(browser, tiny_apps, scratch):
+    """A Vite site that deployed dist/ alone: create() rejects naming the URL it looked at and what to copy there."""
+    folder = scratch / "vite" / "tiny-onnxide-bare"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(scratch / "vite" / "tiny-onnxide" / "dist", folder, ignore=shutil.ignore_patterns("onnxide"))
+    url = tiny_apps["onnxide"].replace("tiny-onnxide/dist/", "tiny-onnxide-bare/")
+    got, logs = _result(browser, url)
+    assert got["error"].startswith(f"onnxide web assets not found at {url[:-len('index.html')]}assets/onnxide/ "
+                                   "(copy the package's onnxide/ folder there: a bundled site deploys it beside its "
+                                   "bundle): "), (got, logs)
+    assert "404" in got["error"], got
+
+
 def test_vite_vad_web_on_onnxide_matches_onnxruntime_web(browser, vad_apps):
     call = """async () => {
       const { synthSpeech, SAMPLE_RATE } = await import('/web/demo/synth.mjs');
