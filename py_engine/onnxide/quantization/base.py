@@ -52,6 +52,10 @@ class QuantizerBase:
         self.force_quantize_no_input_check = bool(x.get("ForceQuantizeNoInputCheck", False))
         self.overrides = x.get("TensorQuantOverrides", {}) or {}
         self.opset = opset_of(self.model.model)
+        if self.opset < 19 and {self.weight_qType, self.activation_qType} & set(FLOAT8):
+            for o in self.model.model.opset_import:  # float 8 Q / DQ need opset 19: raised, as onnxruntime's tool does
+                if o.domain in ("", "ai.onnx"):
+                    o.version = self.opset = 19
         self.types = value_types(self.model.model)
         self.inits = {i.name: i for i in self.graph.initializer}
         for name, init in self.inits.items():

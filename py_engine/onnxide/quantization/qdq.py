@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..proto.onnx_api import TensorProto, helper, numpy_helper
-from .base import NARROW, QDQ_DIRECT_OPS, QuantizerBase
+from .base import FLOAT8, NARROW, QDQ_DIRECT_OPS, QuantizerBase
 from .graph_utils import ensure_opset, replace_input, replace_output, topological_sort
 from .quant_utils import DEQUANT_OUTPUT_SUFFIX, QUANT_INPUT_SUFFIX, ms_domain
 
@@ -304,6 +304,17 @@ class QDQQuantizer(QuantizerBase):
         def read(t):  # the parameters of the type the node reads t in (a 'convert' override's, for its readers)
             recv, converted = self.converted.get(t, ((), None))
             return converted if node_name in recv else self.params[t]
+        consumers = [n for n in self.graph.node if name in n.input]
+        if read(inp)[3] in FLOAT8:  # float 8 activations: no int32 bias, it stays float behind a Cast (as onnxruntime)
+            b = self.inits[name]
+            self.new_inits.append(numpy_helper.from_array(numpy_helper.to_array(b), name + "_quantized"))
+            cast_out = name + "_Cast_Output"
+            self.graph.node.append(helper.make_node("Cast", [name + "_quantized"], [cast_out], name=name + "_Cast",
+                                                    to=b.data_type))
+            for c in consumers:
+                replace_input_node(c, name, cast_out)
+            self.drop.add(name)
+            return
         q, zp, scale = self.bias_params(name, read(inp)[2], read(weight)[2])
         q_name = self.add_init(q, name + "_quantized")
         # as onnxruntime's tool writes them: the scale 1-D in raw bytes (size 1 per tensor), the zero point a
@@ -314,7 +325,6 @@ class QDQQuantizer(QuantizerBase):
         zp_name = self.add_init(np.reshape(zp, -1 if per_channel else ()), name + "_quantized_zero_point")
         kw = {"axis": 0} if per_channel else {}
         dq_out = name + DEQUANT_OUTPUT_SUFFIX
-        consumers = [n for n in self.graph.node if name in n.input]
         dom = self._domain(TensorProto.INT32)
         self.graph.node.append(helper.make_node("DequantizeLinear", [q_name, scale_name, zp_name], [dq_out],
                                                 name=name + "_DequantizeLinear", domain=dom, **kw))

@@ -1,7 +1,7 @@
 """QOperator format: selected nodes become their QLinear* / integer forms, with Q / DQ only at the edges."""
 
 from ..proto.onnx_api import helper, numpy_helper
-from .base import QuantizerBase
+from .base import FLOAT8, QuantizerBase
 from .graph_utils import ensure_opset, topological_sort
 from .quant_utils import TENSOR_NAME_QUANT_SUFFIX, ms_domain, quantize_nparray
 
@@ -83,7 +83,10 @@ class QOperatorQuantizer(QuantizerBase):
                 new = helper.make_node("QLinearConv", inputs + list(y[1:]) + ([q_bias] if q_bias else []),
                                        [y[0]], name=(node.name or node.output[0]) + "_quant", **attrs)
             elif op == "MatMul":
-                new = helper.make_node("QLinearMatMul", inputs + list(y[1:]), [y[0]], name=(node.name or node.output[0]) + "_quant")
+                # float 8: com.microsoft's QLinearMatMul, as onnxruntime's tool writes it (no runtime implements it)
+                f8 = {self.activation_qType, self.weight_qType} & set(FLOAT8)
+                new = helper.make_node("QLinearMatMul", inputs + list(y[1:]), [y[0]], name=(node.name or node.output[0]) +
+                                       "_quant", domain=ms_domain if f8 else "")
             else:
                 q_bias = self._bias(bias, ins[0], ins[1], attrs.get("beta", 1.0)) if bias else ""
                 attrs.pop("beta", None)
