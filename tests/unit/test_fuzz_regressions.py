@@ -752,3 +752,14 @@ def test_conv_transpose_output_shape_listing_n_and_c():
     for ep in EPS:  # X's rank unknown, or W's kernel dims symbolic: onnxruntime runs them (1, 3, 5, 5)
         for data in (model([1, 3, 5, 5], None), model([1, 3, 5, 5], x.shape, [2, 3, "k", "k"]), model([5, 5], x.shape)):
             assert _session(data, ep).run(None, feeds)[0].shape == (1, 3, 5, 5), ep
+
+
+def test_an_if_whose_constant_cond_is_not_bool_is_refused_before_folding():
+    """A mutant retyped an If's constant cond (float16, int8, int4, ...): onnxide's optimizer folded the If away before
+    the type check saw it and ran the model; onnxruntime checks the model's own nodes first."""
+    branch = helper.make_graph([helper.make_node("Identity", ["x"], ["z"])], "b", [], [vi("z", T.FLOAT, [2])])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)
+    cond = numpy_helper.from_array(np.array(1, np.int8), "c")
+    data = _graph([node], [vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, None)], 17, [cond])
+    _refuses(data, {"x": np.ones(2, _f)}, onnxide.InvalidGraph,
+             r"Type 'tensor\(int8\)' of input parameter \(c\) of operator \(If\)", at_load=True)

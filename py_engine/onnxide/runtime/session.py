@@ -111,6 +111,9 @@ class InferenceSession(SessionAPI):
             inferred, _ = infer_shapes(self._model, check=True)
             self._inferred_outputs = {o.name: inferred[o.name][1] for o in self._model.graph.outputs
                                       if o.name in inferred}
+            # input types checked on the model's own nodes (folding drops an If of a constant cond of any type), and
+            # again once the bodies' types are inferred
+            check_input_types(self._model.graph, self._model.opsets)
             with limits.use(self._memory_limit):  # (constant folding runs kernels)
                 optimize(self._model, self._sess_options.graph_optimization_level)
             infer_bodies(self._model)
