@@ -1,5 +1,5 @@
 """com.microsoft normalization fusions (SkipLayerNormalization, SkipSimplifiedLayerNormalization,
-EmbedLayerNormalization) and onnxruntime's ai.onnx-domain SimplifiedLayerNormalization: compositions of the registered
+EmbedLayerNormalization and its uint8 QEmbedLayerNormalization) and onnxruntime's ai.onnx-domain SimplifiedLayerNormalization: compositions of the registered
 LayerNormalization / RMSNormalization kernels."""
 import numpy as np
 
@@ -181,3 +181,34 @@ def _embed_layer_norm_rule(f):
     hidden = table[1] if table is not None and len(table) == 2 else None
     out = ids + [hidden] if ids is not None and len(ids) == 2 else None
     return [(f.type(2), out), (INT32, None if out is None else out[:1]), (f.type(2), out)]
+
+
+@op("QEmbedLayerNormalization", since=1, domain=MS_DOMAIN)
+def qembed_layer_norm(input_ids, segment_ids, word_embedding, position_embedding, segment_embedding, gamma, beta,
+                      mask, word_embedding_scale, position_embedding_scale, segment_embedding_scale, gamma_scale,
+                      beta_scale, word_embedding_zero_point, position_embedding_zero_point,
+                      segment_embedding_zero_point, gamma_zero_point, beta_zero_point, *, epsilon=1e-12, ctx=None):
+    """EmbedLayerNormalization on the uint8 tables, gamma and beta dequantized ((q - zero point) x scale, float32,
+    per tensor)."""
+    def deq(q, scale, zp, what):
+        if q is None:
+            return None
+        if scale is None or zp is None or np.size(scale) != 1 or np.size(zp) != 1:
+            raise InvalidArgument(f"QEmbedLayerNormalization: {what} needs a scalar scale and zero point")
+        return (np.asarray(q).astype(np.float32) - np.asarray(zp).astype(np.float32).reshape(())) * \
+            np.asarray(scale, np.float32).reshape(())
+
+    tables = [deq(word_embedding, word_embedding_scale, word_embedding_zero_point, "word_embedding"),
+              deq(position_embedding, position_embedding_scale, position_embedding_zero_point, "position_embedding"),
+              deq(segment_embedding, segment_embedding_scale, segment_embedding_zero_point, "segment_embedding"),
+              deq(gamma, gamma_scale, gamma_zero_point, "gamma"), deq(beta, beta_scale, beta_zero_point, "beta")]
+    return embed_layer_norm(input_ids, segment_ids, *tables, mask, epsilon=epsilon, ctx=ctx)
+
+
+@rule("QEmbedLayerNormalization", domain=MS_DOMAIN)
+def _qembed_layer_norm_rule(f):
+    """float32 output [batch, sequence, hidden]; int32 mask_index [batch]."""
+    ids, table = f.dims(0), f.dims(2)
+    hidden = table[1] if table is not None and len(table) == 2 else None
+    out = ids + [hidden] if ids is not None and len(ids) == 2 else None
+    return [(FLOAT, out), (INT32, None if out is None else out[:1])]

@@ -4,7 +4,7 @@ import numpy as np
 from ..proto.onnx_api import TensorProto, helper
 from .base import QuantizerBase
 from .graph_utils import topological_sort
-from .quant_utils import TENSOR_NAME_QUANT_SUFFIX
+from .quant_utils import TENSOR_NAME_QUANT_SUFFIX, ms_domain
 
 
 class DynamicQuantizer(QuantizerBase):
@@ -57,11 +57,28 @@ class DynamicQuantizer(QuantizerBase):
                                                name=out + "_DequantizeLinear"))
         return True
 
+    def quantize_embed_layernorm(self, node):
+        """com.microsoft EmbedLayerNormalization with constant tables, gamma and beta: QEmbedLayerNormalization
+        reading them stored uint8 (asymmetric, per tensor), their scales and zero points after the mask."""
+        ins = list(node.input) + [""] * (8 - len(node.input))
+        consts = ins[2:7]
+        if len(node.input) > 8 and node.input[8] or any(c and (not self.is_weight(c) or self.inits[c].data_type !=
+                                                               TensorProto.FLOAT) for c in consts):
+            return False  # (position_ids has no place in QEmbedLayerNormalization)
+        q = [self.weight(c, as_activation=True) if c else ("", "", "") for c in consts]
+        self.out_nodes.append(helper.make_node(
+            "QEmbedLayerNormalization", ins[:2] + [w[0] for w in q] + [ins[7]] + [w[1] for w in q] +
+            [w[2] for w in q], list(node.output), name=(node.name or node.output[0]) + "_quant", domain=ms_domain,
+            **{a.name: helper.get_attribute_value(a) for a in node.attribute}))
+        return True
+
     def quantize_node(self, node):
         op, ins, out = node.op_type, list(node.input), node.output[0]
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         if op == "Gather":
             return self.quantize_gather(node)
+        if op == "EmbedLayerNormalization" and node.domain == ms_domain:
+            return self.quantize_embed_layernorm(node)
         if op not in ("MatMul", "Conv", "Gemm") or not self.is_weight(ins[1]):
             return False
         if ins[0] not in self.types:
