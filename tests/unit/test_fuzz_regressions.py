@@ -763,3 +763,15 @@ def test_an_if_whose_constant_cond_is_not_bool_is_refused_before_folding():
     data = _graph([node], [vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, None)], 17, [cond])
     _refuses(data, {"x": np.ones(2, _f)}, onnxide.InvalidGraph,
              r"Type 'tensor\(int8\)' of input parameter \(c\) of operator \(If\)", at_load=True)
+
+
+@pytest.mark.parametrize("ep", EPS)
+def test_model_without_an_ai_onnx_opset_import_is_refused(ep):
+    """mut:19:25106: a Softmax model importing only another domain. onnx's checker refuses it ("No opset import for
+    domain ''"); onnxide read it as opset 1 (Softmax over the flattened trailing dims) while onnxruntime reads it as
+    its newest opset, so both ran with different answers."""
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=1)], "g", [vi("x", T.FLOAT, [3, 4, 5])],
+                          [vi("y", T.FLOAT, [3, 4, 5])])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("zzz", 13)]).SerializeToString()
+    with pytest.raises(onnxide.capi.onnxruntime_pybind11_state.InvalidGraph, match="No opset import for domain ''"):
+        _session(data, ep)

@@ -29,7 +29,7 @@ import contextlib
 import contextvars
 import inspect
 
-from ..errors import Fail, NotImplemented as OrtNotImplemented
+from ..errors import Fail, InvalidGraph, NotImplemented as OrtNotImplemented
 
 _REGISTRY = {}  # (domain, op_type) -> sorted list of OpDef by since
 _DOMAINS = set()  # the domains onnxide has ops of
@@ -128,6 +128,9 @@ def node_opset(node, opsets):
     onnxide's default for that domain."""
     domain = normalize_domain(node.domain)
     version = node.opset if node.opset is not None else opsets.get(domain)
+    if version is None and domain == "":  # onnx's checker refuses it; onnxruntime would read it as the newest opset
+        raise InvalidGraph(f"No opset import for domain '' (ai.onnx), which node '{node.name}' ({node.op_type}) "
+                           "uses")
     return DEFAULT_OPSETS.get(domain, 1) if version is None else version
 
 
