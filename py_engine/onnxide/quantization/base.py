@@ -18,7 +18,7 @@ QLINEAR_OPS = ["ArgMax", "Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul"
 QDQ_OPS = ["Conv", "ConvTranspose", "Gemm", "Clip", "Relu", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
            "Resize", "MaxPool", "AveragePool", "Slice", "MatMul", "Split", "Gather", "GatherElements", "Where",
            "InstanceNormalization", "LayerNormalization", "BatchNormalization", "TopK", "Pad"]
-INTEGER_OPS = ["Conv", "MatMul", "Gemm", "Gather", "EmbedLayerNormalization"]
+INTEGER_OPS = ["Conv", "MatMul", "Gemm", "Gather", "EmbedLayerNormalization", "Attention"]
 FLOAT8 = (TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
           TensorProto.FLOAT8E5M2FNUZ)
 NARROW = (TensorProto.INT16, TensorProto.UINT16, TensorProto.INT4, TensorProto.UINT4)

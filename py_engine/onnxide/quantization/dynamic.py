@@ -72,6 +72,21 @@ class DynamicQuantizer(QuantizerBase):
             **{a.name: helper.get_attribute_value(a) for a in node.attribute}))
         return True
 
+    def quantize_attention(self, node):
+        """com.microsoft Attention with a constant float weight: QAttention reading the input quantized at run time
+        (uint8) and the weight stored quantized (per column when per_channel), as onnxruntime's tool."""
+        ins = list(node.input) + [""] * (5 - len(node.input))
+        if not self.is_weight(ins[1]) or self.inits[ins[1]].data_type != TensorProto.FLOAT or \
+                self.types.get(ins[0]) != TensorProto.FLOAT or len(node.input) > 5:
+            return False
+        a = self.dynamic_input(ins[0])
+        w = self.weight(ins[1], 1 if self.per_channel else None)
+        self.out_nodes.append(helper.make_node(
+            "QAttention", [a[0], w[0], ins[2], a[1], w[1], ins[3], a[2], w[2], ins[4]], list(node.output),
+            name=(node.name or node.output[0]) + "_quant", domain=ms_domain,
+            **{x.name: helper.get_attribute_value(x) for x in node.attribute}))
+        return True
+
     def quantize_node(self, node):
         op, ins, out = node.op_type, list(node.input), node.output[0]
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -79,18 +94,20 @@ class DynamicQuantizer(QuantizerBase):
             return self.quantize_gather(node)
         if op == "EmbedLayerNormalization" and node.domain == ms_domain:
             return self.quantize_embed_layernorm(node)
+        if op == "Attention" and node.domain == ms_domain:
+            return self.quantize_attention(node)
         if op not in ("MatMul", "Conv", "Gemm") or not self.is_weight(ins[1]):
             return False
-        if ins[0] not in self.types:
+        if out not in self.types:  # the rescaled output's float type must be known (onnxruntime's tool: mandatory)
             default = self.extra_options.get("DefaultTensorType")
             if default is None:
-                raise RuntimeError(f"Unable to find data type for weight_name={ins[0]!r}: shape inference could not "
+                raise RuntimeError(f"Unable to find data type for weight_name={out!r}: shape inference could not "
                                    "type it (a node of another domain before it?); extra_options['DefaultTensorType'] "
                                    "gives the type to assume")
-            self.types[ins[0]] = int(default)
-        half = self.types.get(ins[0]) == TensorProto.FLOAT16
-        if self.types.get(ins[0]) != TensorProto.FLOAT and not (half and self.inits[ins[1]].data_type ==
-                                                                 TensorProto.FLOAT16):
+            self.types[out] = int(default)
+        half = self.types.get(out) == TensorProto.FLOAT16
+        if self.types.get(out) != TensorProto.FLOAT and not (half and self.inits[ins[1]].data_type ==
+                                                              TensorProto.FLOAT16):
             return False
         if op == "Gemm" and (attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0
                              or attrs.get("beta", 1.0) != 1.0):
