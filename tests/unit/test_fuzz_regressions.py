@@ -775,3 +775,12 @@ def test_model_without_an_ai_onnx_opset_import_is_refused(ep):
     data = helper.make_model(g, opset_imports=[helper.make_opsetid("zzz", 13)]).SerializeToString()
     with pytest.raises(onnxide.capi.onnxruntime_pybind11_state.InvalidGraph, match="No opset import for domain ''"):
         _session(data, ep)
+
+
+def test_a_sparse_tensor_graph_input_into_an_onnx_op_is_refused():
+    """12 seed-19 mutants declared a graph input sparse_tensor; onnxide ran them as dense, onnxruntime's type check
+    refuses them (no ONNX / ONNX-ML op takes a sparse tensor)."""
+    x = helper.make_value_info("x", helper.make_sparse_tensor_type_proto(T.FLOAT, [2]))
+    data = _graph([helper.make_node("Relu", ["x"], ["y"])], [x], [vi("y", T.FLOAT, None)], 17)
+    _refuses(data, {"x": np.ones(2, _f)}, onnxide.InvalidGraph,
+             r"Type 'sparse_tensor\(float\)' of input parameter \(x\) of operator \(Relu\) in node", at_load=True)

@@ -190,14 +190,17 @@ def _input_masks(node, opsets):
 
 def check_input_types(graph, opsets, outer=None):
     """InvalidGraph naming the node and input when an ONNX / ONNX-ML op gets a (declared or inferred) input of an
-    element type its schema version under the model's opset does not take (schema_types.TYPES), or a sequence / map
-    where it takes tensors only, as onnxruntime's type check: no kernel of any EP is written for one; Fail where inputs
-    of one type parameter differ (run after inference; bodies included, reading their enclosing graphs' types)."""
+    element type its schema version under the model's opset does not take (schema_types.TYPES), a sequence / map
+    where it takes tensors only, or a sparse tensor, as onnxruntime's type check: no kernel of any EP is written for
+    one; Fail where inputs of one type parameter differ (run after inference; bodies included, reading their
+    enclosing graphs' types)."""
     from ..ir.infer import value_types
     from ..ir.model import subgraphs
 
     types = {**(outer or {}), **value_types(graph)}  # (a body reads its enclosing graphs' values)
+    # (graph inputs of types inference does not carry: maps, and sparse tensors, which no ONNX / ONNX-ML op takes)
     maps = {v.name: v.type for v in graph.inputs if v.type is not None and v.type.map_type is not None}
+    sparse = {v.name: v.type for v in graph.inputs if v.type is not None and v.type.sparse_tensor_type is not None}
     for node in graph.nodes:
         masks, variadic = _input_masks(node, opsets) or ((), False)
         for i, x in enumerate(node.inputs if masks else ()):
@@ -208,7 +211,9 @@ def check_input_types(graph, opsets, outer=None):
             mask = masks[min(i, len(masks) - 1)]
             if not mask:
                 continue
-            if isinstance(code, int) and code > 0 and not mask >> code & 1:
+            if x in sparse:
+                bad = type_string(sparse[x])
+            elif isinstance(code, int) and code > 0 and not mask >> code & 1:
                 bad = f"tensor({dt.NAMES.get(code)})"
             elif (isinstance(code, (SequenceOf, OptionalOf)) or x in maps) and not mask & 1:  # (bit 0)
                 bad = type_string(maps[x] if x in maps else type_proto(*entry))
