@@ -6,6 +6,7 @@ import numpy as np
 from ..errors import InvalidArgument
 from ..proto.onnx_api import TensorProto, helper, numpy_helper, onnx
 from .graph_utils import ensure_opset
+from .hqq import hqq_quantize_blocks
 from .onnx_model import ONNXModel
 from .quant_utils import QuantFormat, ms_domain
 
@@ -27,6 +28,18 @@ class DefaultWeightOnlyQuantConfig(WeightOnlyQuantConfig):
         super().__init__("DEFAULT", quant_format, op_types_to_quantize, quant_axes)
         self.block_size, self.is_symmetric, self.accuracy_level = block_size, is_symmetric, accuracy_level
         self.bits, self.channel_wised_quantize = bits, channel_wised_quantize
+
+
+class HQQWeightOnlyQuantConfig(WeightOnlyQuantConfig):
+    """HQQ (half-quadratic quantization) in blocks along K: float zero points (quantization/hqq.py)."""
+
+    def __init__(self, block_size=128, bits=4, axis=1, quant_format=QuantFormat.QOperator, op_types_to_quantize=None,
+                 quant_axes=None):
+        super().__init__("HQQ", quant_format, op_types_to_quantize, quant_axes)
+        if axis != 1 or quant_format != QuantFormat.QOperator:
+            raise InvalidArgument("HQQ quantizes in blocks along K (axis=1) to MatMulNBits (QOperator) only")
+        self.block_size, self.bits, self.axis = block_size, bits, axis
+        self.is_symmetric, self.accuracy_level = False, None
 
 
 def quantize_blocks(w, block_size, bits, symmetric):
@@ -79,7 +92,7 @@ class MatMulNBitsQuantizer:
         self.model = model if isinstance(model, ONNXModel) else ONNXModel(model)
         cfg = algo_config or DefaultWeightOnlyQuantConfig(block_size, is_symmetric, accuracy_level, quant_format,
                                                           op_types_to_quantize, quant_axes, bits)
-        if not isinstance(cfg, DefaultWeightOnlyQuantConfig):
+        if not isinstance(cfg, (DefaultWeightOnlyQuantConfig, HQQWeightOnlyQuantConfig)):
             raise InvalidArgument(f"weight-only algorithm {cfg.algorithm} is not implemented by onnxide's tool")
         self.algo_config = cfg
         self.nodes_to_exclude = set(nodes_to_exclude or [])
@@ -116,7 +129,10 @@ class MatMulNBitsQuantizer:
                 continue
             w = numpy_helper.to_array(b)
             k, n = w.shape
-            codes, scale, zp = quantize_blocks(w, cfg.block_size, cfg.bits, cfg.is_symmetric)
+            if cfg.algorithm == "HQQ":
+                codes, scale, zp = hqq_quantize_blocks(w, cfg.block_size, cfg.bits)
+            else:
+                codes, scale, zp = quantize_blocks(w, cfg.block_size, cfg.bits, cfg.is_symmetric)
             used = True
             if qdq:
                 out_nodes.extend(self._qdq(node, b.name, codes, scale, zp, k, n))
@@ -174,8 +190,9 @@ class MatMulNBitsQuantizer:
         graph.initializer.append(numpy_helper.from_array(pack(codes, cfg.bits), b_name + "_Q%d" % cfg.bits))
         graph.initializer.append(numpy_helper.from_array(scale.reshape(-1), b_name + "_scales"))
         inputs = [node.input[0], b_name + "_Q%d" % cfg.bits, b_name + "_scales"]
-        if not cfg.is_symmetric:
-            graph.initializer.append(numpy_helper.from_array(pack(zp, cfg.bits).reshape(-1), b_name + "_zero_points"))
+        if not cfg.is_symmetric:  # packed codes, or (HQQ) float zero points of the scales' type
+            z = zp.reshape(-1) if zp.dtype.kind == "f" else pack(zp, cfg.bits).reshape(-1)
+            graph.initializer.append(numpy_helper.from_array(z, b_name + "_zero_points"))
             inputs.append(b_name + "_zero_points")
         kw = {"accuracy_level": cfg.accuracy_level} if cfg.accuracy_level is not None else {}
         assert k_blocks * cfg.block_size >= k
