@@ -784,3 +784,15 @@ def test_a_sparse_tensor_graph_input_into_an_onnx_op_is_refused():
     data = _graph([helper.make_node("Relu", ["x"], ["y"])], [x], [vi("y", T.FLOAT, None)], 17)
     _refuses(data, {"x": np.ones(2, _f)}, onnxide.InvalidGraph,
              r"Type 'sparse_tensor\(float\)' of input parameter \(x\) of operator \(Relu\) in node", at_load=True)
+
+
+def test_an_ir_version_past_onnxruntimes_is_refused():
+    """3 of the seed-19 chunk 0's mutants stamped IR versions up to 2^31; onnxruntime 1.32 loads up to 14."""
+    data = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [vi("x", T.FLOAT, [2])],
+                                               [vi("y", T.FLOAT, [2])]), opset_imports=[helper.make_opsetid("", 17)])
+    for version in (15, 1 << 31):
+        data.ir_version = version
+        with pytest.raises(onnxide.Fail, match=f"Unsupported model IR version: {version}, max supported IR version: 14"):
+            onnxide.InferenceSession(data.SerializeToString())
+    data.ir_version = 14
+    assert onnxide.InferenceSession(data.SerializeToString()).run(None, {"x": np.ones(2, _f)})[0].shape == (2,)

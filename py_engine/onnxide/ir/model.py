@@ -336,10 +336,15 @@ class AttrRef:
         self.name = name
 
 
+NEWEST_IR_VERSION = 14  # the newest IR version onnxruntime 1.32 loads (onnxide reads what it reads)
+
+
 def load_model(mp, base_dir=None):
     """Build the IR Model from a decoded ModelProto: opsets, graph, inlined local functions."""
     if mp.graph is None:
         raise NoModel("Model has no graph")
+    if mp.ir_version > NEWEST_IR_VERSION:
+        raise Fail(f"Unsupported model IR version: {mp.ir_version}, max supported IR version: {NEWEST_IR_VERSION}")
     opsets = {}
     for o in mp.opset_import:
         opsets["" if o.domain in ("", "ai.onnx") else o.domain] = int(o.version)

@@ -12,7 +12,7 @@ from .schema import (
     TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
 )
 
-IR_VERSION = 10  # what make_model writes by default (onnx 1.16's; onnxide reads every version)
+IR_VERSION = 10  # what make_model writes by default (onnx 1.16's; onnxide reads up to ir/model.py's NEWEST_IR_VERSION)
 _FLOAT8 = (T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ, T.FLOAT8E8M0, T.BFLOAT16)
 
 
