@@ -86,3 +86,25 @@ def test_load_checks_agree_with_onnxruntime(name):
     else:
         with pytest.raises(refused_with):
             onnxide.InferenceSession(data, providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("op, error", [("QLinearMatMul", errors.Fail), ("BitmaskDropout", errors.NotImplemented)])
+def test_com_microsoft_op_without_a_schema_is_unregistered_as_in_onnxruntime(op, error):
+    """A com.microsoft op type onnxruntime has no schema for (the quantization tool's float 8 QLinearMatMul) is an
+    unregistered op (Fail), one it has a schema for but onnxide no kernel is NotImplemented, as in onnxruntime."""
+    m = _model([helper.make_node(op, ["x"], ["y"], domain="com.microsoft")])
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    data = m.SerializeToString()
+    expected = {errors.Fail: "is not a registered function/op", errors.NotImplemented: "implementation"}[error]
+    with pytest.raises(error, match=expected):
+        onnxide.InferenceSession(data, providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match=expected):
+        ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+
+
+def test_ort_contrib_names_are_current():
+    import os
+    import subprocess
+    import sys
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "gen_ort_contrib_names.py")
+    assert subprocess.run([sys.executable, tool, "--check"]).returncode == 0, "run tools/gen_ort_contrib_names.py"

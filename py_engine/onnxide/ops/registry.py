@@ -30,6 +30,7 @@ import contextvars
 import inspect
 
 from ..errors import Fail, InvalidGraph, NotImplemented as OrtNotImplemented
+from .ort_contrib_names import SCHEMA_NAMES
 
 _REGISTRY = {}  # (domain, op_type) -> sorted list of OpDef by since
 _DOMAINS = set()  # the domains onnxide has ops of
@@ -142,7 +143,8 @@ def resolve_opdef(node, opsets):
     custom = _SESSION_OPS.get()
     if custom is not None and (domain, node.op_type) in custom:
         return custom[(domain, node.op_type)], version
-    if domain not in _DOMAINS and domain not in DEFAULT_OPSETS:
+    if (domain not in _DOMAINS and domain not in DEFAULT_OPSETS) or (
+            domain == MS_DOMAIN and (domain, node.op_type) not in _REGISTRY and node.op_type not in SCHEMA_NAMES):
         raise Fail(f"Fatal error: {domain}:{node.op_type}(-1) is not a registered function/op")
     return lookup(domain, node.op_type, version), version
 
