@@ -2,6 +2,7 @@
 register_custom_op, attributes, shape functions, placement on the CPU EP behind other EPs, and every error path —
 results compared with numpy computed here, messages with onnxruntime's."""
 import asyncio
+import concurrent.futures
 
 import numpy as np
 import onnxruntime
@@ -190,7 +191,8 @@ def test_async_kernel_runs_with_run_async_and_sync_run_says_so():
     m = _model([helper.make_node("Later", ["x"], ["y"], domain=CONTRIB, name="l")],
                [("x", TP.FLOAT, [2])], [("y", TP.FLOAT, [2])])
     sess = ort.InferenceSession(m, so)
-    (y,) = asyncio.run(sess.run_async(None, {"x": np.array([1, 2], np.float32)}))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own thread: an earlier test may leave a loop running
+        (y,) = pool.submit(asyncio.run, sess.run_async(None, {"x": np.array([1, 2], np.float32)})).result()
     np.testing.assert_array_equal(y, [2, 3])
     with pytest.raises(EPFail, match="Later node. Name:'l'.*must be awaited"):
         sess.run(None, {"x": np.array([1, 2], np.float32)})
