@@ -2,6 +2,7 @@
 close to the float model; calibration prints progress; bad flags give one-line errors."""
 import os
 import re
+import sys
 
 import numpy as np
 import onnx
@@ -12,22 +13,13 @@ import onnxide
 from onnxide.cli import main
 from onnxide.quantization.cli import CALIBRATION_KEY
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import quant_case  # noqa: E402
+
 
 def _model(path):
-    """Conv 3→8 (3×3) → Relu → Flatten → MatMul 512→10 → Add: weights seeded, input x 1×3×8×8."""
-    rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array((rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32), "w"),
-             numpy_helper.from_array((rng.standard_normal(8) * 0.1).astype(np.float32), "b"),
-             numpy_helper.from_array((rng.standard_normal((512, 10)) * 0.05).astype(np.float32), "m"),
-             numpy_helper.from_array((rng.standard_normal(10) * 0.1).astype(np.float32), "c")]
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["conv"], pads=[1, 1, 1, 1], name="conv"),
-             helper.make_node("Relu", ["conv"], ["relu"], name="relu"),
-             helper.make_node("Flatten", ["relu"], ["flat"], name="flat"),
-             helper.make_node("MatMul", ["flat", "m"], ["mm"], name="mm"),
-             helper.make_node("Add", ["mm", "c"], ["y"], name="add")]
-    g = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    """quant_case's seeded Conv 3→8 → Relu → Flatten → MatMul 512→10 → Add, input x 1×3×8×8, saved at `path`."""
+    onnx.save(quant_case._model(helper, numpy_helper, TensorProto, np), path)
     return path
 
 
