@@ -6,6 +6,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxide
+from same_quantized_files import assert_same_dynamic_quantization
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -51,10 +52,6 @@ def test_qattention_matches_onnxruntime(wdtype, per_column, mask):
 @pytest.mark.parametrize("per_channel,reduce_range", [(False, False), (False, True), (True, False), (True, True)])
 def test_dynamic_quantization_matches_onnxruntimes_tool(tmp_path, per_channel, reduce_range):
     """Attention then a MatMul: the same QAttention inputs and weight tensors (bit for bit) as onnxruntime's tool."""
-    import onnx
-    from onnxruntime.quantization import quantize_dynamic as ort_quantize
-
-    from onnxide.quantization import quantize_dynamic
     rng = np.random.default_rng(5)
     att = helper.make_node("Attention", ["x", "qkv_w", "qkv_b"], ["a"], domain="com.microsoft", num_heads=2)
     g = helper.make_graph([att], "att", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8])],
@@ -65,16 +62,7 @@ def test_dynamic_quantization_matches_onnxruntimes_tool(tmp_path, per_channel, r
                           ir_version=8)
     src = tmp_path / "f.onnx"
     src.write_bytes(m.SerializeToString())
-    outs = []
-    for tool, name in ((ort_quantize, "ort.onnx"), (quantize_dynamic, "ours.onnx")):
-        tool(str(src), str(tmp_path / name), per_channel=per_channel, reduce_range=reduce_range)
-        q = onnx.load(str(tmp_path / name))
-        outs.append(([(n.op_type, list(n.input)) for n in q.graph.node],
-                     {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}))
-    assert outs[1][0] == outs[0][0]
-    assert outs[1][1].keys() == outs[0][1].keys()
-    for k, v in outs[0][1].items():
-        assert outs[1][1][k].dtype == v.dtype and np.array_equal(outs[1][1][k], v), k
+    assert_same_dynamic_quantization(src, tmp_path, per_channel=per_channel, reduce_range=reduce_range)
     if not reduce_range:
         return  # full-range int8 weights: onnxruntime's u8s8 GEMM may saturate, its outputs are no reference
     x = {"x": rng.standard_normal((1, 3, 8)).astype(np.float32)}

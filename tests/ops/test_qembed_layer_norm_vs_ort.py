@@ -6,6 +6,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxide
+from same_quantized_files import assert_same_dynamic_quantization
 
 ort = pytest.importorskip("onnxruntime")
 NAMES = ["word", "pos", "seg", "gamma", "beta"]
@@ -51,9 +52,6 @@ def test_qembed_layer_norm_matches_onnxruntime(segment, mask):
 
 def test_dynamic_quantization_matches_onnxruntimes_tool(tmp_path):
     """The same QEmbedLayerNormalization inputs and initializers (bit for bit) as onnxruntime's quantize_dynamic."""
-    from onnxruntime.quantization import quantize_dynamic as ort_quantize
-
-    from onnxide.quantization import quantize_dynamic
     rng = np.random.default_rng(3)
     tables = {"word": rng.random((32, 4)), "pos": rng.random((16, 4)), "seg": rng.random((2, 4)),
               "gamma": rng.random(4), "beta": rng.random(4) - 0.5}
@@ -68,14 +66,4 @@ def test_dynamic_quantization_matches_onnxruntimes_tool(tmp_path):
                           ir_version=7)
     src = tmp_path / "f.onnx"
     src.write_bytes(m.SerializeToString())
-    import onnx
-    outs = []
-    for tool, name in ((ort_quantize, "ort.onnx"), (quantize_dynamic, "ours.onnx")):
-        tool(str(src), str(tmp_path / name))
-        q = onnx.load(str(tmp_path / name))
-        outs.append(([(n.op_type, list(n.input)) for n in q.graph.node],
-                     {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}))
-    assert outs[1][0] == outs[0][0]
-    assert outs[1][1].keys() == outs[0][1].keys()
-    for k, v in outs[0][1].items():
-        assert outs[1][1][k].dtype == v.dtype and np.array_equal(outs[1][1][k], v), k
+    assert_same_dynamic_quantization(src, tmp_path)
