@@ -107,7 +107,7 @@ def fuse_matmul_integer_to_float(model):
         inputs = [a, b, scales[0], scales[1], a_zp, b_zp] + ([bias] if bias else [])
         while inputs[-1] == "":
             inputs.pop()
-        node = _node(g, "MatMulIntegerToFloat", inputs, tail, mmi)
+        node = _node("MatMulIntegerToFloat", inputs, tail, mmi)
         g.nodes[g.nodes.index(tail)] = node  # every input is available where the chain's last node stood
         for x in {mmi, cast, smul, mul} - {tail}:
             g.nodes.remove(x)
@@ -138,7 +138,7 @@ def fuse_dynamic_quantize_matmul(model):
         inputs = [dql.inputs[0], mm.inputs[1], mm.inputs[3], _arg(mm, 5), bias]
         while inputs[-1] == "":
             inputs.pop()
-        g.nodes[g.nodes.index(mm)] = _node(g, "DynamicQuantizeMatMul", inputs, mm, mm)
+        g.nodes[g.nodes.index(mm)] = _node("DynamicQuantizeMatMul", inputs, mm, mm)
         g.nodes.remove(dql)
         model.opsets.setdefault(MS, 1)
         uses, prod = consumers(g), producers(g)
@@ -146,12 +146,7 @@ def fuse_dynamic_quantize_matmul(model):
     return changed
 
 
-def _node(g, op_type, inputs, tail, first):
-    """The fused node, writing `tail`'s output, named after `first` (or that output) and unique in `g`."""
-    base = (first.name or tail.outputs[0]) + "_" + op_type
-    taken = {x.name for x in g.nodes}
-    name, i = base, 0
-    while name in taken:
-        i += 1
-        name = f"{base}_{i}"
-    return Node(op_type, inputs, [tail.outputs[0]], {}, MS, name)
+def _node(op_type, inputs, tail, first):
+    """The fused node, writing `tail`'s output, named after `first` (or that output); optimize() makes node names
+    unique once the passes are done."""
+    return Node(op_type, inputs, [tail.outputs[0]], {}, MS, (first.name or tail.outputs[0]) + "_" + op_type)
