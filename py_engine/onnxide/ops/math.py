@@ -477,8 +477,6 @@ def _mod(a, b, fmod, float_floor):
     if a.dtype.kind in "iu" and np.any(b == 0):
         raise Fail("Integer modulo by zero")
     with np.errstate(all="ignore"):
-        if a.dtype.kind in "iu":
-            return (np.fmod(a, b) if fmod else np.remainder(a, b)).astype(a.dtype, copy=False)
         return (np.fmod(a, b) if fmod else np.remainder(a, b)).astype(a.dtype, copy=False)
 
 
