@@ -73,6 +73,13 @@ def _minilm_int8(path):
     return out
 
 
+# the breadth set (issue 16): export name, row label, benchmark input (the exports keep these axes dynamic)
+BREADTH = (("yolov8n", "YOLOv8n detector", (1, 3, 640, 640)), ("crnn", "CRNN (conv + 2 BiLSTM + CTC)", (1, 1, 32, 320)),
+           ("vit_tiny", "ViT-Tiny/16", (1, 3, 224, 224)),
+           ("whisper_tiny_encoder", "Whisper-tiny encoder (10 s log-mel)", (1, 80, 1000)),
+           ("mobilenetv3_small", "MobileNetV3-small", (1, 3, 224, 224)))
+
+
 def standard_models():
     """[(name, model path or bytes, feeds or None, symbolic dims)] for the models that are available here."""
     from models import export, fetch
@@ -100,6 +107,13 @@ def standard_models():
         out.append(("silero VAD (16 kHz, 512 samples)", vad["silero_vad.onnx"],
                     {"input": (rng.standard_normal((1, 512)) * 0.1).astype(np.float32),
                      "state": np.zeros((2, 1, 128), np.float32), "sr": np.array(16000, np.int64)}, {}))
+    if "ch_PP-OCRv4_rec_infer.onnx" in ocr:
+        out.append(("PP-OCRv4 rec, 1×3×48×320", ocr["ch_PP-OCRv4_rec_infer.onnx"],
+                    {"x": rng.random((1, 3, 48, 320), dtype=np.float32) * 2 - 1}, {}))
+    for name, label, shape in BREADTH:  # random weights (tests/models/breadth_nets.py), exported on demand
+        if export.available(name) is None:
+            out.append((f"{label}, {'×'.join(map(str, shape))}", export.path_of(name),
+                        {"input": rng.standard_normal(shape).astype(np.float32)}, {}))
     out.append(("MLP 64-256-256-10", _mlp_bytes(), None, {}))
     from onnxide.demo import default_model_bytes, default_input
     out.append(("default CNN (README main job), 1×3×64×64", default_model_bytes(), {"image": default_input()}, {}))

@@ -1,5 +1,6 @@
-"""Exports the test models (torch CNN + transformer encoder, both exporters; scikit-learn pipelines via skl2onnx)
-into .cache/models/exported/, once, with the framework's own outputs saved beside each model as the reference.
+"""Exports the test models (torch CNN + transformer encoder, both exporters; the benchmarks' breadth set from
+breadth_nets.py; scikit-learn pipelines via skl2onnx) into .cache/models/exported/, once, with the framework's own
+outputs saved beside each model as the reference.
 
     python tests/models/export.py          # export what is missing (needs torch / scikit-learn + skl2onnx)
     python tests/models/export.py --force  # re-export everything
@@ -31,6 +32,9 @@ BERT = dict(vocab=8192, hidden=384, layers=6, heads=12, intermediate=1536, max_p
 CNN_INPUT = (2, 3, 224, 224)
 
 TORCH_MODELS = ("resnet18_dynamo", "resnet18_torchscript", "minilm_dynamo", "minilm_torchscript")
+# the breadth set of the benchmarks (issue 16; tests/models/breadth_nets.py), TorchScript exporter only, exported at
+# small inputs (the tests' size) with the axes below dynamic so the benchmark can feed its own size
+BREADTH_MODELS = ("yolov8n", "crnn", "vit_tiny", "whisper_tiny_encoder", "mobilenetv3_small")
 SKLEARN_MODELS = ("rf_zipmap", "rf_nozipmap", "logreg", "pca_svc", "gboost", "gboost_regressor")
 
 
@@ -245,6 +249,66 @@ def export_torch(names, force=False):
         print(f"exported {name} ({len(data) / 1e6:.1f} MB, opset {opset})")
 
 
+def _breadth(torch, name):
+    """(model, example args, input names, output names, dynamic axes) of a breadth model, weights seeded."""
+    import breadth_nets as nets
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(3)
+    if name == "yolov8n":
+        model, x, dyn = nets.YOLOv8n(), torch.rand(1, 3, 160, 160, generator=g), {0: "batch", 2: "height", 3: "width"}
+        out_dyn = {0: "batch", 2: "anchors"}
+    elif name == "crnn":
+        model, x, dyn = nets.CRNN(), torch.rand(1, 1, 32, 128, generator=g) * 2 - 1, {0: "batch", 3: "width"}
+        out_dyn = {0: "steps", 1: "batch"}
+    elif name == "vit_tiny":
+        model, x, dyn = nets.ViT(), torch.randn(1, 3, 224, 224, generator=g), {0: "batch"}
+        out_dyn = {0: "batch"}
+    elif name == "whisper_tiny_encoder":  # log-mel-like values: Whisper's are clamped to [-1.5, 1]-ish
+        model, x, dyn = nets.WhisperEncoder(), torch.rand(1, 80, 200, generator=g) * 2.5 - 1.5, {0: "batch", 2: "frames"}
+        out_dyn = {0: "batch", 1: "steps"}
+    elif name == "mobilenetv3_small":
+        model, x, dyn = nets.MobileNetV3Small(), torch.randn(1, 3, 96, 96, generator=g), {0: "batch", 2: "height",
+                                                                                        3: "width"}
+        out_dyn = {0: "batch"}
+    else:
+        raise ValueError(name)
+    if any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules()):
+        model.train()
+        with torch.no_grad():  # realistic BatchNorm running statistics
+            for _ in range(3):
+                model(torch.randn(4, *x.shape[1:], generator=g))
+    model.eval()
+    if name in ("vit_tiny", "mobilenetv3_small"):
+        head = model.head if name == "vit_tiny" else model.classifier[-1]
+        with torch.no_grad():  # logits spread like a trained classifier's (std about 3)
+            std = model(torch.randn(4, *x.shape[1:], generator=g)).std()
+            head.weight.mul_(3.0 / std)
+            head.bias.mul_(3.0 / std)
+    return model, (x,), ["input"], ["output"], {"input": dyn, "output": out_dyn}
+
+
+def export_breadth(names, force=False):
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    for name in names:
+        if not force and _done(name):
+            continue
+        model, args, in_names, out_names, dyn = _breadth(torch, name)
+        with torch.no_grad():
+            ref = model(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            buf = io.BytesIO()
+            torch.onnx.export(model, args, buf, input_names=in_names, output_names=out_names, dynamic_axes=dyn,
+                              opset_version=17, dynamo=False)
+        data = buf.getvalue()
+        _save(name, data, {n: a.numpy() for n, a in zip(in_names, args)}, [ref.numpy()],
+              framework=f"torch {torch.__version__}", exporter="torchscript", opset=17,
+              parameters=sum(p.numel() for p in model.parameters()))
+        print(f"exported {name} ({len(data) / 1e6:.1f} MB, opset 17)")
+
+
 # ---------------------------------------------------------------------------------------------- scikit-learn
 def _classification_data(n=600, features=12, classes=3, seed=0):
     from sklearn.datasets import make_classification
@@ -303,8 +367,9 @@ def export_sklearn(names, force=False):
 def export_all(force=False, only=None):
     """Export every model not yet cached; returns {name: error string} for the families that could not be."""
     errors = {}
-    want = set(only) if only else set(TORCH_MODELS + SKLEARN_MODELS)
-    for names, fn in ((TORCH_MODELS, export_torch), (SKLEARN_MODELS, export_sklearn)):
+    want = set(only) if only else set(TORCH_MODELS + BREADTH_MODELS + SKLEARN_MODELS)
+    for names, fn in ((TORCH_MODELS, export_torch), (BREADTH_MODELS, export_breadth),
+                      (SKLEARN_MODELS, export_sklearn)):
         sel = [n for n in names if n in want]
         if not sel or (not force and all(_done(n) for n in sel)):
             continue
