@@ -9,15 +9,17 @@
 
 void nx_act_row(float* y, long n, int act, float a, float b);
 
-/* One zero-padded plane, its columns split by phase (stride SW): xq[q][r][j] = padded[r][j*SW + q], so that every
- * tap of a strided row is a contiguous run. Rows R, phase width WQ; `slack` zeros after the last phase. */
-static void padded_phases(const float* x, long H, long W, long PT, long PL, long R, long SW, long WQ, float* xq,
-                          long slack) {
-    memset(xq, 0, (SW * R * WQ + slack) * sizeof(float));
-    for (long ih = 0; ih < H && ih + PT < R; ih++) {
+/* One zero-padded plane split by stride phase in both directions, so that every tap of an output row is a
+ * contiguous run: xq[(qh * SW + qw) * RQ * WQ + r * WQ + j] = padded[r * SH + qh][j * SW + qw]. RQ rows and WQ
+ * columns per phase plane; `slack` zeros after the last one. */
+static void padded_phases(const float* x, long H, long W, long PT, long PL, long SH, long SW, long RQ, long WQ,
+                          float* xq, long slack) {
+    memset(xq, 0, (SH * SW * RQ * WQ + slack) * sizeof(float));
+    for (long ih = 0; ih < H && ih + PT < SH * RQ; ih++) {
         const float* src = x + ih * W;
+        long rp = ih + PT;
         for (long q = 0; q < SW; q++) {
-            float* dst = xq + (q * R + ih + PT) * WQ;
+            float* dst = xq + (((rp % SH) * SW + q) * RQ + rp / SH) * WQ;
             long j = q >= PL ? 0 : (PL - q + SW - 1) / SW;       /* first j with j*SW + q - PL >= 0 */
             long j_end = (W + PL - q + SW - 1) / SW;              /* first j with j*SW + q - PL >= W */
             if (j_end > WQ) j_end = WQ;
@@ -29,9 +31,33 @@ static void padded_phases(const float* x, long H, long W, long PT, long PL, long
     }
 }
 
+/* one register of floats as a GCC vector (8 lanes with AVX, 4 in the SSE2 baseline build); unaligned, may alias */
+#ifdef __AVX__
+#define NX_VL 8
+#else
+#define NX_VL 4
+#endif
+typedef float nx_vf __attribute__((vector_size(NX_VL * 4), aligned(4), may_alias));
+
+/* acc[i0 .. i0 + V * NX_VL) = b0 + sum over taps t of wc[t] * (xq + off[t])[i]: V vectors of outputs held in registers
+ * over all taps (explicit vectors: GCC's loop interchange turned the plain-array form into a scalar loop) */
+#define NX_DW_CHUNK(V)                                                                     \
+    do {                                                                                   \
+        nx_vf ac[V];                                                                       \
+        _Pragma("GCC unroll 8") for (int v = 0; v < V; v++) ac[v] = (nx_vf){0} + b0;       \
+        for (long t = 0; t < taps; t++) {                                                  \
+            float wv = wc[t];                                                              \
+            const float* src = xq + off[t] + i0;                                           \
+            _Pragma("GCC unroll 8") for (int v = 0; v < V; v++)                            \
+                ac[v] += wv * *(const nx_vf*)(src + NX_VL * v);                                \
+        }                                                                                  \
+        _Pragma("GCC unroll 8") for (int v = 0; v < V; v++) *(nx_vf*)(acc + i0 + NX_VL * v) = ac[v]; \
+    } while (0)
+
 /* depthwise (returns 0, or -1 when its scratch could not be allocated): y[n, c] = act(bias[c] + sum_kh,kw w[c, kh, kw] * x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]).
- * Stride 1 runs each tap as one flat multiply-add over the whole padded plane (rows of width WQ, the extra
- * columns dropped at the end); strided convs run per output row over the phase-split plane. */
+ * Over the phase-split plane every tap is one flat multiply-add over OH rows of width WQ (each tap's phase plane
+ * and offset precomputed; the extra columns are dropped at the end), in chunks of 8 vectors of outputs, the rest in
+ * chunks of 2 vectors that may run past the plane into the zeroed slack (those outputs are dropped too). */
 NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                          long PT, long PL, long OH, long OW, const float* x, const float* w, const float* bias,
                          float* y, int act, float a, float b, int threads) {
@@ -43,66 +69,43 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     long WP = (OW - 1) * SW + (KW - 1) * DW + 1;
     if (WP < W + PL) WP = W + PL;  /* every input column has a place (those past the last window are unread) */
     if (R < H + PT) R = H + PT;
-    long WQ = (WP + SW - 1) / SW;
-    long slack = (KW - 1) * DW + 16;
+    long WQ = (WP + SW - 1) / SW, RQ = (R + SH - 1) / SH;
+    long taps = KH * KW;
+    long len = OH * WQ;
+    long slack = (KW - 1) * DW / SW + 16;  /* the last 2-vector chunk's overrun past its phase plane */
     int nt = planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1;
     int failed = 0;
 #pragma omp parallel num_threads(nt) reduction(|:failed)
     {
-        float* xq = malloc((SW * R * WQ + slack) * sizeof(float));
-        float* acc = SH == 1 && SW == 1 ? malloc(OH * WQ * sizeof(float)) : NULL;
-        failed = !xq || (SH == 1 && SW == 1 && !acc);
+        float* xq = malloc((SH * SW * RQ * WQ + slack) * sizeof(float));
+        float* acc = malloc((len + 2 * NX_VL) * sizeof(float));
+        long* off = malloc(taps * sizeof(long));
+        failed = !xq || !acc || !off;
+        if (!failed)
+            for (long kh = 0; kh < KH; kh++)
+                for (long kw = 0; kw < KW; kw++) {
+                    long r = kh * DH, col = kw * DW;
+                    off[kh * KW + kw] = (((r % SH) * SW + col % SW) * RQ + r / SH) * WQ + col / SW;
+                }
 #pragma omp for schedule(static)
         for (long p = 0; p < planes; p++) {
             if (failed) continue;
             long c = p % C;
-            const float* wc = w + c * KH * KW;
+            const float* wc = w + c * taps;
             float* yp = y + p * OH * OW;
             float b0 = bias ? bias[c] : 0.f;
-            padded_phases(x + p * H * W, H, W, PT, PL, R, SW, WQ, xq, slack);
-            if (acc) {
-                long len = OH * WQ;
-                long i0 = 0;
-                for (; i0 + 64 <= len; i0 += 64) {  /* 64 outputs stay in registers over all taps */
-                    float ac[64];
-                    for (int i = 0; i < 64; i++) ac[i] = b0;
-                    for (long kh = 0; kh < KH; kh++)
-                        for (long kw = 0; kw < KW; kw++) {
-                            float wv = wc[kh * KW + kw];
-                            const float* src = xq + kh * DH * WQ + kw * DW + i0;
-                            for (int i = 0; i < 64; i++) ac[i] += wv * src[i];
-                        }
-                    for (int i = 0; i < 64; i++) acc[i0 + i] = ac[i];
-                }
-                for (; i0 < len; i0++) {
-                    float s0 = b0;
-                    for (long kh = 0; kh < KH; kh++)
-                        for (long kw = 0; kw < KW; kw++) s0 += wc[kh * KW + kw] * xq[kh * DH * WQ + kw * DW + i0];
-                    acc[i0] = s0;
-                }
-                for (long oh = 0; oh < OH; oh++) {
-                    memcpy(yp + oh * OW, acc + oh * WQ, OW * sizeof(float));
-                    nx_act_row(yp + oh * OW, OW, act, a, b);
-                }
-                continue;
-            }
+            padded_phases(x + p * H * W, H, W, PT, PL, SH, SW, RQ, WQ, xq, slack);
+            long i0 = 0;
+            for (; i0 + 8 * NX_VL <= len; i0 += 8 * NX_VL) NX_DW_CHUNK(8);
+            for (; i0 < len; i0 += 2 * NX_VL) NX_DW_CHUNK(2);
             for (long oh = 0; oh < OH; oh++) {
-                float* o = yp + oh * OW;
-                for (long ow = 0; ow < OW; ow++) o[ow] = b0;
-                for (long kh = 0; kh < KH; kh++) {
-                    long r = oh * SH + kh * DH;
-                    for (long kw = 0; kw < KW; kw++) {
-                        long col = kw * DW;
-                        const float* src = xq + ((col % SW) * R + r) * WQ + col / SW;
-                        float wv = wc[kh * KW + kw];
-                        for (long ow = 0; ow < OW; ow++) o[ow] += wv * src[ow];
-                    }
-                }
-                nx_act_row(o, OW, act, a, b);
+                memcpy(yp + oh * OW, acc + oh * WQ, OW * sizeof(float));
+                nx_act_row(yp + oh * OW, OW, act, a, b);
             }
         }
         free(xq);
         free(acc);
+        free(off);
     }
     return failed ? -1 : 0;
 }
