@@ -483,3 +483,53 @@ BINDS = {
     ('', 'Xor'): (('T', 'T'), False),
     ('ai.onnx.ml', 'FeatureVectorizer'): (('T1',), True),
 }
+
+# (domain, op) -> ((since_version, per input: masks of the element codes it takes in seq(tensor(T)),
+# optional(tensor(T)) and optional(seq(tensor(T))), or None), ...) for ops taking sequences / optionals
+NESTED = {
+    ('', 'ConcatFromSequence'): (
+        (11, ((0xfffe, 0x0, 0x0),)),
+    ),
+    ('', 'Identity'): (
+        (14, ((0xfffe, 0x0, 0x0),)),
+        (16, ((0xfffe, 0xfffe, 0xfffe),)),
+    ),
+    ('', 'Loop'): (
+        (13, (None, None, (0xfffe, 0x0, 0x0))),
+        (16, (None, None, (0x1fffe, 0x1fffe, 0x1fffe))),
+        (19, (None, None, (0x1ffffe, 0x1ffffe, 0x1fffe))),
+        (21, (None, None, (0x7ffffe, 0x7ffffe, 0x1fffe))),
+        (23, (None, None, (0xfffffe, 0xfffffe, 0x1fffe))),
+        (24, (None, None, (0x1fffffe, 0x1fffffe, 0x1fffe))),
+        (25, (None, None, (0x7fffffe, 0x7fffffe, 0x1fffe))),
+    ),
+    ('', 'Optional'): (
+        (15, ((0xfffe, 0x0, 0x0),)),
+        (28, ((0x7fffffe, 0x0, 0x0),)),
+    ),
+    ('', 'OptionalGetElement'): (
+        (15, ((0x0, 0xfffe, 0xfffe),)),
+        (18, ((0xfffe, 0xfffe, 0xfffe),)),
+        (28, ((0x7fffffe, 0x7fffffe, 0x7fffffe),)),
+    ),
+    ('', 'OptionalHasElement'): (
+        (15, ((0x0, 0xfffe, 0xfffe),)),
+        (18, ((0xfffe, 0xfffe, 0xfffe),)),
+        (28, ((0x7fffffe, 0x7fffffe, 0x7fffffe),)),
+    ),
+    ('', 'SequenceAt'): (
+        (11, ((0xfffe, 0x0, 0x0), None)),
+    ),
+    ('', 'SequenceErase'): (
+        (11, ((0xfffe, 0x0, 0x0), None)),
+    ),
+    ('', 'SequenceInsert'): (
+        (11, ((0xfffe, 0x0, 0x0), None, None)),
+    ),
+    ('', 'SequenceLength'): (
+        (11, ((0xfffe, 0x0, 0x0),)),
+    ),
+    ('', 'SequenceMap'): (
+        (17, ((0xfffe, 0x0, 0x0), (0xfffe, 0x0, 0x0))),
+    ),
+}

@@ -7,7 +7,8 @@ from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument, InvalidGraph, OnnxideError
 from .inference import OptionalOf, SequenceOf, type_proto, type_string
 from .registry import node_opset, normalize_domain, resolve_opdef
-from .schema_types import BINDS, TYPES
+from .schema_nodes import NODES, OUTPUT_COUNTS
+from .schema_types import BINDS, NESTED, TYPES
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
 _INTS = ("kernel_shape", "strides", "dilations", "pads", "perm", "axes", "output_shape", "output_padding", "split",
@@ -60,7 +61,67 @@ ELEMENT_TYPES = {"to": False, "dtype": False, "output_dtype": True, "output_data
 
 # attribute values onnxruntime refuses at load where an EP's fast path would not look (op -> name -> (ok, rule))
 RANGES = {("com.microsoft", "SkipLayerNormalization"): {"epsilon": (lambda v: v >= 0, "non-negative")},
-          ("com.microsoft", "SkipSimplifiedLayerNormalization"): {"epsilon": (lambda v: v >= 0, "non-negative")}}
+          ("com.microsoft", "SkipSimplifiedLayerNormalization"): {"epsilon": (lambda v: v >= 0, "non-negative")},
+          **{("", op): {"hidden_size": (lambda v: v > 0, "positive", Fail)} for op in ("RNN", "GRU", "LSTM")},
+          ("ai.onnx.ml", "LabelEncoder"): {"default_tensor": (lambda v: np.ndim(v) == 1 and np.size(v) == 1,
+                                                              "a singleton 1D tensor", Fail)}}
+
+
+# input shapes the spec fixes where onnxruntime's kernels check them: (domain, op) -> {input position: (ranks it
+# may have, whether it must hold one value, onnxruntime's class and message)}; checked at load where the shape is
+# known (check_input_types) and before the kernel of any EP otherwise (input_guard)
+_AXES = ((1,), False, Fail, "An axes tensor must be a vector tensor.")
+INPUT_SHAPES = {
+    **{("", op): {1: _AXES} for op in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+                                       "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare",
+                                       "Squeeze")},
+    ("", "Unsqueeze"): {1: ((0, 1), False, Fail, "An axes tensor must be a scalar or a 1-D tensor.")},
+    ("", "Pad"): {3: ((1,), False, Fail, "Axes tensor should be a 1D tensor")},
+    ("", "TopK"): {1: ((1,), True, Fail, "k tensor should be a 1D tensor of size 1")},
+    ("", "CumSum"): {1: ((0, 1), True, InvalidArgument, "Axis tensor must be a scalar (0-D) or 1-D tensor with "
+                                                        "exactly one element")},
+    ("", "CumProd"): {1: ((0, 1), True, InvalidArgument, "Axis tensor must be a scalar (0-D) or 1-D tensor with "
+                                                         "exactly one element")},
+    ("", "QLinearMatMul"): {6: ((0, 1), True, Fail, "QLinearMatmul : result scale must be a scalar or 1D tensor of "
+                                                    "size 1"),
+                            7: ((0, 1), True, Fail, "QLinearMatmul : result zero point must be a scalar or 1D tensor "
+                                                    "of size 1")},
+}
+
+
+def _shape_error(node, i, dims):
+    """The error for input `i` of `node` of (int / None) `dims` outside INPUT_SHAPES, or None where it fits or where
+    what is known does not say."""
+    rule = INPUT_SHAPES.get((normalize_domain(node.domain), node.op_type), {}).get(i)
+    if rule is None or dims is None:
+        return None
+    ranks, one, cls, msg = rule
+    size = int(np.prod(dims)) if all(isinstance(d, int) for d in dims) else None
+    if len(dims) not in ranks or one and size is not None and size != 1:
+        return cls(f"{node.op_type} node. Name:'{node.name}': {msg} (input '{node.inputs[i]}' has shape "
+                   f"{list(dims)})")
+    return None
+
+
+def input_guard(node, kernel):
+    """`kernel` checking, before it runs, the inputs INPUT_SHAPES has a rule for (on any EP: host-side values or
+    device tensors with a shape); `kernel` itself for other ops."""
+    rules = INPUT_SHAPES.get((normalize_domain(node.domain), node.op_type))
+    if rules is None:
+        return kernel
+    positions = [i for i in rules if i < len(node.inputs) and node.inputs[i]]
+    if not positions:
+        return kernel
+
+    def guarded(*args, **kwargs):
+        for i in positions:
+            shape = getattr(args[i], "shape", None) if i < len(args) else None
+            error = None if shape is None else _shape_error(node, i, [int(d) for d in shape])
+            if error is not None:
+                raise error
+        return kernel(*args, **kwargs)
+
+    return guarded
 
 
 def _kind_of_default(v):
@@ -130,9 +191,11 @@ def check_node(node, opdef):
         if name in ELEMENT_TYPES and not opdef.domain and _is_int(value) and value not in dt.NAMES and \
                 not (value == 0 and ELEMENT_TYPES[name]):
             raise Fail(f"{label}: attribute '{name}' does not specify a valid element type: {value}")
-        ok, rule = RANGES.get((opdef.domain, opdef.op_type), {}).get(name, (None, None))
+        ok, rule, *cls = RANGES.get((opdef.domain, opdef.op_type), {}).get(name, (None, None))
         if ok is not None and not ok(value):
-            raise InvalidArgument(f"{label}: attribute '{name}' must be {rule}, got {value}")
+            raise (cls or [InvalidArgument])[0](f"{label}: attribute '{name}' must be {rule}, got {value}")
+    if opdef.op_type == "Constant" and not opdef.domain and not node.attrs:
+        raise Fail(f"{label}: Constant node has no data attributes")  # (onnxruntime, making it an initializer)
     if not node.outputs and node.op_type not in ("RNN", "GRU", "LSTM"):  # (the only ops whose outputs are all optional)
         raise InvalidGraph(f"{label}: has output size 0 ({node.op_type} gives at least one output)")
     required = opdef.n_required
@@ -145,16 +208,106 @@ def check_node(node, opdef):
                            f"{node.op_type} needs {required})")
 
 
+def _schema_rule(node, opsets):
+    """(since_version, (min, max) inputs, (min, max) outputs, attribute names, required names) of the node's ONNX /
+    ONNX-ML schema version under the model's opset (schema_nodes.NODES), or None where the table has none."""
+    domain = normalize_domain(node.domain)
+    versions = NODES.get((domain, node.op_type))
+    if not versions:
+        return None
+    opset = node_opset(node, opsets)
+    for sinces, ins, outs, attrs, required in reversed(versions):
+        since = max((v for v in sinces if v <= opset), default=None)
+        if since is not None:
+            return since, ins, outs, attrs, required
+    return None
+
+
+def _count_error(node, since, what, n, bounds, allowed=None):
+    """onnx's checker message for an input / output count outside the schema's."""
+    schema = f"schema({normalize_domain(node.domain)}::{node.op_type}:{since})"
+    if allowed:
+        return f"Node with {schema} has {what} size {n} not in allowed {what} sizes."
+    lo, hi = bounds
+    return f"Node with {schema} has {what} size {n} not in range [min={lo}, max={2147483647 if hi is None else hi}]."
+
+
+def check_schema(node, opsets):
+    """InvalidGraph, as onnx's checker and onnxruntime, when a node of an ONNX / ONNX-ML op has an attribute its schema
+    version does not define (names starting with `__` are internal symbols, allowed), lacks a required one, has an
+    attribute without a type, or has more or fewer inputs / outputs than the schema allows."""
+    for a in node.attr_protos:
+        if not a.type and not a.ref_attr_name:
+            why = "Field 'type' of 'attr' is required but missing." if not node.attrs.get(a.name) else \
+                f"type field and data field mismatch in attribute {a.name}."
+            raise InvalidGraph(f"This is an invalid model. In Node, (\"{node.name}\", {node.op_type}, "
+                               f"\"{node.domain}\", -1) , Error {why}")
+    rule = _schema_rule(node, opsets)
+    if rule is None:
+        return
+    since, ins, outs, attrs, required = rule
+    allowed = OUTPUT_COUNTS.get((normalize_domain(node.domain), node.op_type, since))
+    why = None
+    for name in node.attrs:
+        if name not in attrs and not name.startswith("__"):
+            why = f"Unrecognized attribute: {name} for operator {node.op_type}"
+            break
+    if why is None:
+        n_in, n_out = len(node.inputs), len(node.outputs)
+        if n_in < ins[0] or ins[1] is not None and n_in > ins[1]:
+            why = _count_error(node, since, "input", n_in, ins)
+        elif n_out < outs[0] or outs[1] is not None and n_out > outs[1]:
+            why = _count_error(node, since, "output", n_out, outs)
+        elif allowed and n_out not in allowed:
+            why = _count_error(node, since, "output", n_out, outs, allowed)
+        else:
+            why = next((f"Required attribute '{a}' is missing." for a in required if a not in node.attrs), None)
+    if why is not None:
+        raise InvalidGraph(f"This is an invalid model. In Node, (\"{node.name}\", {node.op_type}, \"{node.domain}\", "
+                           f"-1) , Error {why}")
+
+
+def check_body_counts(node):
+    """Fail, as onnxruntime's type inference, when If's branches give different numbers of outputs or another number
+    than the node has, or a Loop / Scan body gives another number than the node's outputs (plus Loop's condition)."""
+    op, where = node.op_type, f"Node ({node.name}) Op ({node.op_type}) [TypeInferenceError]"
+    n = len(node.outputs)
+    if normalize_domain(node.domain) or op not in ("If", "Loop", "Scan"):
+        return
+    if op == "If":
+        then, other = node.attrs.get("then_branch"), node.attrs.get("else_branch")
+        if not hasattr(then, "outputs") or not hasattr(other, "outputs"):
+            return
+        a, b = len(then.outputs), len(other.outputs)
+        if a != b:
+            raise Fail(f"{where} then_branch and else_branch produce different number of outputs. {a} != {b}")
+        if a != n:
+            raise Fail(f"{where} If node has {n} but subgraphs produce {a}")
+        return
+    body = node.attrs.get("body")
+    want = n + (op == "Loop")
+    if hasattr(body, "outputs") and len(body.outputs) != want:
+        raise Fail(f"{where} Graph attribute inferencing returned type information for {len(body.outputs)} outputs. "
+                   f"Expected {want}")
+
+
 def check_graph(graph, opsets):
-    """check_node for every node of `graph` and its bodies whose op onnxide knows (unknown ops are the partition's
-    to report)."""
+    """check_schema for every node of `graph` and its bodies, and check_node for those whose op onnxide knows
+    (unknown ops are the partition's to report)."""
     from ..ir.model import subgraphs
 
     for node in graph.nodes:
+        check_schema(node, opsets)
+        check_body_counts(node)
         try:
             opdef, _ = resolve_opdef(node, opsets)
         except OnnxideError:
             opdef = None
+            domain = normalize_domain(node.domain)
+            if domain in ("", "ai.onnx.ml") and _schema_rule(node, opsets) is None:  # (a dead node's too)
+                raise InvalidGraph(f"This is an invalid model. In Node, (\"{node.name}\", {node.op_type}, "
+                                   f"\"{node.domain}\", -1) , Error No Op registered for {node.op_type} with "
+                                   f"domain_version of {node_opset(node, opsets)}") from None
         if opdef is not None:
             check_node(node, opdef)
         for body in subgraphs(node):
@@ -188,6 +341,29 @@ def _input_masks(node, opsets):
     return (masks[:-1] if variadic else masks), variadic
 
 
+def _nested_ok(node, opsets, i, entry):
+    """False where input `i` of `node` is a sequence / optional whose element type (known) its schema version does not
+    take in that form (schema_types.NESTED: bit 0 of TYPES stands for any sequence, optional or map)."""
+    versions = NESTED.get((normalize_domain(node.domain), node.op_type), ())
+    opset = node_opset(node, opsets)
+    masks = next((ms for since, ms in reversed(versions) if since <= opset), None)
+    if not masks:
+        return True
+    form = masks[min(i, len(masks) - 1)]
+    of = entry[0].of
+    if form is None or of is None:
+        return True
+    k = 0 if isinstance(entry[0], SequenceOf) else 1
+    if k == 1 and isinstance(of[0], SequenceOf):  # optional(seq(...))
+        k, of = 2, of[0].of
+        if of is None:
+            return True
+    code = of[0]
+    if isinstance(code, (SequenceOf, OptionalOf)):
+        return False  # (a sequence / optional of one: no ONNX op takes it)
+    return not isinstance(code, int) or code <= 0 or bool(form[k] >> code & 1)
+
+
 def check_input_types(graph, opsets, outer=None):
     """InvalidGraph naming the node and input when an ONNX / ONNX-ML op gets a (declared or inferred) input of an
     element type its schema version under the model's opset does not take (schema_types.TYPES), a sequence / map
@@ -217,10 +393,17 @@ def check_input_types(graph, opsets, outer=None):
                 bad = f"tensor({dt.NAMES.get(code)})"
             elif (isinstance(code, (SequenceOf, OptionalOf)) or x in maps) and not mask & 1:  # (bit 0)
                 bad = type_string(maps[x] if x in maps else type_proto(*entry))
+            elif isinstance(code, (SequenceOf, OptionalOf)) and not _nested_ok(node, opsets, i, entry):
+                bad = type_string(type_proto(*entry))
             else:
                 continue
             raise InvalidGraph(f"This is an invalid model. Type Error: Type '{bad}' of input parameter ({x}) of "
                                f"operator ({node.op_type}) in node ({node.name}) is invalid.")
+        for i, x in enumerate(node.inputs):
+            entry = types.get(x) if x else None
+            error = _shape_error(node, i, entry[1]) if entry and isinstance(entry[0], int) else None
+            if error is not None:
+                raise error
         _check_bindings(node, types)
         for body in subgraphs(node):
             check_input_types(body, opsets, types)

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import InvalidArgument
 from ..ir.model import subgraphs
 from ..ops.math import unlifted
+from ..ops.validate import input_guard
 from ..partition import graph_types, node_label, partition
 from ..runtime.devices import HOST
 from ..runtime.providers import guarded
@@ -218,6 +219,8 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
     for step in plan.steps:
         if not step.is_transfer and step.device.is_host:
             step.kernel = _unwrapped(step, pc.plain)
+        if not step.is_transfer:
+            step.kernel = input_guard(step.node, step.kernel)
     return plan
 
 
