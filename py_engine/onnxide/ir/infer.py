@@ -102,9 +102,14 @@ def _infer(model, every_body, check=False):
     types, consts, sv = {}, {}, {}
     _constants(g, types, consts, sv)
     _known_types(model, types)
-    if check:  # (the graph's declared outputs and value_info)
-        declared = {o.name: entry_of(o.type) for o in g.outputs if o.type is not None}
-        declared.update((k, v) for k, v in types.items() if k in g.value_info)
+    if check:  # (the graph's declared outputs, every declaration of a name listed twice, and value_info)
+        declared = {}
+        for o in g.outputs:
+            if o.type is not None:
+                declared.setdefault(o.name, []).append(entry_of(o.type))
+        for k, v in types.items():
+            if k in g.value_info:
+                declared.setdefault(k, []).append(v)
     for n in g.nodes:
         rule, facts = _facts(n, model.opsets, types, consts, sv)
         if every_body or _reads_undeclared_outputs(n):
@@ -155,9 +160,10 @@ def _known_types(model, types):
             k, vi.type, vi.inferred = given[i], type_proto(*given[i]), True
         if k is not None:
             types[vi.name] = k
+    inputs = {vi.name for vi in g.inputs if vi.type is not None}
     for vi in g.value_info.values():
         k = entry_of(vi.type)
-        if k is not None:
+        if k is not None and vi.name not in inputs:  # (a graph input's own declaration wins, as in onnxruntime)
             types[vi.name] = k
 
 
@@ -177,8 +183,9 @@ def _check_declared(node, res, declared):
     if res is None or node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
         return
     for name, got in zip(node.outputs, res):
-        want = declared.get(name)
-        if want is not None and got is not None and _disagree(want[0], got[0]):
+        want = next((w for w in declared.get(name, ()) if w is not None and got is not None and
+                     _disagree(w[0], got[0])), None)
+        if want is not None:
             raise Fail(f"Type Error: Type ({type_string(type_proto(*want))}) of output arg ({name}) of node "
                        f"({node.name}) does not match expected type ({type_string(type_proto(*got))}).")
 

@@ -190,7 +190,8 @@ def _value_infos(vis):
 
 def _check_types(vis, where, used=None):
     """A declared tensor type's element type must be one ONNX defines, and not 0 (undefined) where the value is used:
-    `used` names them, None for all (onnxruntime: InvalidArgument)."""
+    `used` names them, None for all; a sequence, optional or map must declare what it holds (onnxruntime:
+    InvalidArgument)."""
     for v in vis:
         tp = v.type
         while tp is not None:
@@ -201,7 +202,11 @@ def _check_types(vis, where, used=None):
                                           f"(of {where} '{v.name}')")
                 break
             inner = tp.sequence_type or tp.optional_type
+            nested = inner is not None or tp.map_type is not None
             tp = inner.elem_type if inner is not None else tp.map_type.value_type if tp.map_type is not None else None
+            if nested and _declared(tp) is None:  # (a sequence, optional or map of nothing)
+                raise InvalidArgument(f"Failed to load model with error: Unsupported type proto value case:0 (the "
+                                      f"element type of {where} '{v.name}' declares nothing)")
 
 
 def _node_label(n, i):
@@ -241,7 +246,32 @@ def _check_definitions(gp, inits, main):
     _check_types(gp.input, "input")
     _check_types(gp.output, "output")
     _check_types(gp.value_info, "value", defined)
+    _check_initializer_inputs(gp)
     return defined
+
+
+def _check_initializer_inputs(gp):
+    """An initializer that is also a graph input must have the element type and the dims the input declares, as
+    onnxruntime's graph construction checks (Fail, its messages)."""
+    inits = {t.name: t for t in gp.initializer}
+    for v in gp.input:
+        t, tt = inits.get(v.name), v.type.tensor_type if v.type is not None else None
+        if t is None or tt is None:
+            continue
+        if tt.elem_type and t.data_type != tt.elem_type:
+            raise Fail(f"Tensor element type mismatch. {t.data_type} != {tt.elem_type} (initializer and graph input "
+                       f"'{v.name}')")
+        if tt.shape is None:
+            continue
+        dims = list(t.dims)
+        if len(dims) != len(tt.shape.dim):
+            raise Fail(f"Output:{v.name} [ShapeInferenceError] Mismatch between number of inferred and declared "
+                       f"dimensions. inferred={len(dims)} declared={len(tt.shape.dim)}")
+        for i, (have, d) in enumerate(zip(dims, tt.shape.dim)):
+            if d.dim_value is not None and d.dim_value >= 0 and not d.dim_param and d.dim_value != have:
+                raise Fail(f"Output:{v.name} [ShapeInferenceError] Can't merge shape info. Both inferred and declared "
+                           f"dimension have values but they differ. Inferred={have} Declared={d.dim_value} "
+                           f"Dimension={i}")
 
 
 def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False):

@@ -405,33 +405,30 @@ def causal_conv_with_state(x, w, b=None, past_state=None, *, activation="none", 
 
 # ---------------------------------------------------------------------------------------------------- shape rules
 
-def _check_transpose_output_shape(f):
-    """Fail, as onnxruntime's shape inference, when ConvTranspose's output_shape is not one entry per spatial dim of
-    X (N and C listed too: its kernel takes that only where X's rank is unknown at load). Checked, as there, where X
-    and W have shapes, the kernel is known (kernel_shape, else W's spatial dims) and the strides, dilations and pads
-    have X's spatial rank (else onnxruntime reports those)."""
+def _check_transpose_attrs(f):
+    """Fail, as onnxruntime's shape inference at load, where X and W have shapes and a ConvTranspose attribute does
+    not have one entry per spatial dim of X (pads two): dilations, strides, kernel_shape, pads, output_shape (N and C
+    listed too: its kernel takes that only where X's rank is unknown at load), output_padding, checked in its order."""
     x, w, attrs = f.dims(0), f.dims(1), f.node.attrs
-    output_shape = attrs.get("output_shape")
-    if not isinstance(output_shape, list) or not output_shape or x is None or w is None or len(x) < 2:
+    if x is None or w is None or len(x) < 2:
         return
     nd = len(x) - 2
-    sizes = {"kernel_shape": nd, "strides": nd, "dilations": nd, "pads": 2 * nd}
-    if any(n in attrs and (not isinstance(attrs[n], list) or len(attrs[n]) != k) for n, k in sizes.items()):
-        return
-    kernel = attrs.get("kernel_shape", w[2:])
-    if len(kernel) != nd or any(not isinstance(d, int) for d in kernel):
-        return
-    if len(output_shape) != nd:
-        raise Fail(f"Node ({f.node.name}) Op (ConvTranspose) [ShapeInferenceError] Attribute output_shape has "
-                   "incorrect size")
+    for name, k in (("dilations", nd), ("strides", nd), ("kernel_shape", nd), ("pads", 2 * nd),
+                    ("output_shape", nd), ("output_padding", nd)):
+        v = attrs.get(name)
+        if name == "output_shape" and (not v or any(not isinstance(d, int) for d in attrs.get("kernel_shape", w[2:]))):
+            continue  # (as there: the output_shape check needs the kernel)
+        if isinstance(v, list) and len(v) != k:
+            raise Fail(f"Node ({f.node.name}) Op (ConvTranspose) [ShapeInferenceError] Attribute {name} has "
+                       "incorrect size")
 
 
 @rule("Conv", "ConvTranspose")
 def conv_rule(f):
-    """X's type; the window geometry's dims (conv_geometry.conv_output_shape); ConvTranspose's output_shape size
+    """X's type; the window geometry's dims (conv_geometry.conv_output_shape); ConvTranspose's attribute sizes
     checked."""
     if f.node.op_type == "ConvTranspose":
-        _check_transpose_output_shape(f)
+        _check_transpose_attrs(f)
     return [(f.common_type([0, 1]), conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0), f.dims(1)))]
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..dtypes import INT64, np_dtype
-from ..errors import InvalidArgument
+from ..errors import Fail, InvalidArgument
 from ..runtime import limits
 from .inference import broadcast, positive_axis, product, rule, same_as_input, unknown_dims
 from .math import lower
@@ -157,7 +157,10 @@ def _concat_rule(f):
     if any(d is None for d in dims):
         return [(f.common_type(), unknown_dims(next((len(d) for d in dims if d is not None), None)))]
     s0 = dims[0]
-    ax = positive_axis(f.attr("axis", 1), len(s0))
+    axis = f.attr("axis", 1)
+    if isinstance(axis, int) and not -len(s0) <= axis < len(s0):  # (onnxruntime's inference at load, a dead node's too)
+        raise Fail(f"Node ({f.node.name}) Op (Concat) [ShapeInferenceError] axis must be in [-rank, rank-1].")
+    ax = positive_axis(axis, len(s0))
     along = [d[ax] for d in dims]
     total = sum(along) if all(isinstance(d, int) for d in along) else None
     return [(f.common_type(), [total if i == ax else d for i, d in enumerate(s0)])]

@@ -3,7 +3,7 @@ import re
 
 import numpy as np
 
-from ..dtypes import BOOL, FLOAT, INT64, STRING
+from ..dtypes import BOOL, FLOAT, INT64, STRING, code_of, type_string
 from ..errors import Fail, InvalidArgument
 from .inference import broadcast, fixed_type, rule
 from .registry import op
@@ -14,8 +14,15 @@ def _s(v):
 
 
 def _str_array(x):
-    """An object array of Python str with x's shape."""
+    """An object array of Python str with x's shape; InvalidArgument, as onnxruntime's kernels, for a tensor of
+    another type (one whose type inference left unknown at load)."""
     a = np.asarray(x)
+    if a.dtype != object and a.dtype.kind not in "SU":
+        try:
+            got = type_string(code_of(a.dtype))
+        except KeyError:
+            got = str(a.dtype)
+        raise InvalidArgument(f"Unexpected input data type. Actual: ({got}) , expected: (tensor(string))")
     out = np.empty(a.shape, dtype=object)
     flat = out.reshape(-1)
     for i, v in enumerate(a.reshape(-1)):

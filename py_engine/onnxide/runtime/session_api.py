@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import Fail, ModelLoadCanceled
+from ..errors import Fail, InvalidArgument, ModelLoadCanceled
 from . import env
 from . import model_io
 from . import providers as eps
@@ -50,7 +50,12 @@ def string_feed(value):
             raw = v.tobytes() if isinstance(v, np.void) else v
             out.flat[i] = raw.decode("utf-8", errors="surrogateescape") if isinstance(raw, bytes) else str(raw)
         return out
-    return value.astype(object)
+    from .. import dtypes as dt
+    try:
+        got = dt.type_string(dt.code_of(value.dtype))
+    except KeyError:
+        got = str(value.dtype)
+    raise InvalidArgument(f"Unexpected input data type. Actual: ({got}) , expected: (tensor(string))")
 
 
 def map_feed(map_type, value):
