@@ -135,6 +135,19 @@ static inline void row_epilogue(float* row, long n, float bias, int act, float a
     if (act) nx_act_row(row, n, act, alpha, beta);
 }
 
+/* the epilogue of row i of C, columns [n0, n0 + w): + bias[n] + row_bias[i] + res[i, n], then the activation */
+static inline void row_out(float* dst, long i, long n0, long w, const float* bias, const float* row_bias,
+                           const float* res, long ldr, int act, float alpha, float beta) {
+    float rb = row_bias ? row_bias[i] : 0.f;
+    if (bias) for (long j = 0; j < w; j++) dst[j] += bias[n0 + j] + rb;
+    else if (row_bias) for (long j = 0; j < w; j++) dst[j] += rb;
+    if (res) {
+        const float* r = res + i * ldr + n0;
+        for (long j = 0; j < w; j++) dst[j] += r[j];
+    }
+    row_epilogue(dst, w, 0.f, act, alpha, beta);
+}
+
 /* one MR×NR tile of C = act(A·B + bias[n] + row_bias[m] + res[m, n]): row panel ip of the packed A times one
  * packed B panel, into rows [ip*MR, min(M, ip*MR + MR)) and columns [n0, n0 + w) of C. A whole tile accumulates
  * straight in C, an edge tile in a scratch tile copied out after. */
@@ -153,14 +166,32 @@ static void tile_product(long K, long ip, const float* ap, const float* bpanel, 
     for (long i = i0; i < i_end; i++) {
         float* dst = c + i * ldc + n0;
         if (!whole) memcpy(dst, tile + (i - i0) * NR, w * sizeof(float));
-        float rb = row_bias ? row_bias[i] : 0.f;
-        if (bias) for (long j = 0; j < w; j++) dst[j] += bias[n0 + j] + rb;
-        else if (row_bias) for (long j = 0; j < w; j++) dst[j] += rb;
-        if (res) {
-            const float* r = res + i * ldr + n0;
-            for (long j = 0; j < w; j++) dst[j] += r[j];
+        row_out(dst, i, n0, w, bias, row_bias, res, ldr, act, alpha, beta);
+    }
+}
+
+/* rows of C = act(A·B + ...) for an M below MR with B packed: each row against each panel in registers (a 14-row
+ * tile would compute MR - M rows of zeros: 14x the work for the one-row GEMMs of a batch-1 MLP) */
+static void few_rows(long M, long N, long K, const float* a, long lda, const float* bp, float* c, long ldc,
+                     const float* bias, const float* row_bias, const float* res, long ldr, int act, float alpha,
+                     float beta, int nt) {
+    long panels = (N + NR - 1) / NR;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (long jp = 0; jp < panels; jp++) {
+        long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR;
+        const float* panel = bp + jp * K * NR;
+        for (long i = 0; i < M; i++) {
+            float acc[NR] = {0.f};
+            const float* ar = a + i * lda;
+            for (long k = 0; k < K; k++) {
+                float av = ar[k];
+                const float* br = panel + k * NR;
+                for (long j = 0; j < NR; j++) acc[j] = fmaf(av, br[j], acc[j]);
+            }
+            float* dst = c + i * ldc + n0;
+            memcpy(dst, acc, w * sizeof(float));
+            row_out(dst, i, n0, w, bias, row_bias, res, ldr, act, alpha, beta);
         }
-        row_epilogue(dst, w, 0.f, act, alpha, beta);
     }
 }
 
@@ -193,6 +224,10 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
     long panels = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
     long kblocks = (K + KC - 1) / KC;
     int nt = threads > 1 && M * N * K >= (1L << 20) ? threads : 1;
+    if (a && bp && M < 4) {
+        few_rows(M, N, K, a, lda, bp, c, ldc, bias, row_bias, res, ldr, act, alpha, beta, nt);
+        return 0;
+    }
     float* mine = scratch ? NULL : malloc(sizeof(float) * nx_gemm_scratch_size(M, N, K, !ap, !bp) + 64);
     if (!scratch && !mine) return -1;
     float* a_own = ap ? NULL : (scratch ? scratch : mine);

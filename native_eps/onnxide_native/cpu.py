@@ -10,14 +10,12 @@ from onnxide.ops import activations, registry
 from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
+from . import chain
 from . import cpu_ops as K
 from . import cpu_qops as Q
 from . import lib as native_lib
 
 ACT = K.ACT
-# the activation attributes of the fused ops (no activation in the table takes FusedGemm's activation_gamma)
-_FUSED_ATTRS = {"FusedConv": ("activation", "activation_params"),
-                "FusedGemm": ("activation", "activation_alpha", "activation_beta", "activation_gamma")}
 
 
 def _claim_unary(lib, node, opdef, attrs):
@@ -53,19 +51,8 @@ def _claim_batch_norm(lib, node, opdef, attrs):
     return guarded(lambda *xs, **kw: K.batch_norm(lib, *xs, **kw), opdef.kernel)
 
 
-def _fused_act(node, opdef, attrs):
-    """(code, a, b) of a FusedConv / FusedGemm node's activation (its activation attributes taken out of `attrs`),
-    (0, 0.0, 0.0) for a plain Conv / Gemm, None when the kernels lack it."""
-    if node.op_type not in ("FusedConv", "FusedGemm"):
-        return 0, 0.0, 0.0
-    p = activations.fused_activation(node.op_type, attrs, opdef.attrs, ACT)
-    for k in _FUSED_ATTRS[node.op_type]:
-        attrs.pop(k, None)
-    return None if p is None else (ACT[p[0]], p[1], p[2])
-
-
 def _claim_conv(lib, node, opdef, attrs):
-    act = _fused_act(node, opdef, attrs)
+    act = K.fused_act(node, opdef, attrs)
     if set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"} or act is None:
         return None
     code, a, b = act
@@ -74,7 +61,7 @@ def _claim_conv(lib, node, opdef, attrs):
 
 
 def _claim_gemm(lib, node, opdef, attrs):
-    act = _fused_act(node, opdef, attrs)
+    act = K.fused_act(node, opdef, attrs)
     if (act is None or set(attrs) - {"alpha", "beta", "transA", "transB"}
             or (node.op_type == "Gemm" and opdef.since < 7)):
         return None
@@ -178,6 +165,21 @@ class NativeCPUExecutionProvider(ExecutionProvider):
     def __init__(self, options=None):
         super().__init__(options)
         self.lib = native_lib.load()
+
+    @property
+    def gains_from_fixed_shapes(self):
+        return self.chains
+
+    @property
+    def chains(self):
+        return str(self.options.get("chains", "1")) != "0"
+
+    def fuse_steps(self, plan):
+        """Runs of consecutive steps that all lower to native kernels become one chain step (chain.py), unless the
+        provider option "chains" is "0"."""
+        if not self.chains:
+            return plan.steps
+        return chain.fuse(plan, self.lib, self)
 
     def claim(self, spec):
         node = spec.node

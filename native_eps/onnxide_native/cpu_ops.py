@@ -18,6 +18,9 @@ F32 = np.dtype(np.float32)
 # the activations nx_eltwise.c's nx_act implements: name -> code (the table's; nx_act_codes.h is generated from it)
 ACT = activations.codes(("none", "relu", "leaky", "sigmoid", "tanh", "hardsigmoid", "hardswish", "clip", "erf", "gelu",
                          "gelu_tanh"))
+# the activation attributes of the fused ops (no activation in the table takes FusedGemm's activation_gamma)
+_FUSED_ATTRS = {"FusedConv": ("activation", "activation_params"),
+                "FusedGemm": ("activation", "activation_alpha", "activation_beta", "activation_gamma")}
 # GEMMs (and convs) of fewer multiply-adds stay in numpy: the native call's fixed costs (packed-weight lookup, ctypes)
 # outweigh its speed there (silero VAD's 1-D convs and LSTM-side MatMuls)
 SMALL_GEMM = 1 << 17
@@ -25,6 +28,17 @@ SMALL_N = 16        # GEMMs with fewer output columns than this use under half o
 SMALL_ACT = 4096    # element-wise: below this many elements numpy's ufunc call is cheaper than a ctypes call
 WINOGRAD_F4 = True
 NATIVE_ATTENTION = True  # tests/bench/micro.py switches it off to time the two attention paths
+
+
+def fused_act(node, opdef, attrs):
+    """(code, a, b) of a FusedConv / FusedGemm node's activation (its activation attributes taken out of `attrs`),
+    (0, 0.0, 0.0) for a plain Conv / Gemm, None when the kernels lack it."""
+    if node.op_type not in ("FusedConv", "FusedGemm"):
+        return 0, 0.0, 0.0
+    p = activations.fused_activation(node.op_type, attrs, opdef.attrs, ACT)
+    for k in _FUSED_ATTRS[node.op_type]:
+        attrs.pop(k, None)
+    return None if p is None else (ACT[p[0]], p[1], p[2])
 
 
 def threads():
@@ -328,80 +342,121 @@ def _geometry(parse, x, *args, **attrs):
     return (x[:, :, None, :] if x.ndim == 3 else x), g.as_2d()
 
 
-def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
-         strides=None, act_code=0, act_a=0.0, act_b=0.0, ctx=None):
-    """Conv / FusedConv for float32 1-D / 2-D convs, group 1 or depthwise, the bias, the Z sum and the activation
-    fused into the last pass."""
-    if not _f32(x, w) or (b is not None and not _f32(b)) or (z is not None and not _f32(z)) or w.ndim != x.ndim:
-        return FALLBACK
-    if w.size * x.size < SMALL_GEMM * w.shape[1] or math.prod(x.shape[2:]) < SMALL_N:
-        return FALLBACK  # (bounds of the work, checked before any geometry)
-    geo = _geometry(ConvGeometry.conv, x, w.shape, "Conv", auto_pad=auto_pad, dilations=dilations, group=group,
-                    kernel_shape=kernel_shape, pads=pads, strides=strides)
-    if geo is None:
-        return FALLBACK
-    x4, g = geo
-    ks, out, pb, pe, st, dil = g.kernel, g.out, g.pads_begin, g.pads_end, g.strides, g.dilations
-    n, c, hgt, wid = x4.shape
+class ConvPlan:
+    """How one float32 Conv runs natively (conv_plan decides; conv and the chain runner carry it out): `kind` is
+    "dw" (nx_dwconv), "wino" (nx_winograd_f4), "shifted" (nx_conv_shifted) or "gemm" (a 1×1 stride-1 unpadded conv:
+    one GEMM per image); `packed` the weights in that kernel's form; sizes as the kernels take them."""
+
+    __slots__ = ("kind", "n", "c", "h", "w", "m", "ks", "st", "dil", "pb", "out", "y_shape", "packed", "scratch")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+
+def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, nt=1, small=False, **attrs):
+    """The ConvPlan of a Conv of an x of `x_shape` by the constant-or-given weights `w` (bias of `b_shape`, a Z sum
+    of `z_shape`), or None for what the native kernels do not do (or, unless `small`, do slower than numpy)."""
+    if len(x_shape) != w.ndim or len(x_shape) not in (3, 4):
+        return None
+    size = math.prod(x_shape)
+    if not small and (w.size * size < SMALL_GEMM * w.shape[1] or math.prod(x_shape[2:]) < SMALL_N):
+        return None  # (bounds of the work, checked before any geometry)
+    try:
+        g = ConvGeometry.conv(tuple(x_shape), w.shape, "Conv", **attrs).as_2d()
+    except InvalidArgument:
+        return None  # the numpy kernel reports it
+    x4 = tuple(x_shape) if len(x_shape) == 4 else (x_shape[0], x_shape[1], 1, x_shape[2])
+    n, c, hgt, wid = x4
     m = w.shape[0]
-    if b is not None and b.shape != (m,):
-        return FALLBACK
-    y_shape = (n, m) + (out[1:] if x.ndim == 3 else out)
-    if z is not None and z.shape != y_shape:
-        return FALLBACK
-    w4 = w if w.ndim == 4 else w.reshape(m, w.shape[1], ks[0], ks[1])  # w itself: Winograd caches by object
+    out = g.out
+    y_shape = (n, m) + (out[1:] if len(x_shape) == 3 else out)
+    if (b_shape is not None and tuple(b_shape) != (m,)) or (z_shape is not None and tuple(z_shape) != y_shape):
+        return None
+    ks = g.kernel
+    group = attrs.get("group") or 1
     depthwise = group == c and m == c and w.shape[1] == 1
     if group != 1 and not depthwise or (not depthwise and w.shape[1] != c):
-        return FALLBACK
-    x4 = np.ascontiguousarray(x4)
-    nt = threads()
-    oh, ow = out
-    p = oh * ow
+        return None
+    plan = dict(n=n, c=c, h=hgt, w=wid, m=m, ks=ks, st=g.strides, dil=g.dilations, pb=g.pads_begin, out=out,
+                y_shape=y_shape)
     if depthwise:
-        y = np.empty((n, m, oh, ow), F32)
-        code = act_code if z is None else 0
-        if lib.nx_dwconv(n, c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
-                         x4.ctypes.data, np.ascontiguousarray(w4).ctypes.data, _addr(b), y.ctypes.data, code,
-                         act_a, act_b, nt):
-            raise MemoryError(f"depthwise Conv: no scratch memory for a {hgt}x{wid} plane")
-        if z is not None:
-            lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, np.ascontiguousarray(z).ctypes.data, act_code, act_a,
-                       act_b, nt)
-        return y.reshape(y_shape)
+        w4 = w if w.ndim == 4 else w.reshape(m, 1, ks[0], ks[1])
+        return ConvPlan(kind="dw", packed=np.ascontiguousarray(w4), **plan)
     # Winograd F(4×4,3×3) natively where conv_winograd would use it (WINOGRAD_F4: tests switch it off; with several
     # threads only from 128 channels: with its 64→64 layers at 56² shifted, ResNet-18 runs ~4% faster on two); other
     # convs as a GEMM on shifted input rows (a strided 1×1 reads one stride phase), a plain 1×1 as one GEMM on the
     # image; packed weights, epilogue fused
-    wino = conv_winograd.winograd_tile(x4, w4, 1, ks, st, dil, pb, pe, out) if x.ndim == 4 else 0
-    zc = None if z is None else np.ascontiguousarray(z).reshape(n, m, p)
-    if wino == 4 and WINOGRAD_F4 and (nt == 1 or c >= 128):
-        return winograd_f4(lib, x4, w4, b, zc, pb, out, (act_code, act_a, act_b)).reshape(y_shape)
-    k = c * ks[0] * ks[1]
-    if p < SMALL_N:
+    if len(x_shape) == 4 and WINOGRAD_F4 and (nt == 1 or c >= 128) and conv_winograd.winograd_tile(
+            np.broadcast_to(np.float32(0), x4), w, 1, ks, g.strides, g.dilations, g.pads_begin, g.pads_end, out) == 4:
+        return ConvPlan(kind="wino", packed=packed_winograd(lib, w), scratch=lib.nx_winograd_f4_scratch(
+            c, m, out[0], out[1]), **plan)
+    if not small and out[0] * out[1] < SMALL_N:
+        return None
+    ap = packed_a(lib, w, m, c * ks[0] * ks[1])
+    if ks == (1, 1) and g.strides == (1, 1) and g.pads_begin == (0, 0) and out == (hgt, wid):
+        return ConvPlan(kind="gemm", packed=ap, **plan)
+    return ConvPlan(kind="shifted", packed=ap, scratch=lib.nx_conv_shifted_scratch(
+        c, ks[0], ks[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1], out[0], out[1]), **plan)
+
+
+def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
+         strides=None, act_code=0, act_a=0.0, act_b=0.0, ctx=None):
+    """Conv / FusedConv for float32 1-D / 2-D convs, group 1 or depthwise, the bias, the Z sum and the activation
+    fused into the last pass."""
+    if not _f32(x, w) or (b is not None and not _f32(b)) or (z is not None and not _f32(z)):
         return FALLBACK
-    ap = packed_a(lib, w, m, k)
+    nt = threads()
+    cp = conv_plan(lib, x.shape, w, None if b is None else b.shape, None if z is None else z.shape, nt,
+                   auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
+                   strides=strides)
+    if cp is None:
+        return FALLBACK
+    x4 = np.ascontiguousarray(x.reshape(cp.n, cp.c, cp.h, cp.w))
+    ks, st, dil, pb, (oh, ow), m, n = cp.ks, cp.st, cp.dil, cp.pb, cp.out, cp.m, cp.n
     y = np.empty((n, m, oh, ow), F32)
-    plain = ks == (1, 1) and st == (1, 1) and pb == (0, 0) and out == (hgt, wid)
-    if not plain:  # each tap's row read in place from the input's stride-phase planes: no im2col matrix
-        size = lib.nx_conv_shifted_scratch(c, ks[0], ks[1], st[0], st[1], dil[0], dil[1], oh, ow)
-        scratch = conv_winograd.scratch("nx_conv_shifted", (size,), F32)
+    zc = None if z is None else np.ascontiguousarray(z).reshape(n, m, oh * ow)
+    if cp.kind == "dw":
+        code = act_code if z is None else 0
+        if lib.nx_dwconv(n, cp.c, cp.h, cp.w, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
+                         x4.ctypes.data, cp.packed.ctypes.data, _addr(b), y.ctypes.data, code, act_a, act_b, nt):
+            raise MemoryError(f"depthwise Conv: no scratch memory for a {cp.h}x{cp.w} plane")
+        if z is not None:
+            lib.nx_act(y.size, y.ctypes.data, y.ctypes.data, zc.ctypes.data, act_code, act_a, act_b, nt)
+    elif cp.kind == "wino":
+        return winograd_f4(lib, x4, w, b, zc, pb, cp.out, (act_code, act_a, act_b)).reshape(cp.y_shape)
+    elif cp.kind == "shifted":  # each tap's row read in place from the input's stride-phase planes: no im2col matrix
+        scratch = conv_winograd.scratch("nx_conv_shifted", (cp.scratch,), F32)
         for i in range(n):
-            if lib.nx_conv_shifted(c, hgt, wid, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
-                                   x4[i].ctypes.data, m, ap.ctypes.data, y[i].ctypes.data, _addr(b),
+            if lib.nx_conv_shifted(cp.c, cp.h, cp.w, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
+                                   x4[i].ctypes.data, m, cp.packed.ctypes.data, y[i].ctypes.data, _addr(b),
                                    None if zc is None else zc[i].ctypes.data, act_code, act_a, act_b,
                                    scratch.ctypes.data, nt):
-                raise MemoryError(f"Conv {c}->{m} channels: no scratch memory")
-        return y.reshape(y_shape)
-    for i in range(n):  # a 1×1 stride-1 unpadded conv: one GEMM on the image itself
-        gemm_call(lib, m, p, k, None, None, y[i], p, None, b, None if zc is None else zc[i], p,
-                  (act_code, act_a, act_b), ap=ap, b=x4[i], ldb=p)
-    return y.reshape(y_shape)
+                raise MemoryError(f"Conv {cp.c}->{m} channels: no scratch memory")
+    else:  # a 1×1 stride-1 unpadded conv: one GEMM on the image itself
+        p = oh * ow
+        for i in range(n):
+            gemm_call(lib, m, p, cp.c, None, None, y[i], p, None, b, None if zc is None else zc[i], p,
+                      (act_code, act_a, act_b), ap=cp.packed, b=x4[i], ldb=p)
+    return y.reshape(cp.y_shape)
 
 
 def winograd_f4(lib, x, w, b, z, pb, out, act):
-    """3×3 stride-1 conv through nx_winograd_f4, U = G w Gᵀ (conv_winograd's transform) packed once per weight."""
+    """3×3 stride-1 conv of a 4-D x through nx_winograd_f4 (weights packed once by packed_winograd)."""
     n, c, hgt, wid = x.shape
     m = w.shape[0]
+    scratch = conv_winograd.scratch("nx_winograd", (lib.nx_winograd_f4_scratch(c, m, out[0], out[1]),), F32)
+    y = np.empty((n, m, out[0], out[1]), F32)
+    if lib.nx_winograd_f4(n, c, hgt, wid, m, pb[0], pb[1], out[0], out[1], x.ctypes.data,
+                          packed_winograd(lib, w).ctypes.data, _addr(b), _addr(z), y.ctypes.data, scratch.ctypes.data,
+                          act[0], act[1], act[2], threads()):
+        raise MemoryError(f"Winograd conv {c}->{m} channels: no scratch memory")
+    return y
+
+
+def packed_winograd(lib, w):
+    """U = G w Gᵀ (conv_winograd's transform) of 3×3 weights, in nx_winograd_f4's packed panels, once per weight."""
+    m, c = w.shape[:2]
     ua = lib.nx_gemm_packed_a_size(m, c)
 
     def pack(w):
@@ -411,13 +466,7 @@ def winograd_f4(lib, x, w, b, z, pb, out, act):
             lib.nx_gemm_pack_a(m, c, u[xi].ctypes.data, c, up[xi * ua:].ctypes.data)
         return up
 
-    up = _once_or_cached(w, "nx_winograd_u", pack)
-    scratch = conv_winograd.scratch("nx_winograd", (lib.nx_winograd_f4_scratch(c, m, out[0], out[1]),), F32)
-    y = np.empty((n, m, out[0], out[1]), F32)
-    if lib.nx_winograd_f4(n, c, hgt, wid, m, pb[0], pb[1], out[0], out[1], x.ctypes.data, up.ctypes.data, _addr(b),
-                          _addr(z), y.ctypes.data, scratch.ctypes.data, act[0], act[1], act[2], threads()):
-        raise MemoryError(f"Winograd conv {c}->{m} channels: no scratch memory")
-    return y
+    return _once_or_cached(w, "nx_winograd_u", pack)
 
 
 def max_pool(lib, x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0,

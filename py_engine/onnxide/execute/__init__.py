@@ -236,14 +236,21 @@ class Executor:
                 result = step.kernel(*args, **kwargs)
             except Exception as e:
                 raise node_error(step, e) from (None if isinstance(e, OnnxideError) else e)
-            if type(result) is np.ndarray and step.num_outputs == 1:  # the common case, without a call
-                env[step.out_keys[0]] = result
+            kind = type(result)
+            if (kind is np.ndarray and step.num_outputs == 1) or (  # the common cases, without a call
+                    kind is tuple and len(result) == step.num_outputs and step.device.is_host):
+                if kind is np.ndarray:
+                    env[step.out_keys[0]] = result
+                else:  # (several host outputs: a native chain's)
+                    for k, v in zip(step.out_keys, result):
+                        if k:
+                            env[k] = v if type(v) is np.ndarray else _as_value(v)
                 for k in step.release:
                     env.pop(k, None)
                 if step.release_dev:
                     _release(step, env)
                 if prof is not None:
-                    prof.node(step, t0, args, (result,))
+                    prof.node(step, t0, args, (result,) if kind is np.ndarray else result)
                 continue
             if inspect.isgenerator(result):
                 try:

@@ -215,12 +215,14 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
         plan.output_keys.append(key)
         plan.output_owned.append(owned)
     plan.outer_keys = list(outer_keys)
-    _plan_releases(plan)
     for step in plan.steps:
         if not step.is_transfer and step.device.is_host:
             step.kernel = _unwrapped(step, pc.plain)
         if not step.is_transfer:
             step.kernel = input_guard(step.node, step.kernel)
+    for ep in pc.providers:
+        plan.steps = ep.fuse_steps(plan)
+    _plan_releases(plan)
     return plan
 
 

@@ -32,6 +32,7 @@ class ExecutionProvider:
     device = HOST        # where its kernels' tensors live
     by_default = False   # used, ahead of the CPU EP, by sessions created without a providers list
     own_threads = False  # splits its kernels over intra_op_num_threads itself (BLAS then runs on one thread)
+    gains_from_fixed_shapes = False  # runs faster once every shape is known (sessions specialize to seen shapes)
 
     def __init__(self, options=None):
         self.options = dict(options or {})
@@ -40,6 +41,11 @@ class ExecutionProvider:
         """A kernel callable for the node `spec` describes (same calling convention as `spec.opdef.kernel`), or
         None to decline."""
         return None
+
+    def fuse_steps(self, plan):
+        """The plan's steps once this EP has had its say over them as a whole (a native EP may run several as one);
+        called for every graph plan, bodies included, after the steps are placed."""
+        return plan.steps
 
 
 class CPUExecutionProvider(ExecutionProvider):

@@ -1,7 +1,8 @@
-"""Executors specialized to input shapes a session keeps seeing. For models with control flow (If) whose inputs
-have symbolic dims: once a set of input shapes has come twice, the model is optimized again with those dims fixed,
-so shape-dependent Ifs and their shape arithmetic fold away (silero VAD: 230 nodes -> 88), and runs with those
-shapes use that executor. Bounded: a few shape sets per session, models with up to 64 MB of weights."""
+"""Executors specialized to input shapes a session keeps seeing. For models whose inputs have symbolic dims and that
+have control flow (If) or run on an EP that gains from fixed shapes (the native EP's chains): once a set of input
+shapes has come twice, the model is optimized again with those dims fixed, so shape-dependent Ifs and their shape
+arithmetic fold away (silero VAD: 230 nodes -> 88) and every value's shape is known, and runs with those shapes use
+that executor. Bounded: a few shape sets per session, models with up to 64 MB of weights."""
 import numpy as np
 
 from ..ir.model import subgraphs
@@ -11,12 +12,13 @@ RUNS_BEFORE = 2              # a shape set is specialized on its second run (a o
 MAX_WEIGHT_BYTES = 64 << 20  # folded weights are per executor: bigger models are not specialized
 
 
-def worthwhile(model):
-    """Whether a model could gain: some graph input dim is not static, there is an If, the weights are small."""
+def worthwhile(model, fixed_shapes_help=False):
+    """Whether a model could gain: some graph input dim is not static, there is an If (or `fixed_shapes_help`: an
+    EP of the session runs better on fixed shapes), the weights are small."""
     g = model.graph
     symbolic = any(d is None or not isinstance(d, int)
                    for v in g.inputs if v.name not in g.initializers and v.shape is not None for d in v.shape)
-    return symbolic and _weight_bytes(g) <= MAX_WEIGHT_BYTES and _has_if(g)
+    return symbolic and _weight_bytes(g) <= MAX_WEIGHT_BYTES and (fixed_shapes_help or _has_if(g))
 
 
 def _has_if(g):

@@ -1,6 +1,7 @@
 """intra_op_num_threads natively: BLAS thread pools are set to the session's count for each run (threadpoolctl's
 library handles, queried once), and put back afterwards; EPs read the running session's count (`current`)."""
 import contextlib
+import ctypes
 import os
 
 _blas = None
@@ -13,14 +14,26 @@ def current():
 
 
 def _blas_libraries():
+    """[(get, set)] thread-count functions of the BLAS libraries loaded: OpenBLAS's own C functions where
+    threadpoolctl finds them (its wrappers cost ~2.5 us a call, and a run makes up to four), else the wrappers."""
     global _blas
     if _blas is None:
         try:
             from threadpoolctl import ThreadpoolController
-            _blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+            _blas = [_functions(c) for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
         except Exception:  # no threadpoolctl (Pyodide has no threads anyway)
             _blas = []
     return _blas
+
+
+def _functions(controller):
+    symbol = getattr(controller, "_get_symbol", None)  # (threadpoolctl's OpenBLAS controller)
+    if controller.internal_api == "openblas" and symbol is not None:
+        get, put = symbol("openblas_get_num_threads"), symbol("openblas_set_num_threads")
+        if get is not None and put is not None:
+            get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
+            return get, put
+    return controller.get_num_threads, controller.set_num_threads
 
 
 def blas_threads(n, own_threads=False):
@@ -42,16 +55,16 @@ class _Limit:
         global _current
         self.outer, _current = _current, self.n
         self.saved = []
-        for lib in self.libs:
-            old = lib.get_num_threads()
+        for get, put in self.libs:
+            old = get()
             if old != self.blas:
-                lib.set_num_threads(self.blas)
-                self.saved.append((lib, old))
+                put(self.blas)
+                self.saved.append((put, old))
         return self
 
     def __exit__(self, *exc):
         global _current
         _current = self.outer
-        for lib, old in self.saved:
-            lib.set_num_threads(old)
+        for put, old in self.saved:
+            put(old)
         return False

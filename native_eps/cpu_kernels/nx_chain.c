@@ -1,0 +1,90 @@
+/* A chain of kernel calls run from one call (issue 16 item 1): the native EP lowers consecutive nodes of a plan whose
+ * shapes are fixed into instructions over one arena, and nx_chain_run calls each kernel in turn, so Python runs only at
+ * the chain's borders. Tensors are indices into a table: a byte offset into the run's arena (>= 0), or -(i + 1) for
+ * the run's i-th external pointer (chain inputs and outputs, constants, packed weights). */
+#include <string.h>
+#include "nx_math.h"
+#include "nx_kernels.h"
+
+enum { OP_GEMM = 1, OP_ACT, OP_BIAS_ACT, OP_BINARY, OP_SOFTMAX, OP_LAYERNORM, OP_AFFINE, OP_MAXPOOL, OP_GAVG,
+       OP_DWCONV, OP_CONV_SHIFTED, OP_WINOGRAD, OP_COPY };
+
+/* one instruction: 40 longs (onnxide_native/chain.py writes them) */
+typedef struct {
+    long op;
+    long p[24];      /* sizes and geometry, per op */
+    long t[12];      /* tensor indices into the table, -1 for none */
+    float f[4];      /* the activation's two parameters, an epsilon */
+    long act;        /* activation code (nx_act_codes.h) */
+} nx_instr;
+
+typedef struct {
+    const long* off;
+    char* arena;
+    void* const* ext;
+} table;
+
+NX_INLINE float* tensor(const table* tb, long t) {
+    if (t < 0) return NULL;
+    long o = tb->off[t];
+    return o >= 0 ? (float*)(tb->arena + o) : (float*)tb->ext[-o - 1];
+}
+
+#define T(i) tensor(&tb, in->t[i])
+
+/* Runs instructions [0, n) over the arena and external pointers. Returns -1 - i when instruction i could not get
+ * scratch memory, else 0. */
+NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* arena, void* const* ext, int threads) {
+    table tb = {off, arena, ext};
+    for (long i = 0; i < n; i++) {
+        const nx_instr* in = prog + i;
+        const long* p = in->p;
+        int act = (int)in->act, bad = 0;
+        float fa = in->f[0], fb = in->f[1];
+        switch (in->op) {
+        case OP_GEMM: {  /* p: M N K lda ldb ldc ldr batch a_step b_step c_step res_step (floats) */
+            const float *a = T(0), *b = T(2), *res = T(7);
+            float* c = T(4);
+            for (long k = 0; k < p[7] && !bad; k++)
+                bad = nx_gemm(p[0], p[1], p[2], a ? a + k * p[8] : NULL, p[3], T(1), b ? b + k * p[9] : NULL, p[4],
+                              T(3), c + k * p[10], p[5], T(5), T(6), res ? res + k * p[11] : NULL, p[6], act, fa, fb,
+                              T(8), threads);
+            break;
+        }
+        case OP_ACT: nx_act(p[0], T(0), T(1), T(2), act, fa, fb, threads); break;
+        case OP_BIAS_ACT: nx_bias_act(p[0], p[1], T(0), T(1), T(2), act, fa, fb, threads); break;
+        case OP_BINARY: nx_binary((int)p[0], (int)p[1], p[2], p[3], p[4], (int)p[5], T(0), T(1), T(2), threads); break;
+        case OP_SOFTMAX: nx_softmax(p[0], p[1], T(0), T(1), 1.f, NULL, 1, 1, 0, 0, (int)p[2], threads); break;
+        case OP_LAYERNORM:
+            nx_layernorm(p[0], p[1], T(0), NULL, NULL, T(1), T(2), in->f[2], T(3), NULL, NULL, NULL, threads);
+            break;
+        case OP_AFFINE: nx_channel_affine(p[0], p[1], p[2], T(0), T(1), T(2), T(3), threads); break;
+        case OP_MAXPOOL:
+            nx_maxpool(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], T(0), T(1),
+                       threads);
+            break;
+        case OP_GAVG: nx_global_avg(p[0], p[1], T(0), T(1), threads); break;
+        case OP_DWCONV:
+            bad = nx_dwconv(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13],
+                            T(0), T(1), T(2), T(3), act, fa, fb, threads);
+            break;
+        case OP_CONV_SHIFTED: {  /* p: C H W KH KW SH SW DH DW PT PL OH OW M batch x_step y_step */
+            const float *x = T(0), *res = T(4);
+            float* y = T(2);
+            for (long k = 0; k < p[14] && !bad; k++)
+                bad = nx_conv_shifted(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12],
+                                      x + k * p[15], p[13], T(1), y + k * p[16], T(3), res ? res + k * p[16] : NULL,
+                                      act, fa, fb, T(5), threads);
+            break;
+        }
+        case OP_WINOGRAD:
+            bad = nx_winograd_f4(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], T(0), T(1), T(2), T(3), T(4),
+                                 T(5), act, fa, fb, threads);
+            break;
+        case OP_COPY: memcpy(T(1), T(0), (size_t)p[0]); break;
+        default: return -1 - (int)i;
+        }
+        if (bad) return -1 - (int)i;
+    }
+    return 0;
+}

@@ -1,0 +1,230 @@
+"""Native chains (native_eps/onnxide_native/chain.py): runs of nodes lowered to one nx_chain_run call give
+onnxruntime's results for every lowering (GEMM forms, element-wise broadcasts, activations, softmax, norms, pooling,
+each conv path, views), at one and two threads; the chain really forms; inputs of other shapes run the original steps;
+values read after the chain and graph outputs come out right; symbolic dims get a chain once the shapes repeat."""
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxide
+
+NATIVE = "NativeCPUExecutionProvider"
+pytestmark = pytest.mark.skipif(NATIVE not in onnxide.get_available_providers(),
+                                reason="native CPU kernels not built (native_eps/cpu_kernels/build.sh)")
+rng = np.random.default_rng(16)
+F = TensorProto.FLOAT
+
+
+def _w(*shape, scale=0.3):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _model(nodes, inputs, output, inits=(), opset=17, out_shape=None):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, a.shape) for n, a in inputs.items()],
+                          [helper.make_tensor_value_info(output, F, out_shape)],
+                          [numpy_helper.from_array(a, n) for n, a in inits])
+    ops = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(g, opset_imports=ops, ir_version=9).SerializeToString()
+
+
+def _chains(sess):
+    plans = [sess._executor.main_plan] + [e.main_plan for e in (sess._specialized._executors.values()
+                                                                 if sess._specialized else ()) if e is not None]
+    return [s for p in plans for s in p.steps if s.node.op_type == "NativeChain"]
+
+
+def _check(data, feeds, threads=1, optimize=False, chained=True):
+    so = onnxide.SessionOptions()
+    so.intra_op_num_threads = threads
+    if not optimize:
+        so.graph_optimization_level = onnxide.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = onnxide.InferenceSession(data, so, providers=[NATIVE, "CPUExecutionProvider"])
+    got = sess.run(None, feeds)
+    assert bool(_chains(sess)) == chained
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    return sess, got
+
+
+def _then_scale(node_out, final="y"):
+    """A Mul by 0.5 after the node under test (a second kernel, so the two form a chain)."""
+    return helper.make_node("Mul", [node_out, "half"], [final]), ("half", np.array(0.5, np.float32))
+
+
+GEMM_CASES = {
+    "matmul const B": ([helper.make_node("MatMul", ["x", "w"], ["t"])], {"x": _w(5, 24)}, [("w", _w(24, 40))]),
+    "matmul 3-D A": ([helper.make_node("MatMul", ["x", "w"], ["t"])], {"x": _w(2, 3, 24)}, [("w", _w(24, 33))]),
+    "matmul row": ([helper.make_node("MatMul", ["x", "w"], ["t"])], {"x": _w(1, 64)}, [("w", _w(64, 70))]),
+    "matmul dynamic B": ([helper.make_node("MatMul", ["x", "b"], ["t"])], {"x": _w(6, 20), "b": _w(20, 17)}, []),
+    "gemm bias n": ([helper.make_node("Gemm", ["x", "w", "c"], ["t"], transB=1)], {"x": _w(7, 24)},
+                    [("w", _w(30, 24)), ("c", _w(30))]),
+    "gemm bias 1xn": ([helper.make_node("Gemm", ["x", "w", "c"], ["t"])], {"x": _w(2, 24)},
+                      [("w", _w(24, 30)), ("c", _w(1, 30))]),
+    "gemm row bias": ([helper.make_node("Gemm", ["x", "w", "c"], ["t"])], {"x": _w(9, 24)},
+                      [("w", _w(24, 30)), ("c", _w(9, 1))]),
+    "gemm full C": ([helper.make_node("Gemm", ["x", "w", "c"], ["t"])], {"x": _w(9, 24), "c": _w(9, 30)},
+                    [("w", _w(24, 30))]),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", sorted(GEMM_CASES))
+def test_gemm_forms(case, threads):
+    nodes, feeds, inits = GEMM_CASES[case]
+    mul, half = _then_scale("t")
+    _check(_model(nodes + [mul], feeds, "y", inits + [half]), feeds, threads)
+
+
+ELEMENTWISE = [("Add", (2, 8, 5, 5), (1, 8, 1, 1)), ("Sub", (1, 8, 1, 1), (2, 8, 5, 5)), ("Mul", (4, 30), (30,)),
+               ("Div", (4, 30), (4, 30)), ("Add", (3, 4, 5), ()), ("Mul", (5, 3, 1), (5, 3, 7))]
+
+
+@pytest.mark.parametrize("op,sa,sb", ELEMENTWISE)
+def test_binary_broadcasts(op, sa, sb):
+    a, b = np.asarray(_w(*sa)), np.asarray(_w(*sb) + np.float32(3.0 if op == "Div" else 0.0))
+    out = np.broadcast_shapes(sa, sb)
+    nodes = [helper.make_node(op, ["a", "b"], ["t"]), helper.make_node("Sigmoid", ["t"], ["y"])]
+    _check(_model(nodes, {"a": a, "b": b}, "y", out_shape=list(out)), {"a": a, "b": b})
+
+
+def test_a_broadcast_the_kernels_lack_stays_out():
+    """(4, 1, 5) with (1, 3, 1): neither operand has the output's shape, so the Add runs in numpy, alone."""
+    a, b = _w(4, 1, 5), _w(1, 3, 1)
+    nodes = [helper.make_node("Add", ["a", "b"], ["t"]), helper.make_node("Sigmoid", ["t"], ["y"])]
+    _check(_model(nodes, {"a": a, "b": b}, "y"), {"a": a, "b": b}, chained=False)
+
+
+@pytest.mark.parametrize("op,attrs", [("Relu", {}), ("LeakyRelu", {"alpha": 0.2}), ("Tanh", {}), ("Sigmoid", {}),
+                                      ("HardSigmoid", {}), ("HardSwish", {}), ("Erf", {})])
+def test_activations(op, attrs):
+    x = _w(3, 50, scale=2.0)
+    nodes = [helper.make_node(op, ["x"], ["t"], **attrs), helper.make_node("Softmax", ["t"], ["y"])]
+    _check(_model(nodes, {"x": x}, "y"), {"x": x})
+
+
+@pytest.mark.parametrize("opset,axis", [(17, -1), (11, 1), (11, 0)])
+def test_softmax_forms(opset, axis):
+    x = _w(2, 3, 7, scale=3.0)
+    nodes = [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("LogSoftmax", ["t"], ["y"], axis=axis)]
+    _check(_model(nodes, {"x": x}, "y", opset=opset), {"x": x})
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_layer_norm(with_bias):
+    x = _w(2, 5, 16)
+    inits = [("g", _w(16) + 1)] + ([("b", _w(16))] if with_bias else [])
+    nodes = [helper.make_node("LayerNormalization", ["x", "g"] + (["b"] if with_bias else []), ["t"], epsilon=1e-3),
+             helper.make_node("Tanh", ["t"], ["y"])]
+    _check(_model(nodes, {"x": x}, "y", inits), {"x": x})
+
+
+def test_batch_norm_pools_and_views():
+    x = _w(2, 4, 9, 9)
+    bn = [("s", _w(4) + 1), ("bb", _w(4)), ("m", _w(4)), ("v", np.abs(_w(4)) + 0.5)]
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "bb", "m", "v"], ["n"]),
+             helper.make_node("MaxPool", ["n"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0],
+                              ceil_mode=1),
+             helper.make_node("GlobalAveragePool", ["p"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Relu", ["f"], ["y"])]
+    _check(_model(nodes, {"x": x}, "y", bn), {"x": x})
+
+
+def test_max_pool_1d():
+    x = _w(1, 3, 20)
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3], strides=[2], dilations=[2]),
+             helper.make_node("Sigmoid", ["p"], ["y"])]
+    _check(_model(nodes, {"x": x}, "y"), {"x": x})
+
+
+CONVS = {  # (x shape, w shape, attributes): each conv path of cpu_ops.conv_plan
+    "depthwise": ((2, 8, 11, 11), (8, 1, 3, 3), {"group": 8, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    "shifted": ((2, 5, 12, 10), (7, 5, 3, 3), {"pads": [1, 2, 0, 1], "dilations": [1, 2]}),
+    "1x1": ((2, 6, 7, 7), (9, 6, 1, 1), {}),
+    "winograd": ((1, 32, 12, 12), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "1-D": ((2, 4, 30), (6, 4, 5), {"strides": [3]}),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("z", [False, True])
+@pytest.mark.parametrize("case", sorted(CONVS))
+def test_conv_paths(case, z, threads):
+    """Conv + bias + Relu (fused by the optimizer into FusedConv), with a residual Add as Z where asked."""
+    xs, ws, attrs = CONVS[case]
+    x, w, b = _w(*xs), _w(*ws), _w(ws[0])
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], **attrs)]
+    last = "c"
+    feeds = {"x": x}
+    if z:
+        so = onnxide.SessionOptions()
+        so.graph_optimization_level = onnxide.GraphOptimizationLevel.ORT_DISABLE_ALL
+        probe = _model(nodes, feeds, "c", [("w", w), ("b", b)])
+        feeds["z"] = _w(*onnxide.InferenceSession(probe, so).run(None, {"x": x})[0].shape)
+        nodes.append(helper.make_node("Add", ["c", "z"], ["s"]))
+        last = "s"
+    nodes += [helper.make_node("Relu", [last], ["r"]), helper.make_node("Sigmoid", ["r"], ["y"])]
+    _check(_model(nodes, feeds, "y", [("w", w), ("b", b)]), feeds, threads, optimize=True)
+
+
+def test_mlp_is_one_chain_and_middle_values_escape():
+    """A graph output taken from the middle of the chain, and a value the chain makes that a numpy-only node (Cos)
+    reads afterwards, both come out of it."""
+    x = _w(1, 64)
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["m0"]), helper.make_node("Add", ["m0", "b0"], ["a0"]),
+             helper.make_node("Relu", ["a0"], ["r0"]), helper.make_node("MatMul", ["r0", "w1"], ["m1"]),
+             helper.make_node("Add", ["m1", "b1"], ["y"]), helper.make_node("Cos", ["r0"], ["cos"])]
+    inits = [("w0", _w(64, 32)), ("b0", _w(32)), ("w1", _w(32, 10)), ("b1", _w(10))]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", F, [1, 64])],
+                          [helper.make_tensor_value_info(n, F, None) for n in ("y", "cos", "a0")],
+                          [numpy_helper.from_array(a, n) for n, a in inits])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    sess, got = _check(data, {"x": x}, optimize=True)
+    assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain", "Cos"]
+    again = sess.run(None, {"x": x})  # (the arena is reused: earlier outputs are the caller's, unchanged)
+    for g1, g2 in zip(got, again):
+        np.testing.assert_array_equal(g1, g2)
+
+
+def test_inputs_of_another_shape_run_the_steps():
+    """A rank-0 declared input takes a shape-[1] feed (as onnxruntime): not the shape the chain was lowered for, so
+    its steps run one by one."""
+    nodes = [helper.make_node("Mul", ["x", "k"], ["t"]), helper.make_node("Sigmoid", ["t"], ["y"])]
+    data = _model(nodes, {"x": np.zeros((), np.float32)}, "y", [("k", np.array(2.0, np.float32))])
+    so = onnxide.SessionOptions()
+    so.graph_optimization_level = onnxide.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = onnxide.InferenceSession(data, so, providers=[NATIVE, "CPUExecutionProvider"])
+    assert _chains(sess)
+    for x in (np.array(0.3, np.float32), np.array([0.3], np.float32)):
+        y = sess.run(None, {"x": x})[0]
+        assert y.shape == x.shape
+        np.testing.assert_allclose(y, 1 / (1 + np.exp(-0.6)), rtol=1e-6)
+
+
+def test_symbolic_dims_get_a_chain_once_the_shapes_repeat():
+    x = _w(3, 3, 10, 10)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["n", 3, "h", "w"])],
+                          [helper.make_tensor_value_info("y", F, ["n", 4, 1, 1])], [numpy_helper.from_array(_w(4, 3, 3, 3),
+                                                                                                     "w")])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    sess = onnxide.InferenceSession(data, providers=[NATIVE, "CPUExecutionProvider"])
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    first = sess.run(None, {"x": x})[0]
+    assert not _chains(sess)
+    for _ in range(2):
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
+    assert _chains(sess)
+    np.testing.assert_allclose(first, want, rtol=1e-4, atol=1e-5)
+
+
+def test_chains_off_by_provider_option():
+    x = _w(2, 30)
+    nodes = [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Sigmoid", ["t"], ["y"])]
+    data = _model(nodes, {"x": x}, "y")
+    sess = onnxide.InferenceSession(data, providers=[(NATIVE, {"chains": "0"}), "CPUExecutionProvider"])
+    assert not _chains(sess)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], 1 / (1 + np.exp(-np.maximum(x, 0))), rtol=1e-6)
