@@ -1,9 +1,13 @@
-"""WebGPU CumSum, Pad, Resize, ConstantOfShape, Trilu, bias activations and MultiHeadAttention vs the CPU EP."""
+"""WebGPU CumSum, Pad, Resize, ConstantOfShape, Trilu, bias activations, MultiHeadAttention and integer Div by zero
+vs the CPU EP."""
 import itertools
 
 import numpy as np
 import pytest
+from onnx import helper
 
+import onnxide as ort
+from webgpu import nodes
 from webgpu.nodes import Const, check
 
 rng = np.random.default_rng(3)
@@ -126,3 +130,19 @@ def test_outputs_past_the_binding_size_are_declined(monkeypatch):
     value = numpy_helper.from_array(np.float32([2.5]))
     check("ConstantOfShape", [Const(np.array([64, 64], np.int64))], value=value, exact=True, on_device=False)
     check("ConstantOfShape", [Const(np.array([16, 64], np.int64))], value=value, exact=True)
+
+
+def test_integer_div_by_zero_fails_as_on_the_cpu_ep():
+    """WGSL's integer division by zero gives a value; the kernel raises the device's error flag instead, reported
+    at the readback with the CPU EP's (onnxruntime's) Fail, and the flag is clear for the next run."""
+    a = np.array([[7, -7, 9], [1, 2, 3]], np.int32)
+    good, bad = np.array([2, -3, 4], np.int32), np.array([2, 0, 4], np.int32)
+    check("Div", [a, good], exact=True)  # (on the device, equal to the CPU EP's truncating division)
+    m = nodes.model(helper.make_node("Div", ["a", "b"], ["y"]), {"a": a, "b": bad})
+    for provider in ("WebGpuExecutionProvider", "CPUExecutionProvider"):
+        with pytest.raises(ort.Fail, match="Integer division by zero"):
+            nodes.run(provider, m, {"a": a, "b": bad})
+    sess = ort.InferenceSession(m, providers=["WebGpuExecutionProvider"])
+    with pytest.raises(ort.Fail, match="Integer division by zero"):
+        sess.run(None, {"a": a, "b": bad})
+    np.testing.assert_array_equal(sess.run(None, {"a": a, "b": good})[0], [[3, 2, 2], [0, 0, 0]])

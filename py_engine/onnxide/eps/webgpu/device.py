@@ -3,14 +3,17 @@ tensors as GPU buffers, a buffer pool fed by the plan's releases, uploads / down
 recorded into one command stream that is submitted when something must see its results."""
 import numpy as np
 
-from ...errors import EPFail, InvalidArgument
+from ...errors import EPFail, Fail, InvalidArgument
 from ...runtime.devices import Device
 from . import programs
 
 # numpy dtype -> (WGSL storage element, bytes per element on the device); bool is stored as u32, int64 as two i32
 STORAGE = {np.dtype(np.float32): ("f32", 4), np.dtype(np.float16): ("f16", 2), np.dtype(np.int32): ("i32", 4),
            np.dtype(np.uint32): ("u32", 4), np.dtype(np.int64): ("i64", 8), np.dtype(np.bool_): ("bool", 4)}
-ERRORS = {1: "Gather: an index is out of range for its axis (reported by the WebGPU device at the next readback)"}
+# error flag codes kernels raise -> (error class, message), reported at the next readback
+ERRORS = {1: (InvalidArgument, "Gather: an index is out of range for its axis (reported by the WebGPU device at the "
+                               "next readback)"),
+          2: (Fail, "Integer division by zero (reported by the WebGPU device at the next readback)")}
 POOL_BYTES = 256 << 20  # free buffers kept for reuse; beyond this they are destroyed
 _ALIGN = 256
 
@@ -165,7 +168,8 @@ class WebGpuDevice(Device):
         code = int(np.asarray(flag, np.uint8)[:4].view(np.uint32)[0]) if flag is not None else 0
         if code:
             self.backend.write(self._errors, np.zeros(4, np.uint32).view(np.uint8))
-            raise InvalidArgument(ERRORS.get(code, f"a WebGPU kernel reported error {code}"))
+            cls, message = ERRORS.get(code, (EPFail, f"a WebGPU kernel reported error {code}"))
+            raise cls(message)
 
     def from_external(self, obj):
         return None

@@ -48,6 +48,7 @@ BINARY_INT = {"Add": "a + b", "Sub": "a - b", "Mul": "a * b", "Div": "a / b", "M
 COMPARE = {"Equal": "a == b", "Less": "a < b", "Greater": "a > b", "LessOrEqual": "a <= b",
            "GreaterOrEqual": "a >= b"}
 LOGIC = {"And": "a && b", "Or": "a || b", "Xor": "a != b"}
+DIV_BY_ZERO = 2  # device.ERRORS' code
 
 
 def broadcast_shape(shapes, name):
@@ -68,9 +69,10 @@ def _strides(shape, out):
     return strides
 
 
-def run(device, name, expr, inputs, out_dtype, params=(0.0, 0.0), out_shape=None, float_math=False):
+def run(device, name, expr, inputs, out_dtype, params=(0.0, 0.0), out_shape=None, float_math=False, check=None):
     """Dispatch `expr` (over a, b, c: the inputs, as f32 with `float_math`, else as their compute types; p0, p1:
-    `params`) into a new tensor of `out_dtype` and the inputs' broadcast shape."""
+    `params`) into a new tensor of `out_dtype` and the inputs' broadcast shape. `check`: (a WGSL condition over the
+    same operands, a device.ERRORS code) raising the device's error flag where the condition holds."""
     out_shape = broadcast_shape([t.shape for t in inputs], name) if out_shape is None else out_shape
     out_dtype = np.dtype(out_dtype)
     out = device.alloc(out_shape, out_dtype)
@@ -84,18 +86,19 @@ def run(device, name, expr, inputs, out_dtype, params=(0.0, 0.0), out_shape=None
         load = "f32(ld_x{k}(o{k}))" if float_math else "ld_x{k}(o{k})"
         loads = " ".join(f"let {v} = {load.format(k=k)};" for k, v in enumerate("abc"[:len(inputs)]))
         value = f"f16({expr})" if float_math and out_dtype == F16 else expr
+        flag = f"if ({check[0]}) {{ atomicMax(&err[0], {check[1]}u); }}\n  " if check else ""
         return P.render("elementwise", INTERFACE=P.interface([(f"x{k}", d) for k, d in enumerate(dtypes)],
-                                                             [("y", out_dtype)]),
+                                                             [("y", out_dtype)], error_flag=bool(check)),
                         COMMON=P.template("common"), RANK=rank, WORKGROUP=P.WORKGROUP, LINEAR=P.LINEAR,
-                        OFFSETS=offsets, BODY=f"{loads}\n  st_y(i, {value});")
+                        OFFSETS=offsets, BODY=f"{loads}\n  {flag}st_y(i, {value});")
 
     meta = [n, P.f32_word(params[0]), P.f32_word(params[1])]
     if not flat:
         meta += list(out_shape)
         for t in inputs:
             meta += _strides(t.shape, out_shape)
-    key = ("elementwise", expr, float_math, tuple(d.str for d in dtypes), out_dtype.str, rank)
-    device.dispatch(key, wgsl, inputs, [out], meta, n)
+    key = ("elementwise", expr, float_math, tuple(d.str for d in dtypes), out_dtype.str, rank, check)
+    device.dispatch(key, wgsl, inputs, [out], meta, n, checked=bool(check))
     return out
 
 
@@ -123,7 +126,8 @@ def unary(device, op, x, attrs):
 def binary(device, op, a, b):
     if a.dtype in FLOATS:
         return run(device, op, BINARY_FLOAT[op], [a, b], a.dtype, float_math=True)
-    return run(device, op, BINARY_INT[op], [a, b], a.dtype)
+    # (WGSL's integer division by zero gives a value; onnxruntime fails: the device's error flag reports it)
+    return run(device, op, BINARY_INT[op], [a, b], a.dtype, check=("b == 0", DIV_BY_ZERO) if op == "Div" else None)
 
 
 def compare(device, op, a, b):

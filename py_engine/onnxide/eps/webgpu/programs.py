@@ -68,10 +68,11 @@ def _store(name, dtype):
     return f"fn st_{name}(i: u32, v: {ct}) {{ {name}[i] = v; }}"
 
 
-def interface(inputs, outputs, meta_words=META_WORDS):
-    """WGSL declarations for tensors `inputs` / `outputs` ([(name, dtype)]) at bindings 0.., then the meta
-    uniform: `enable f16;` where needed, the bindings, ld_/st_ accessors, m(i) for meta word i and mf(i) for it as
-    an f32, and LINEAR (a thread's index)."""
+def interface(inputs, outputs, meta_words=META_WORDS, error_flag=False):
+    """WGSL declarations for tensors `inputs` / `outputs` ([(name, dtype)]) at bindings 0.., then (`error_flag`) the
+    device's error flag `err` (what Device.dispatch binds when `checked`), then the meta uniform: `enable f16;` where
+    needed, the bindings, ld_/st_ accessors, m(i) for meta word i and mf(i) for it as an f32, and LINEAR (a thread's
+    index)."""
     dts = [np.dtype(d) for _, d in list(inputs) + list(outputs)]
     lines = ["enable f16;"] if np.dtype(np.float16) in dts else []
     n = 0
@@ -80,6 +81,9 @@ def interface(inputs, outputs, meta_words=META_WORDS):
         n += 1
     for name, dt in outputs:
         lines += [_decl(n, name, dt, True), _store(name, dt), _load(name, dt).replace("fn ld_", "fn ldo_")]
+        n += 1
+    if error_flag:
+        lines.append(f"@group(0) @binding({n}) var<storage, read_write> err: array<atomic<u32>>;")
         n += 1
     vec4s = -(-meta_words // 4)
     lines += [f"struct Meta {{ v: array<vec4<u32>, {vec4s}> }};",
