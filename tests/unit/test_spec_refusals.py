@@ -203,3 +203,21 @@ def test_a_numeric_feed_for_a_string_input_is_refused():
     feeds = {"a": np.ones(2, F), "b": np.array(["x", "y"], object)}
     _refused(data, feeds, "InvalidArgument", r"Unexpected input data type. Actual: \(tensor\(float\)\) , expected: "
                                              r"\(tensor\(string\)\)")
+
+
+@pytest.mark.parametrize("where", ["graph output", "value_info"])
+def test_a_declared_rank_unlike_the_inferred_one_is_refused(where):
+    """onnx's checker (full_check: strict shape inference) refuses it; onnxruntime runs it, warning that it falls
+    back to a lenient merge (onnxide refuses a rank it would contradict; other dims that differ it leaves, as
+    onnxruntime)."""
+    import onnx
+
+    nodes = [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Relu", ["t"], ["y"])]
+    declared = vi("t" if where == "value_info" else "y", T.FLOAT, [2, 3, 4])
+    data = _model(nodes, [XV], [declared if where == "graph output" else vi("y", T.FLOAT, [2, 3])],
+                  value_info=[declared] if where == "value_info" else [])
+    with pytest.raises(onnx.shape_inference.InferenceError, match="differ in rank"):
+        onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
+    for ep in EPS:
+        with pytest.raises(onnxide.Fail, match=r"differ in rank: \(2\) vs \(3\)"):
+            onnxide.InferenceSession(data, providers=[ep])

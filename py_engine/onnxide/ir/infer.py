@@ -188,6 +188,11 @@ def _check_declared(node, res, declared):
         if want is not None:
             raise Fail(f"Type Error: Type ({type_string(type_proto(*want))}) of output arg ({name}) of node "
                        f"({node.name}) does not match expected type ({type_string(type_proto(*got))}).")
+        ranks = next(((len(w[1]), len(got[1])) for w in declared.get(name, ()) if w is not None and got is not None
+                      and isinstance(w[1], list) and isinstance(got[1], list) and len(w[1]) != len(got[1])), None)
+        if ranks is not None:
+            raise Fail(f"Node ({node.name}) Op ({node.op_type}) [ShapeInferenceError] Inferred shape and existing "
+                       f"shape of output ({name}) differ in rank: ({ranks[1]}) vs ({ranks[0]})")
 
 
 def _record(g, node, res, types, previous):
