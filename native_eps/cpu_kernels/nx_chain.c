@@ -7,7 +7,7 @@
 #include "nx_kernels.h"
 
 enum { OP_GEMM = 1, OP_ACT, OP_BIAS_ACT, OP_BINARY, OP_SOFTMAX, OP_LAYERNORM, OP_AFFINE, OP_MAXPOOL, OP_GAVG,
-       OP_DWCONV, OP_CONV_SHIFTED, OP_WINOGRAD, OP_COPY };
+       OP_DWCONV, OP_CONV_SHIFTED, OP_WINOGRAD, OP_COPY, OP_STRIDED, OP_UPSAMPLE, OP_ATTENTION };
 
 /* one instruction: 40 longs (onnxide_native/chain.py writes them) */
 typedef struct {
@@ -32,6 +32,27 @@ NX_INLINE float* tensor(const table* tb, long t) {
 
 #define T(i) tensor(&tb, in->t[i])
 
+/* y[out_off + sum i_d * ys_d] = x[in_off + sum i_d * xs_d] over dims[0..rank) (up to 6; strides in floats, the last
+ * dim's inner loop contiguous on the output side when ys is 1): Transpose, Slice, one input of a Concat */
+static void strided_copy(long rank, const long* dims, const long* xs, const long* ys, const float* x, float* y) {
+    long idx[6] = {0}, total = 1;
+    for (long d = 0; d < rank; d++) total *= dims[d];
+    if (!total) return;
+    long inner = dims[rank - 1], xi = xs[rank - 1], yi = ys[rank - 1];
+    for (long done = 0; done < total; done += inner) {
+        long xo = 0, yo = 0;
+        for (long d = 0; d < rank - 1; d++) { xo += idx[d] * xs[d]; yo += idx[d] * ys[d]; }
+        const float* src = x + xo;
+        float* dst = y + yo;
+        if (xi == 1 && yi == 1) memcpy(dst, src, (size_t)inner * sizeof(float));
+        else for (long j = 0; j < inner; j++) dst[j * yi] = src[j * xi];
+        for (long d = rank - 2; d >= 0; d--) {
+            if (++idx[d] < dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
 /* Runs instructions [0, n) over the arena and external pointers. Returns -1 - i when instruction i could not get
  * scratch memory, else 0. */
 NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* arena, void* const* ext, int threads) {
@@ -55,8 +76,8 @@ NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* 
         case OP_BIAS_ACT: nx_bias_act(p[0], p[1], T(0), T(1), T(2), act, fa, fb, threads); break;
         case OP_BINARY: nx_binary((int)p[0], (int)p[1], p[2], p[3], p[4], (int)p[5], T(0), T(1), T(2), threads); break;
         case OP_SOFTMAX: nx_softmax(p[0], p[1], T(0), T(1), 1.f, NULL, 1, 1, 0, 0, (int)p[2], threads); break;
-        case OP_LAYERNORM:
-            nx_layernorm(p[0], p[1], T(0), NULL, NULL, T(1), T(2), in->f[2], T(3), NULL, NULL, NULL, threads);
+        case OP_LAYERNORM:  /* t: x gamma beta y skip bias */
+            nx_layernorm(p[0], p[1], T(0), T(4), T(5), T(1), T(2), in->f[2], T(3), NULL, NULL, NULL, threads);
             break;
         case OP_AFFINE: nx_channel_affine(p[0], p[1], p[2], T(0), T(1), T(2), T(3), threads); break;
         case OP_MAXPOOL:
@@ -82,6 +103,14 @@ NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* 
                                  T(5), act, fa, fb, threads);
             break;
         case OP_COPY: memcpy(T(1), T(0), (size_t)p[0]); break;
+        case OP_STRIDED:  /* p: rank, x offset, y offset, dims[6], x strides[6], y strides[6] (floats) */
+            strided_copy(p[0], p + 3, p + 9, p + 15, T(0) + p[1], T(1) + p[2]);
+            break;
+        case OP_UPSAMPLE: nx_upsample_nearest(p[0], p[1], p[2], p[3], p[4], T(0), T(1), threads); break;
+        case OP_ATTENTION:  /* p: B S T N H HV bias_b bias_h; t: q k v bias out; f[2]: scale */
+            bad = nx_attention(p[0], p[1], p[2], p[3], p[4], p[5], T(0), T(1), T(2), T(3), (int)p[6], (int)p[7],
+                               in->f[2], T(4), threads);
+            break;
         default: return -1 - (int)i;
         }
         if (bad) return -1 - (int)i;

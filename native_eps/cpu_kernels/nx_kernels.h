@@ -29,5 +29,8 @@ int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH, long SW, 
 int nx_winograd_f4(long N, long C, long H, long W, long M, long PT, long PL, long OH, long OW, const float* x,
                    const float* up, const float* bias, const float* z, float* y, float* scratch, int act, float a,
                    float b, int threads);
+void nx_upsample_nearest(long planes, long H, long W, long fh, long fw, const float* x, float* y, int threads);
+int nx_attention(long B, long S, long T, long N, long H, long HV, const float* q, const float* k, const float* v,
+                 const float* bias, int bias_b, int bias_h, float scale, float* out, int threads);
 
 #endif

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import activations, registry
+from onnxide.ops import activations, registry, resize
 from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.plan import Step
 from onnxide.plan.lifetimes import arena_offsets
@@ -19,7 +19,8 @@ F32 = np.dtype(np.float32)
 STAGED = 1 << 16  # chain inputs up to this many bytes are copied into the arena (numpy's .ctypes.data costs ~2.5 us)
 RECORD = 40  # longs per instruction (nx_chain.c's nx_instr)
 OP = {name: i + 1 for i, name in enumerate(("gemm", "act", "bias_act", "binary", "softmax", "layernorm", "affine",
-                                            "maxpool", "gavg", "dwconv", "conv_shifted", "winograd", "copy"))}
+                                            "maxpool", "gavg", "dwconv", "conv_shifted", "winograd", "copy", "strided",
+                                            "upsample", "attention"))}
 HOST_EPS = ("NativeCPUExecutionProvider", "CPUExecutionProvider")
 VIEWS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")  # the output is the input's buffer
 MIN_KERNELS = 2  # a chain of one kernel saves nothing
@@ -133,8 +134,9 @@ class _Builder:
 # --- lowerings: (builder, step, node, opdef, attrs) -> instructions, or Decline -------------------------------------
 
 def _out(step):
+    """The step's one output (optional ones it may have are unnamed)."""
     outs = [k for k in step.out_keys if k]
-    if len(outs) != 1 or len(step.out_keys) != 1:
+    if len(outs) != 1 or not step.out_keys[0]:
         raise Decline("outputs")
     return outs[0]
 
@@ -266,6 +268,158 @@ def _layer_norm(b, step, node, opdef, attrs):
            [0.0, 0.0, float(attrs.get("epsilon", 1e-5))])
 
 
+def _skip_layer_norm(b, step, node, opdef, attrs):
+    """com.microsoft SkipLayerNormalization's first output: LayerNorm(x + skip + bias) over the last axis."""
+    if set(attrs) - {"epsilon"}:
+        raise Decline("SkipLayerNormalization attributes")
+    kx, kskip, kg, kbeta, kbias = (list(step.in_keys) + [None] * 5)[:5]
+    shape = b.shape(kx)
+    if len(shape) < 2 or b.shape(kskip) != shape or any(
+            k is not None and b.shape(k) != shape[-1:] for k in (kg, kbeta, kbias)):
+        raise Decline("SkipLayerNormalization shapes")
+    h = shape[-1]
+    b.emit("layernorm", [math.prod(shape) // h, h], [b.src(kx), b.src(kg), b.src(kbeta), b.dst(_out(step), shape),
+                                                     b.src(kskip), b.src(kbias)],
+           [0.0, 0.0, float(attrs.get("epsilon", 1e-12))])
+
+
+def _contrib_act(b, step, node, opdef, attrs):
+    """com.microsoft Gelu / BiasGelu / FastGelu: the activation of x (+ a bias over its last axis)."""
+    code = K.ACT.get(activations.CONTRIB[node.op_type].name)
+    if code is None or attrs:
+        raise Decline(node.op_type)
+    kx = step.in_keys[0]
+    kbias = step.in_keys[1] if len(step.in_keys) > 1 else None
+    shape = b.shape(kx)
+    if kbias is None:
+        b.emit("act", [math.prod(shape)], [b.src(kx), b.dst(_out(step), shape), -1], [], code)
+    elif shape and b.shape(kbias) == shape[-1:]:
+        b.emit("bias_act", [math.prod(shape) // shape[-1], shape[-1]],
+               [b.src(kx), b.dst(_out(step), shape), b.src(kbias)], [], code)
+    else:
+        raise Decline("bias shape")
+
+
+def _attention(b, step, node, opdef, attrs):
+    """com.microsoft MultiHeadAttention of 3-D q, k, v with an optional attention_bias (no packed bias, key padding
+    mask or past), as the EP's claim takes it."""
+    ins = list(step.in_keys) + [None] * (6 - len(step.in_keys))
+    if set(attrs) - {"num_heads", "scale", "mask_filter_value"} or "num_heads" not in attrs or len(step.in_keys) > 6 \
+            or None in ins[:3] or ins[3] is not None or ins[4] is not None:
+        raise Decline("MultiHeadAttention form")
+    sq, sk, sv = (b.shape(k) for k in ins[:3])
+    n = int(attrs["num_heads"])
+    if len(sq) != 3 or len(sk) != 3 or len(sv) != 3 or n <= 0 or sq[2] % n or sk[0] != sq[0] or sv[:2] != sk[:2] \
+            or sk[2] != sq[2] or sv[2] % n:
+        raise Decline("MultiHeadAttention shapes")
+    bs, s, d = sq
+    h, t, hv = d // n, sk[1], sv[2] // n
+    bias_b = bias_h = 0
+    if ins[5] is not None:
+        sb = b.shape(ins[5])
+        if len(sb) != 4 or sb[0] not in (1, bs) or sb[1] not in (1, n) or sb[2:] != (s, t):
+            raise Decline("attention_bias shape")
+        bias_b, bias_h = int(sb[0] > 1), int(sb[1] > 1)
+    scale = float(attrs.get("scale", 0.0)) or 1.0 / math.sqrt(h)
+    if not scale > 0 or not math.isfinite(scale):
+        raise Decline("scale")
+    b.emit("attention", [bs, s, t, n, h, hv, bias_b, bias_h],
+           [b.src(ins[0]), b.src(ins[1]), b.src(ins[2]), b.src(ins[5]), b.dst(_out(step), (bs, s, n * hv))],
+           [0.0, 0.0, scale])
+
+
+def _strided(b, x, y, dims, xs, ys, x_off=0, y_off=0):
+    if not 1 <= len(dims) <= 6:
+        raise Decline("rank")
+    pad = [0] * (6 - len(dims))
+    b.emit("strided", [len(dims), x_off, y_off, *dims, *pad, *xs, *pad, *ys, *pad], [x, y])
+
+
+def _contiguous(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return strides[::-1]
+
+
+def _transpose(b, step, node, opdef, attrs):
+    shape = b.shape(step.in_keys[0])
+    perm = list(attrs.get("perm", range(len(shape) - 1, -1, -1)))
+    if sorted(perm) != list(range(len(shape))):
+        raise Decline("perm")
+    out = tuple(shape[p] for p in perm)
+    xs = _contiguous(shape)
+    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), out), out, [xs[p] for p in perm], _contiguous(out))
+
+
+def _slice(b, step, node, opdef, attrs):
+    shape = b.shape(step.in_keys[0])
+    if opdef.since < 10:
+        starts, ends, axes, steps = attrs.get("starts"), attrs.get("ends"), attrs.get("axes"), None
+    else:
+        given = [b.const(k) for k in (list(step.in_keys[1:]) + [None] * 4)[:4]]
+        if given[0] is None or given[1] is None or any(g is None and k is not None for g, k in zip(
+                given[2:], (list(step.in_keys[3:]) + [None, None])[:2])):
+            raise Decline("Slice bounds not constant")
+        starts, ends, axes, steps = [None if g is None else [int(v) for v in np.ravel(g)] for g in given]
+    if starts is None or ends is None:
+        raise Decline("Slice bounds")
+    axes = list(range(len(starts))) if axes is None else [a + len(shape) if a < 0 else a for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    if len(ends) != len(starts) or len(axes) != len(starts) or len(steps) != len(starts) or 0 in steps or \
+            len(set(axes)) != len(axes) or any(not 0 <= a < len(shape) for a in axes):
+        raise Decline("Slice arguments")
+    xs, offset = _contiguous(shape), 0
+    dims, strides = list(shape), list(xs)
+    for a, st, en, sp in zip(axes, starts, ends, steps):
+        r = range(*slice(st, en, sp).indices(shape[a]))
+        dims[a], strides[a] = len(r), xs[a] * sp
+        offset += (r.start if len(r) else 0) * xs[a]
+    if 0 in dims:
+        raise Decline("empty")
+    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), tuple(dims)), dims, strides, _contiguous(dims), x_off=offset)
+
+
+def _concat(b, step, node, opdef, attrs):
+    keys = [k for k in step.in_keys if k is not None]
+    shapes = [b.shape(k) for k in keys]
+    rank = len(shapes[0])
+    axis = attrs.get("axis", 0 if opdef.since < 4 else None)
+    if axis is None or rank == 0 or not -rank <= axis < rank:
+        raise Decline("Concat axis")
+    axis %= rank
+    if any(len(s) != rank or s[:axis] != shapes[0][:axis] or s[axis + 1:] != shapes[0][axis + 1:] for s in shapes):
+        raise Decline("Concat shapes")
+    total = sum(s[axis] for s in shapes)
+    out = shapes[0][:axis] + (total,) + shapes[0][axis + 1:]
+    outer, inner = math.prod(out[:axis]), math.prod(out[axis + 1:])
+    y, at = b.dst(_out(step), out), 0
+    for k, s in zip(keys, shapes):
+        row = s[axis] * inner
+        if row:
+            _strided(b, b.src(k), y, [outer, row], [row, 1], [total * inner, 1], y_off=at * inner)
+        at += s[axis]
+    life = b.life[b.tensors[y][1]]
+    life[1] = max(life[1], len(b.code) - 1)  # (written by each copy)
+
+
+def _resize(b, step, node, opdef, attrs):
+    """Nearest upsampling by whole factors (resize.integer_nearest_factors decides, as for the EP's claim)."""
+    if opdef.since < 11:
+        raise Decline("Resize opset")
+    kx, *rest = list(step.in_keys) + [None] * 3
+    shape = b.shape(kx)
+    scales, sizes = b.const(rest[1]), b.const(rest[2])
+    if (rest[1] is not None and scales is None) or (rest[2] is not None and sizes is None):
+        raise Decline("Resize scales not constant")
+    f = resize.integer_nearest_factors(shape, scales, sizes, **attrs)
+    if f is None:
+        raise Decline("Resize form")
+    n, c, h, w = shape
+    b.emit("upsample", [n * c, h, w, f[0], f[1]], [b.src(kx), b.dst(_out(step), (n, c, h * f[0], w * f[1]))])
+
+
 def _batch_norm(b, step, node, opdef, attrs):
     """Inference form with constant parameters: y = x·a + (b − mean·a) per channel, a and the shift computed as the
     native kernel computes them."""
@@ -354,9 +508,11 @@ def _view(b, step, node, opdef, attrs):
 
 LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
          "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm, "MaxPool": _max_pool,
-         "GlobalAveragePool": _global_average_pool, **{op: _binary for op in K.BINARY},
-         **{op: _unary for op in activations.BY_OP}, **{op: _view for op in VIEWS}}
-MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm}
+         "GlobalAveragePool": _global_average_pool, "Transpose": _transpose, "Slice": _slice, "Concat": _concat,
+         "Resize": _resize, **{op: _binary for op in K.BINARY}, **{op: _unary for op in activations.BY_OP},
+         **{op: _view for op in VIEWS}}
+MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,
+            "MultiHeadAttention": _attention, **{op: _contrib_act for op in activations.CONTRIB}}
 
 
 def _lower(b, step):

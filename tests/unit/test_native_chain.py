@@ -228,3 +228,65 @@ def test_chains_off_by_provider_option():
     sess = onnxide.InferenceSession(data, providers=[(NATIVE, {"chains": "0"}), "CPUExecutionProvider"])
     assert not _chains(sess)
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], 1 / (1 + np.exp(-np.maximum(x, 0))), rtol=1e-6)
+
+
+def _i64(name, v):
+    return name, np.array(v, np.int64)
+
+
+COPIES = {  # nodes after Relu(x), x of shape (2, 3, 4, 5)
+    "transpose": ([helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 3, 1])], []),
+    "transpose default": ([helper.make_node("Transpose", ["r"], ["t"])], []),
+    "slice steps": ([helper.make_node("Slice", ["r", "st", "en", "ax", "sp"], ["t"])],
+                    [_i64("st", [-1, 1]), _i64("en", [-100, 5]), _i64("ax", [3, 2]), _i64("sp", [-2, 2])]),
+    "slice clamps": ([helper.make_node("Slice", ["r", "st", "en"], ["t"])], [_i64("st", [0, 1]), _i64("en", [9, 99])]),
+    "concat": ([helper.make_node("Concat", ["r", "k", "r"], ["t"], axis=1)],
+               [("k", np.arange(40, dtype=np.float32).reshape(2, 1, 4, 5))]),
+    "concat last": ([helper.make_node("Concat", ["r", "r"], ["t"], axis=-1)], []),
+    "resize": ([helper.make_node("Resize", ["r", "", "sc"], ["t"], mode="nearest")],
+               [("sc", np.array([1, 1, 2, 3], np.float32))]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COPIES))
+def test_copies(case):
+    x = _w(2, 3, 4, 5)
+    nodes, inits = COPIES[case]
+    nodes = [helper.make_node("Relu", ["x"], ["r"])] + nodes + [helper.make_node("Sigmoid", ["t"], ["y"])]
+    sess, _ = _check(_model(nodes, {"x": x}, "y", inits, opset=18), {"x": x})
+    assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
+
+
+def _ms_model(node, inputs, inits, out_shape):
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), node, helper.make_node("Tanh", ["t"], ["y"])]
+    return _model(nodes, inputs, "y", inits, out_shape=out_shape)
+
+
+@pytest.mark.parametrize("op,with_bias", [("BiasGelu", True), ("FastGelu", True), ("FastGelu", False),
+                                          ("Gelu", False)])
+def test_contrib_activations(op, with_bias):
+    x = _w(2, 6, 16, scale=2.0)
+    node = helper.make_node(op, ["r"] + (["b"] if with_bias else []), ["t"], domain="com.microsoft")
+    _check(_ms_model(node, {"x": x}, [("b", _w(16))] if with_bias else [], [2, 6, 16]), {"x": x})
+
+
+@pytest.mark.parametrize("beta,bias", [(True, True), (False, False)])
+def test_skip_layer_norm(beta, bias):
+    x, skip = _w(2, 6, 16), _w(2, 6, 16)
+    inputs = ["r", "skip", "g"] + (["beta"] if beta else [""]) + (["bias"] if bias else [])
+    inits = [("g", _w(16) + 1)] + ([("beta", _w(16))] if beta else []) + ([("bias", _w(16))] if bias else [])
+    node = helper.make_node("SkipLayerNormalization", inputs, ["t"], domain="com.microsoft", epsilon=1e-5)
+    _check(_ms_model(node, {"x": x, "skip": skip}, inits, [2, 6, 16]), {"x": x, "skip": skip})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("bias_shape", [None, (1, 1, 5, 7), (2, 4, 5, 7)])
+def test_multi_head_attention(bias_shape, threads):
+    q, k, v = _w(2, 5, 32), _w(2, 7, 32), _w(2, 7, 24)
+    inputs = {"x": q, "k": k, "v": v}
+    names = ["r", "k", "v", "", ""]
+    if bias_shape:
+        inputs["ab"] = _w(*bias_shape)
+        names.append("ab")
+    node = helper.make_node("MultiHeadAttention", names, ["t"], domain="com.microsoft", num_heads=4)
+    _check(_ms_model(node, inputs, [], [2, 5, 24]), inputs, threads)
