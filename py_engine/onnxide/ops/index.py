@@ -292,6 +292,11 @@ def _slice_rule(f):
         return [(t0, None)]
     params = _slice_params(f)
     dims = None if params is None else _sliced(s0, *params)
+    held = f.shape_value(0)
+    if held is not None and not held[1] and params is not None and len(params[0]) == 1 and \
+            len(params[1]) == 1 and params[2] in (None, [0], [-1]) and params[3] in (None, [1]):
+        n = len(held[0])  # (a 1-D shape value sliced: torch's x.shape[:2])
+        f.holds([held[0][i] for i in range(*slice_bounds(n, params[0][0], params[1][0], 1).indices(n))])
     return [(t0, dims if dims is not None else unknown_dims(len(s0)))]
 
 

@@ -138,8 +138,8 @@ def broadcast(shapes):
         elif all(d == known[0] for d in known) and known[0] is not None:
             out.append(known[0])
         else:
-            ints = {d for d in known if isinstance(d, int)}
-            out.append(ints.pop() if len(ints) == 1 and len(set(known)) > 1 and None not in known else None)
+            ints = {d for d in known if isinstance(d, int)}  # one static size: the others (symbolic or unknown)
+            out.append(ints.pop() if len(ints) == 1 else None)  # are 1 or it, in any run that succeeds
     return out
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..dtypes import BOOL
-from .inference import fixed_type, predicate
+from .inference import fixed_type, predicate, rule
 from .math import legacy_broadcast, lift
 from .registry import op
 from .util import not_broadcastable
@@ -61,6 +61,29 @@ def logical_not(x):
 
 
 equal = _binary("Equal", np.equal, [1])
+
+
+def _same_entry(a, b):
+    """1 / 0 when two shape entries are surely equal / different (a symbolic dim is never negative), else None."""
+    if isinstance(a, int) and isinstance(b, int):
+        return int(a == b)
+    if isinstance(a, str) and isinstance(b, str):
+        return 1 if a == b else None
+    if isinstance(a, str) or isinstance(b, str):
+        n = b if isinstance(a, str) else a
+        return 0 if isinstance(n, int) and n < 0 else None
+    return None
+
+
+@rule("Equal")
+def _equal_rule(f):
+    """predicate's; of two shape values, entries 1 / 0 where known (the Where of torch's expand(-1) reads them)."""
+    a, b = f.shape_value(0), f.shape_value(1)
+    if a is not None and b is not None and (len(a[0]) == len(b[0]) or 1 in (len(a[0]), len(b[0]))):
+        n = max(len(a[0]), len(b[0]))
+        f.holds([_same_entry(a[0][i if len(a[0]) > 1 else 0], b[0][i if len(b[0]) > 1 else 0]) for i in range(n)],
+                a[1] and b[1])
+    return predicate(f)
 greater = _binary("Greater", np.greater, [1])
 less = _binary("Less", np.less, [1])
 greater_or_equal = _binary("GreaterOrEqual", np.greater_equal, [12])

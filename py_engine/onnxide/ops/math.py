@@ -653,5 +653,13 @@ def where(condition, x, y):
 
 @rule("Where")
 def _where_rule(f):
-    """X's (and Y's) type, all three inputs broadcast."""
+    """X's (and Y's) type, all three inputs broadcast; shape entries picked where the condition's are known (torch's
+    expand(-1) writes Where(Equal(shape, -1), 1, shape))."""
+    held = [f.shape_value(i) for i in range(3)]
+    if all(h is not None for h in held):
+        n = max(len(h[0]) for h in held)
+        if all(len(h[0]) in (1, n) for h in held):
+            c, x, y = ([h[0][i if len(h[0]) > 1 else 0] for i in range(n)] for h in held)
+            if all(isinstance(ci, int) for ci in c):
+                f.holds([xi if ci else yi for ci, xi, yi in zip(c, x, y)], all(h[1] for h in held))
     return [(f.common_type([1, 2]), broadcast([d for _, d in f.ins]))]

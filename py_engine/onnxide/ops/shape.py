@@ -75,23 +75,44 @@ def _reshaped_dims(s0, shape, allowzero):
             out.append(s0[i] if s0 is not None and i < len(s0) else None)
         else:
             out.append(d if d != -1 else None)
-    if -1 in shape and s0 is not None and product(s0) is not None and \
-            all(isinstance(d, int) for d in out if d is not None):
-        known = product([d for d in out if d is not None])
-        if known:
-            out[shape.index(-1)] = product(s0) // known
+    if -1 in shape:
+        out[shape.index(-1)] = _inferred_dim(s0, [d for i, d in enumerate(out) if i != shape.index(-1)])
     return out
+
+
+def _inferred_dim(s0, others):
+    """The dim a -1 stands for: the input's size over the other output dims, where both are static or their
+    symbolic dims cancel (a [batch, 192, 14, 14] input to [batch, 192, -1]: 196); None when not known."""
+    if s0 is None or any(d is None for d in list(s0) + others):
+        return None
+    syms = sorted(d for d in s0 if isinstance(d, str))
+    if syms != sorted(d for d in others if isinstance(d, str)):
+        return None
+    size, known = product([d for d in s0 if isinstance(d, int)]), product([d for d in others if isinstance(d, int)])
+    return size // known if known and size % known == 0 else None
 
 
 def _entry_dims(s0, entries, allowzero):
     """Reshape's output dims for a shape tensor known only as shape entries (ints / symbolic dims / None)."""
-    return [(s0[i] if s0 is not None and i < len(s0) else None) if e == 0 and not allowzero
-            else (e if isinstance(e, str) or (isinstance(e, int) and e > 0) else None)
-            for i, e in enumerate(entries)]
+    out = [(s0[i] if s0 is not None and i < len(s0) else None) if e == 0 and not allowzero
+           else (e if isinstance(e, str) or (isinstance(e, int) and e > 0) else None)
+           for i, e in enumerate(entries)]
+    if entries.count(-1) == 1:
+        at = entries.index(-1)
+        out[at] = _inferred_dim(s0, out[:at] + out[at + 1:])
+    return out
 
 
 @rule("Reshape")
 def _reshape_rule(f):
+    res = _reshape_dims_rule(f)
+    held = f.shape_value(0)
+    if held is not None and res[0][1] is not None and len(res[0][1]) == 1:  # a shape value flattened (or kept 1-D)
+        f.holds(held[0])
+    return res
+
+
+def _reshape_dims_rule(f):
     t0, s0, allowzero = f.type(0), f.dims(0), f.attr("allowzero", 0)
     if len(f.node.inputs) < 2:
         return [(t0, _reshaped_dims(s0, f.attr("shape", []), allowzero))]

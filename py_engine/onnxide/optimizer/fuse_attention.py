@@ -17,12 +17,27 @@ def _perm(n):
     return list(n.attrs.get("perm") or [])
 
 
+def _keeps_leading(g, reshape, target):
+    """Whether a Reshape's constant `target` keeps its input's dims 0 and 1: each entry 0 (copy) or that dim, static
+    (a batch-dynamic export's [0, 197, 3, 64]), or one of them -1 where the other entries account for the rest of
+    the input (a sequence-dynamic export's [0, -1, 6, 64] of a [batch, seq, 384] input)."""
+    dims = dims_of(g, reshape.inputs[0]) or []
+    if len(dims) < 2:
+        return False
+    lead = [int(t) == 0 or (isinstance(d, int) and int(t) == d) for t, d in zip(target[:2], dims)]
+    if all(lead):
+        return True
+    rest = dims[2:]
+    return (sorted(lead) == [False, True] and -1 in (int(target[0]), int(target[1]))
+            and all(isinstance(d, int) for d in rest) and int(np.prod(rest)) == int(np.prod(target[2:])))
+
+
 def _heads(g, reshape, prod):
     """(3-D input, N, H) when `reshape` splits the last dim into [N, H] keeping dims 0 and 1, else None."""
     if not _is(reshape, "Reshape") or reshape.attrs.get("allowzero", 0):
         return None
     target = constant_value(g, reshape.inputs[1])
-    if target is None or target.size != 4 or any(int(t) not in (0,) for t in target[:2]):
+    if target is None or target.size != 4 or not _keeps_leading(g, reshape, target):
         return None
     n, h = int(target[2]), int(target[3])
     return (reshape.inputs[0], n, h) if n > 0 and h > 0 else None
@@ -88,7 +103,8 @@ def fuse_attention(model):
             continue
         hq, hk, hv = (_heads(g, prod.get(t.inputs[0]), prod) for t in (tq, tk, tv))
         target = constant_value(g, ro.inputs[1])
-        if None in (hq, hk, hv) or target is None or target.size != 3 or list(target[:2]) != [0, 0]:
+        if None in (hq, hk, hv) or target is None or target.size != 3 or not _keeps_leading(g, ro, target) \
+                or ro.attrs.get("allowzero", 0):
             continue
         (q3, n, h), (k3, nk, hk_), (v3, nv, hv_) = hq, hk, hv
         if not (n == nk == nv and h == hk_ == hv_ and int(target[2]) == n * h):
