@@ -7,7 +7,7 @@
 #include "nx_kernels.h"
 
 enum { OP_GEMM = 1, OP_ACT, OP_BIAS_ACT, OP_BINARY, OP_SOFTMAX, OP_LAYERNORM, OP_AFFINE, OP_MAXPOOL, OP_GAVG,
-       OP_DWCONV, OP_CONV_SHIFTED, OP_WINOGRAD, OP_COPY, OP_STRIDED, OP_UPSAMPLE, OP_ATTENTION };
+       OP_DWCONV, OP_CONV_SHIFTED, OP_WINOGRAD, OP_COPY, OP_STRIDED, OP_UPSAMPLE, OP_ATTENTION, OP_FILL };
 
 /* one instruction: 40 longs (onnxide_native/chain.py writes them) */
 typedef struct {
@@ -106,6 +106,11 @@ NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* 
         case OP_STRIDED:  /* p: rank, x offset, y offset, dims[6], x strides[6], y strides[6] (floats) */
             strided_copy(p[0], p + 3, p + 9, p + 15, T(0) + p[1], T(1) + p[2]);
             break;
+        case OP_FILL: {  /* p: n; f[2]: the value */
+            float* y = T(0);
+            for (long k = 0; k < p[0]; k++) y[k] = in->f[2];
+            break;
+        }
         case OP_UPSAMPLE: nx_upsample_nearest(p[0], p[1], p[2], p[3], p[4], T(0), T(1), threads); break;
         case OP_ATTENTION:  /* p: B S T N H HV bias_b bias_h; t: q k v bias out; f[2]: scale */
             bad = nx_attention(p[0], p[1], p[2], p[3], p[4], p[5], T(0), T(1), T(2), T(3), (int)p[6], (int)p[7],

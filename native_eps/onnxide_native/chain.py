@@ -20,7 +20,7 @@ STAGED = 1 << 16  # chain inputs up to this many bytes are copied into the arena
 RECORD = 40  # longs per instruction (nx_chain.c's nx_instr)
 OP = {name: i + 1 for i, name in enumerate(("gemm", "act", "bias_act", "binary", "softmax", "layernorm", "affine",
                                             "maxpool", "gavg", "dwconv", "conv_shifted", "winograd", "copy", "strided",
-                                            "upsample", "attention"))}
+                                            "upsample", "attention", "fill"))}
 HOST_EPS = ("NativeCPUExecutionProvider", "CPUExecutionProvider")
 VIEWS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")  # the output is the input's buffer
 MIN_KERNELS = 2  # a chain of one kernel saves nothing
@@ -381,6 +381,40 @@ def _slice(b, step, node, opdef, attrs):
     _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), tuple(dims)), dims, strides, _contiguous(dims), x_off=offset)
 
 
+def _expand(b, step, node, opdef, attrs):
+    """Expand to a constant shape: a strided copy reading broadcast dims with stride 0."""
+    shape, target = b.shape(step.in_keys[0]), b.const(step.in_keys[1])
+    if target is None:
+        raise Decline("Expand shape not constant")
+    try:
+        out = np.broadcast_shapes(shape, tuple(int(d) for d in np.ravel(target)))
+    except ValueError:
+        raise Decline("Expand shape") from None
+    padded = (1,) * (len(out) - len(shape)) + tuple(shape)
+    xs = _contiguous(padded)
+    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), out), out,
+             [0 if d == 1 and o != 1 else s for d, o, s in zip(padded, out, xs)], _contiguous(out))
+
+
+def _pad(b, step, node, opdef, attrs):
+    """Constant-mode Pad with constant, non-negative pads (and value): fill, then the input copied inside."""
+    shape = b.shape(step.in_keys[0])
+    if opdef.since < 11 or attrs.get("mode", "constant") != "constant" or len(step.in_keys) > 3:
+        raise Decline("Pad form")
+    pads = b.const(step.in_keys[1])
+    value = b.const(step.in_keys[2]) if len(step.in_keys) > 2 and step.in_keys[2] is not None else np.zeros(1)
+    if pads is None or value is None or np.size(value) != 1 or np.size(pads) != 2 * len(shape) or np.min(pads) < 0:
+        raise Decline("Pad arguments")
+    begin, end = [int(v) for v in np.ravel(pads)[:len(shape)]], [int(v) for v in np.ravel(pads)[len(shape):]]
+    out = tuple(d + p + q for d, p, q in zip(shape, begin, end))
+    ys = _contiguous(out)
+    y = b.dst(_out(step), out)
+    b.emit("fill", [math.prod(out)], [y], [0.0, 0.0, float(np.ravel(value)[0])])
+    _strided(b, b.src(step.in_keys[0]), y, shape, _contiguous(shape), ys, y_off=sum(p * s for p, s in zip(begin, ys)))
+    life = b.life[b.tensors[y][1]]
+    life[1] = max(life[1], len(b.code) - 1)
+
+
 def _concat(b, step, node, opdef, attrs):
     keys = [k for k in step.in_keys if k is not None]
     shapes = [b.shape(k) for k in keys]
@@ -509,7 +543,7 @@ def _view(b, step, node, opdef, attrs):
 LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
          "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm, "MaxPool": _max_pool,
          "GlobalAveragePool": _global_average_pool, "Transpose": _transpose, "Slice": _slice, "Concat": _concat,
-         "Resize": _resize, **{op: _binary for op in K.BINARY}, **{op: _unary for op in activations.BY_OP},
+         "Resize": _resize, "Expand": _expand, "Pad": _pad, **{op: _binary for op in K.BINARY}, **{op: _unary for op in activations.BY_OP},
          **{op: _view for op in VIEWS}}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,
             "MultiHeadAttention": _attention, **{op: _contrib_act for op in activations.CONTRIB}}

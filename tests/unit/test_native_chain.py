@@ -290,3 +290,17 @@ def test_multi_head_attention(bias_shape, threads):
         names.append("ab")
     node = helper.make_node("MultiHeadAttention", names, ["t"], domain="com.microsoft", num_heads=4)
     _check(_ms_model(node, inputs, [], [2, 5, 24]), inputs, threads)
+
+
+@pytest.mark.parametrize("case", ["expand", "pad", "pad value"])
+def test_expand_and_pad(case):
+    x = _w(2, 1, 4, 5)
+    if case == "expand":
+        node, inits = helper.make_node("Expand", ["r", "sh"], ["t"]), [_i64("sh", [3, 2, 6, 1, 1])]
+    else:
+        inits = [_i64("pads", [0, 1, 2, 0, 1, 0, 0, 3])] + ([("v", np.array(1.5, np.float32))] if case == "pad value"
+                                                             else [])
+        node = helper.make_node("Pad", ["r", "pads"] + (["v"] if case == "pad value" else []), ["t"])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), node, helper.make_node("Sigmoid", ["t"], ["y"])]
+    sess, _ = _check(_model(nodes, {"x": x}, "y", inits, opset=18), {"x": x})
+    assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
