@@ -304,3 +304,19 @@ def test_expand_and_pad(case):
     nodes = [helper.make_node("Relu", ["x"], ["r"]), node, helper.make_node("Sigmoid", ["t"], ["y"])]
     sess, _ = _check(_model(nodes, {"x": x}, "y", inits, opset=18), {"x": x})
     assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
+
+
+def test_resize_output_dims_are_inferred_from_constant_scales():
+    """Resize's shape rule gives the output dims (fixed input, constant scales or sizes), so what follows an
+    upsampling in a detector's neck stays in the chain."""
+    x = _w(1, 2, 3, 4)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Resize", ["r", "", "sc"], ["u"], mode="nearest"),
+             helper.make_node("Resize", ["u", "", "", "sz"], ["t"], mode="nearest"),
+             helper.make_node("Sigmoid", ["t"], ["y"])]
+    inits = [("sc", np.array([1, 1, 2, 2], np.float32)), _i64("sz", [1, 2, 12, 24])]
+    sess, got = _check(_model(nodes, {"x": x}, "y", inits, opset=18), {"x": x})
+    assert got[0].shape == (1, 2, 12, 24)
+    assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
+    types = sess._executor.main_plan.types
+    assert types["u"][1] == [1, 2, 6, 8] and types["t"][1] == [1, 2, 12, 24]

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, OnnxideError
 from ..runtime import limits
 from .inference import rule, unknown_dims
 from .math import via_float32
@@ -328,5 +328,21 @@ def upsample_9(x, scales, *, mode="nearest"):
 
 @rule("Resize", "Upsample")
 def _resize_rule(f):
-    """The input's type and rank."""
-    return [(f.type(0), unknown_dims(f.rank(0)))]
+    """The input's type and rank; the dims too where the input's are fixed and the scales or sizes are constants
+    (resize_plan's output shape, what the kernel makes)."""
+    dims = f.dims(0)
+    unknown = [(f.type(0), unknown_dims(f.rank(0)))]
+    if dims is None or not all(isinstance(d, int) for d in dims) or f.node.op_type != "Resize" or f.opset < 11:
+        return unknown  # (Resize-10 and Upsample: their scales rule is upsample_params')
+    roi, scales, sizes = f.const(1), f.const(2), f.const(3)
+    if (f.has(2) and scales is None) or (f.has(3) and sizes is None):
+        return unknown
+    p = _params(f.attr("mode", "nearest"), f.attr("coordinate_transformation_mode", "half_pixel"), "floor", -0.75, 0,
+                0.0)
+    try:
+        out, _ = resize_plan(tuple(dims), None if roi is None else np.asarray(roi), None if scales is None else
+                             np.asarray(scales), None if sizes is None else np.asarray(sizes), p, f.attr("axes"),
+                             f.attr("keep_aspect_ratio_policy", "stretch"))
+    except (OnnxideError, ValueError, TypeError):
+        return unknown  # (the kernel reports what is wrong)
+    return [(f.type(0), [int(d) for d in out])]
