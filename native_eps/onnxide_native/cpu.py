@@ -1,6 +1,6 @@
 """NativeCPUExecutionProvider: native kernels (libonnxide_cpu, the build for this CPU's x86-64 level) ahead of the CPU
 EP for float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops,
-LayerNorm and softmax, and 8-bit MatMulInteger / DynamicQuantizeLinear / QLinearMatMul / DynamicQuantizeMatMul /
+LayerNorm, softmax and the plain LSTM, and 8-bit MatMulInteger / DynamicQuantizeLinear / QLinearMatMul / DynamicQuantizeMatMul /
 MatMulIntegerToFloat, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
 declines or falls back on runs in the numpy kernel."""
 import math
@@ -13,6 +13,7 @@ from onnxide.runtime.providers import ExecutionProvider, guarded
 from . import chain
 from . import cpu_ops as K
 from . import cpu_qops as Q
+from . import cpu_rnn
 from . import lib as native_lib
 
 ACT = K.ACT
@@ -86,6 +87,14 @@ def _claim_resize(lib, node, opdef, attrs):
     return guarded(lambda *xs, **kw: K.upsample(lib, *xs, **kw), opdef.kernel)
 
 
+def _claim_lstm(lib, node, opdef, attrs):
+    """The plain LSTM (cpu_rnn.plain) at opset 7+ (LSTM-1's output_sequence attribute stays with numpy)."""
+    if opdef.since < 7 or not cpu_rnn.plain(attrs.get("activations"), attrs.get("clip"), attrs.get("input_forget", 0),
+                                            node.inputs):
+        return None
+    return guarded(lambda *xs, **kw: cpu_rnn.lstm(lib, *xs, **kw), opdef.kernel)
+
+
 def _simple(fn, allowed=()):
     def claim(lib, node, opdef, attrs):
         if set(attrs) - set(allowed):
@@ -109,6 +118,7 @@ CLAIMS = {
     "MatMulInteger": _simple(Q.matmul_integer),
     "DynamicQuantizeLinear": _simple(Q.dynamic_quantize_linear),
     "QLinearMatMul": _simple(Q.qlinear_matmul),
+    "LSTM": _claim_lstm,
     "MaxPool": _simple(K.max_pool, ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
                                     "strides")),
     **{name: _claim_unary for name in activations.BY_OP},  # (those whose activation nx_eltwise.c has)

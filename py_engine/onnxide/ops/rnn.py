@@ -308,23 +308,46 @@ def _default_lstm(activations, clip, input_forget, P, sequence_lens):
             and names in ([], ["sigmoid", "tanh", "tanh"], ["sigmoid", "tanh", "tanh"] * 2))
 
 
-def _lstm_all_directions(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction, num_outputs, out_dtype):
-    """The plain LSTM (see _default_lstm) with both directions' gates worked together, in place in preallocated
-    buffers: half the element-wise numpy calls per step of a bidirectional layer, no temporaries (the same
-    arithmetic, in the same order, as _lstm_step's)."""
+def lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction):
+    """The plain LSTM's inputs checked (_prepare) and its input projection for every step, both biases added:
+    (dtype, xw [directions, T, batch, 4H] in each direction's processing order, h0, c0, reverse flags, H)."""
     cdt, X, _, (h, c), nd, H = _prepare("LSTM", X, W, R, B, None, [initial_h, initial_c], layout, hidden_size,
                                         direction, 4)
     T, Bn, I = X.shape
-    W, R = np.asarray(W).astype(cdt, copy=False), np.asarray(R).astype(cdt, copy=False)
+    W = np.asarray(W).astype(cdt, copy=False)
     reverse = [direction == "reverse" or d == 1 for d in range(nd)]
-    xw = np.empty((nd, T * Bn, 4 * H), cdt)  # the input projection of every step, in processing order
+    xw = np.empty((nd, T * Bn, 4 * H), cdt)
     for d, r in enumerate(reverse):
         np.matmul((X[::-1] if r else X).reshape(T * Bn, I), W[d].T, out=xw[d])
     xw = xw.reshape(nd, T, Bn, 4 * H)
     if B is not None:
         Bv = np.asarray(B).astype(cdt, copy=False)
         xw += (Bv[:, :4 * H] + Bv[:, 4 * H:])[:, None, None, :]
-    rt = R.transpose(0, 2, 1)
+    return cdt, xw, h, c, reverse, H
+
+
+def lstm_outputs(hs, h_last, c_last, reverse, layout, num_outputs, out_dtype):
+    """Y, Y_h, Y_c (as many as the node has) from each step's h in processing order ([T, directions, batch, H])
+    and the last h and c."""
+    Y = np.empty_like(hs)
+    for d, r in enumerate(reverse):
+        Y[:, d] = hs[::-1, d] if r else hs[:, d]
+    finals = [h_last, c_last]
+    if layout:
+        Y = Y.transpose(2, 0, 1, 3)
+        finals = [f.transpose(1, 0, 2) for f in finals]
+    outs = [Y.astype(out_dtype, copy=False)] + [f.astype(out_dtype, copy=False) for f in finals]
+    n = max(1, num_outputs)
+    return tuple(outs[:n]) if n > 1 else outs[0]
+
+
+def _lstm_all_directions(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction, num_outputs, out_dtype):
+    """The plain LSTM (see _default_lstm) with both directions' gates worked together, in place in preallocated
+    buffers: half the element-wise numpy calls per step of a bidirectional layer, no temporaries (the same
+    arithmetic, in the same order, as _lstm_step's)."""
+    cdt, xw, h, c, reverse, H = lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction)
+    nd, T, Bn = xw.shape[:3]
+    rt = np.asarray(R).astype(cdt, copy=False).transpose(0, 2, 1)
     hs = np.empty((T, nd, Bn, H), cdt)  # each step's h, in processing order
     c = c.copy()
     z = np.empty((nd, Bn, 4 * H), cdt)
@@ -346,16 +369,7 @@ def _lstm_all_directions(X, W, R, B, initial_h, initial_c, layout, hidden_size, 
             h = hs[t]
             np.tanh(c, out=h)
             h *= zo
-    Y = np.empty((T, nd, Bn, H), cdt)
-    for d, r in enumerate(reverse):
-        Y[:, d] = hs[::-1, d] if r else hs[:, d]
-    finals = [h if T else h.copy(), c]
-    if layout:
-        Y = Y.transpose(2, 0, 1, 3)
-        finals = [f.transpose(1, 0, 2) for f in finals]
-    outs = [Y.astype(out_dtype, copy=False)] + [f.astype(out_dtype, copy=False) for f in finals]
-    n = max(1, num_outputs)
-    return tuple(outs[:n]) if n > 1 else outs[0]
+    return lstm_outputs(hs, h if T else h.copy(), c, reverse, layout, num_outputs, out_dtype)
 
 
 def _lstm(X, W, R, B, sequence_lens, initial_h, initial_c, P, activation_alpha, activation_beta, activations, clip,
