@@ -1,0 +1,454 @@
+"""Lowerings of native chains (chain.py): per op, the nx_chain.c instructions that compute a node on fixed float32
+shapes, or Decline; the decisions are the EP's own (cpu_ops.conv_plan, packed weights, broadcast plans, the
+activation table)."""
+import math
+
+import numpy as np
+
+from onnxide.errors import InvalidArgument
+from onnxide.ops import activations, registry, resize
+from onnxide.ops.conv_geometry import ConvGeometry
+
+from . import cpu_ops as K
+from .chain_builder import F32, Decline
+
+HOST_EPS = ("NativeCPUExecutionProvider", "CPUExecutionProvider")
+VIEWS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")  # the output is the input's buffer
+
+
+def _out(step):
+    """The step's one output (optional ones it may have are unnamed)."""
+    outs = [k for k in step.out_keys if k]
+    if len(outs) != 1 or not step.out_keys[0]:
+        raise Decline("outputs")
+    return outs[0]
+
+
+def _unary(b, step, node, opdef, attrs):
+    p = activations.unary_activation(node.op_type, opdef, attrs, K.ACT)
+    if p is None:
+        raise Decline(node.op_type)
+    x = step.in_keys[0]
+    shape = b.shape(x)
+    b.emit("act", [math.prod(shape)], [b.src(x), b.dst(_out(step), shape), -1], [p[1], p[2]], K.ACT[p[0]])
+
+
+def _binary(b, step, node, opdef, attrs):
+    if attrs or opdef.since < 7 or len(step.in_keys) != 2:
+        raise Decline(node.op_type)
+    ka, kb = step.in_keys
+    sa, sb = b.shape(ka), b.shape(kb)
+    try:
+        out = np.broadcast_shapes(sa, sb)
+    except ValueError:
+        raise Decline("broadcast") from None
+    b_first = sa != out
+    (full, sf), (other, so) = ((kb, sb), (ka, sa)) if b_first else ((ka, sa), (kb, sb))
+    if sf != out:
+        raise Decline("broadcast")
+    plan, b_full = ((1, math.prod(out), 1), 1) if so == out else (K._broadcast_plan(out, so), 0)
+    if plan is None:
+        raise Decline("broadcast")
+    b.emit("binary", [K.BINARY[node.op_type], int(b_first), *plan, b_full],
+           [b.src(full), b.src(other), b.dst(_out(step), out)])
+
+
+def _gemm_instr(b, m, n, k, a, lda, y, bp=-1, raw_b=-1, ldb=0, bias=-1, row_bias=-1, res=-1, act=(0, 0.0, 0.0),
+                ap=-1, batch=1, steps=(0, 0, 0, 0)):
+    scratch = b.scratch(b.lib.nx_gemm_scratch_size(m, n, k, int(ap == -1), int(bp == -1)))
+    b.emit("gemm", [m, n, k, lda, ldb, n, n, batch, *steps], [a, ap, raw_b, bp, y, bias, row_bias, res, scratch],
+           [act[1], act[2]], act[0])
+
+
+def _matmul(b, step, node, opdef, attrs):
+    ka, kb = step.in_keys[:2]
+    sa, sb = b.shape(ka), b.shape(kb)
+    if len(sb) != 2 or len(sa) < 2 or sa[-1] != sb[0]:
+        raise Decline("MatMul shapes")
+    k, n = sb
+    m = math.prod(sa[:-1])
+    wb = b.const(kb)
+    a = b.src(ka)
+    if wb is not None:
+        bp = b.fixed(K.packed_b(b.lib, wb, False))
+        _gemm_instr(b, m, n, k, a, k, b.dst(_out(step), sa[:-1] + (n,)), bp=bp)
+    else:
+        raw = b.src(kb)
+        _gemm_instr(b, m, n, k, a, k, b.dst(_out(step), sa[:-1] + (n,)), raw_b=raw, ldb=n)
+
+
+def _gemm(b, step, node, opdef, attrs):
+    act = K.fused_act(node, opdef, attrs)
+    if act is None or set(attrs) - {"alpha", "beta", "transA", "transB"} or attrs.get("alpha", 1.0) != 1.0 \
+            or attrs.get("transA", 0) or (node.op_type == "Gemm" and opdef.since < 7):
+        raise Decline("Gemm attributes")
+    ka, kb = step.in_keys[:2]
+    kc = step.in_keys[2] if len(step.in_keys) > 2 else None
+    sa, sb = b.shape(ka), b.shape(kb)
+    trans = bool(attrs.get("transB", 0))
+    if len(sa) != 2 or len(sb) != 2:
+        raise Decline("Gemm ranks")
+    m, k = sa
+    n = sb[0] if trans else sb[1]
+    if (sb[1] if trans else sb[0]) != k:
+        raise Decline("Gemm shapes")
+    wb = b.const(kb)
+    if wb is None and trans:
+        raise Decline("transposed dynamic B")
+    bias = row_bias = res = -1
+    a = b.src(ka)
+    if kc is not None:
+        sc = b.shape(kc)
+        if attrs.get("beta", 1.0) != 1.0:
+            raise Decline("beta")
+        if sc in ((n,), (1, n)):
+            bias = b.src(kc)
+        elif sc == (m, 1) and m != 1:
+            row_bias = b.src(kc)
+        elif sc == (m, n):
+            res = b.src(kc)
+        else:
+            raise Decline("Gemm C shape")
+    if wb is not None:
+        bp, raw = b.fixed(K.packed_b(b.lib, wb, trans)), -1
+    else:
+        bp, raw = -1, b.src(kb)
+    _gemm_instr(b, m, n, k, a, k, b.dst(_out(step), (m, n)), bp=bp, raw_b=raw, ldb=n, bias=bias, row_bias=row_bias,
+                res=res, act=act)
+
+
+def _softmax(log):
+    def lower(b, step, node, opdef, attrs):
+        if set(attrs) - {"axis"}:
+            raise Decline("Softmax attributes")
+        coerced = opdef.since < 13
+        shape = b.shape(step.in_keys[0])
+        axis = attrs.get("axis", 1 if coerced else -1)
+        a = axis + len(shape) if axis < 0 else axis
+        if not shape or not 0 <= a < len(shape) or (not coerced and a != len(shape) - 1):
+            raise Decline("Softmax axis")
+        cols = math.prod(shape[a:])
+        b.emit("softmax", [math.prod(shape) // cols, cols, int(log)],
+               [b.src(step.in_keys[0]), b.dst(_out(step), shape)])
+    return lower
+
+
+def _layer_norm(b, step, node, opdef, attrs):
+    if set(attrs) - {"axis", "epsilon", "stash_type"} or attrs.get("stash_type", 1) != 1:
+        raise Decline("LayerNormalization attributes")
+    kx, ks = step.in_keys[:2]
+    kb = step.in_keys[2] if len(step.in_keys) > 2 else None
+    shape = b.shape(kx)
+    axis = attrs.get("axis", -1)
+    a = axis + len(shape) if axis < 0 else axis
+    if not shape or not 0 <= a < len(shape):
+        raise Decline("LayerNormalization axis")
+    norm = shape[a:]
+    if b.shape(ks) != norm or (kb is not None and b.shape(kb) != norm):
+        raise Decline("LayerNormalization scale")
+    cols = math.prod(norm)
+    b.emit("layernorm", [math.prod(shape) // cols, cols], [b.src(kx), b.src(ks), b.src(kb), b.dst(_out(step), shape)],
+           [0.0, 0.0, float(attrs.get("epsilon", 1e-5))])
+
+
+def _skip_layer_norm(b, step, node, opdef, attrs):
+    """com.microsoft SkipLayerNormalization's first output: LayerNorm(x + skip + bias) over the last axis."""
+    if set(attrs) - {"epsilon"}:
+        raise Decline("SkipLayerNormalization attributes")
+    kx, kskip, kg, kbeta, kbias = (list(step.in_keys) + [None] * 5)[:5]
+    shape = b.shape(kx)
+    if len(shape) < 2 or b.shape(kskip) != shape or any(
+            k is not None and b.shape(k) != shape[-1:] for k in (kg, kbeta, kbias)):
+        raise Decline("SkipLayerNormalization shapes")
+    h = shape[-1]
+    b.emit("layernorm", [math.prod(shape) // h, h], [b.src(kx), b.src(kg), b.src(kbeta), b.dst(_out(step), shape),
+                                                     b.src(kskip), b.src(kbias)],
+           [0.0, 0.0, float(attrs.get("epsilon", 1e-12))])
+
+
+def _contrib_act(b, step, node, opdef, attrs):
+    """com.microsoft Gelu / BiasGelu / FastGelu: the activation of x (+ a bias over its last axis)."""
+    code = K.ACT.get(activations.CONTRIB[node.op_type].name)
+    if code is None or attrs:
+        raise Decline(node.op_type)
+    kx = step.in_keys[0]
+    kbias = step.in_keys[1] if len(step.in_keys) > 1 else None
+    shape = b.shape(kx)
+    if kbias is None:
+        b.emit("act", [math.prod(shape)], [b.src(kx), b.dst(_out(step), shape), -1], [], code)
+    elif shape and b.shape(kbias) == shape[-1:]:
+        b.emit("bias_act", [math.prod(shape) // shape[-1], shape[-1]],
+               [b.src(kx), b.dst(_out(step), shape), b.src(kbias)], [], code)
+    else:
+        raise Decline("bias shape")
+
+
+def _attention(b, step, node, opdef, attrs):
+    """com.microsoft MultiHeadAttention of 3-D q, k, v with an optional attention_bias (no packed bias, key padding
+    mask or past), as the EP's claim takes it."""
+    ins = list(step.in_keys) + [None] * (6 - len(step.in_keys))
+    if set(attrs) - {"num_heads", "scale", "mask_filter_value"} or "num_heads" not in attrs or len(step.in_keys) > 6 \
+            or None in ins[:3] or ins[3] is not None or ins[4] is not None:
+        raise Decline("MultiHeadAttention form")
+    sq, sk, sv = (b.shape(k) for k in ins[:3])
+    n = int(attrs["num_heads"])
+    if len(sq) != 3 or len(sk) != 3 or len(sv) != 3 or n <= 0 or sq[2] % n or sk[0] != sq[0] or sv[:2] != sk[:2] \
+            or sk[2] != sq[2] or sv[2] % n:
+        raise Decline("MultiHeadAttention shapes")
+    bs, s, d = sq
+    h, t, hv = d // n, sk[1], sv[2] // n
+    bias_b = bias_h = 0
+    if ins[5] is not None:
+        sb = b.shape(ins[5])
+        if len(sb) != 4 or sb[0] not in (1, bs) or sb[1] not in (1, n) or sb[2:] != (s, t):
+            raise Decline("attention_bias shape")
+        bias_b, bias_h = int(sb[0] > 1), int(sb[1] > 1)
+    scale = float(attrs.get("scale", 0.0)) or 1.0 / math.sqrt(h)
+    if not scale > 0 or not math.isfinite(scale):
+        raise Decline("scale")
+    b.emit("attention", [bs, s, t, n, h, hv, bias_b, bias_h],
+           [b.src(ins[0]), b.src(ins[1]), b.src(ins[2]), b.src(ins[5]), b.dst(_out(step), (bs, s, n * hv))],
+           [0.0, 0.0, scale])
+
+
+def _strided(b, x, y, dims, xs, ys, x_off=0, y_off=0):
+    if not 1 <= len(dims) <= 6:
+        raise Decline("rank")
+    pad = [0] * (6 - len(dims))
+    b.emit("strided", [len(dims), x_off, y_off, *dims, *pad, *xs, *pad, *ys, *pad], [x, y])
+
+
+def _contiguous(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return strides[::-1]
+
+
+def _transpose(b, step, node, opdef, attrs):
+    shape = b.shape(step.in_keys[0])
+    perm = list(attrs.get("perm", range(len(shape) - 1, -1, -1)))
+    if sorted(perm) != list(range(len(shape))):
+        raise Decline("perm")
+    out = tuple(shape[p] for p in perm)
+    xs = _contiguous(shape)
+    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), out), out, [xs[p] for p in perm], _contiguous(out))
+
+
+def _slice(b, step, node, opdef, attrs):
+    shape = b.shape(step.in_keys[0])
+    if opdef.since < 10:
+        starts, ends, axes, steps = attrs.get("starts"), attrs.get("ends"), attrs.get("axes"), None
+    else:
+        given = [b.const(k) for k in (list(step.in_keys[1:]) + [None] * 4)[:4]]
+        if given[0] is None or given[1] is None or any(g is None and k is not None for g, k in zip(
+                given[2:], (list(step.in_keys[3:]) + [None, None])[:2])):
+            raise Decline("Slice bounds not constant")
+        starts, ends, axes, steps = [None if g is None else [int(v) for v in np.ravel(g)] for g in given]
+    if starts is None or ends is None:
+        raise Decline("Slice bounds")
+    axes = list(range(len(starts))) if axes is None else [a + len(shape) if a < 0 else a for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    if len(ends) != len(starts) or len(axes) != len(starts) or len(steps) != len(starts) or 0 in steps or \
+            len(set(axes)) != len(axes) or any(not 0 <= a < len(shape) for a in axes):
+        raise Decline("Slice arguments")
+    xs, offset = _contiguous(shape), 0
+    dims, strides = list(shape), list(xs)
+    for a, st, en, sp in zip(axes, starts, ends, steps):
+        r = range(*slice(st, en, sp).indices(shape[a]))
+        dims[a], strides[a] = len(r), xs[a] * sp
+        offset += (r.start if len(r) else 0) * xs[a]
+    if 0 in dims:
+        raise Decline("empty")
+    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), tuple(dims)), dims, strides, _contiguous(dims), x_off=offset)
+
+
+def _expand(b, step, node, opdef, attrs):
+    """Expand to a constant shape: a strided copy reading broadcast dims with stride 0."""
+    shape, target = b.shape(step.in_keys[0]), b.const(step.in_keys[1])
+    if target is None:
+        raise Decline("Expand shape not constant")
+    try:
+        out = np.broadcast_shapes(shape, tuple(int(d) for d in np.ravel(target)))
+    except ValueError:
+        raise Decline("Expand shape") from None
+    padded = (1,) * (len(out) - len(shape)) + tuple(shape)
+    xs = _contiguous(padded)
+    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), out), out,
+             [0 if d == 1 and o != 1 else s for d, o, s in zip(padded, out, xs)], _contiguous(out))
+
+
+def _pad(b, step, node, opdef, attrs):
+    """Constant-mode Pad with constant, non-negative pads (and value): fill, then the input copied inside."""
+    shape = b.shape(step.in_keys[0])
+    if opdef.since < 11 or attrs.get("mode", "constant") != "constant" or len(step.in_keys) > 3:
+        raise Decline("Pad form")
+    pads = b.const(step.in_keys[1])
+    value = b.const(step.in_keys[2]) if len(step.in_keys) > 2 and step.in_keys[2] is not None else np.zeros(1)
+    if pads is None or value is None or np.size(value) != 1 or np.size(pads) != 2 * len(shape) or np.min(pads) < 0:
+        raise Decline("Pad arguments")
+    begin, end = [int(v) for v in np.ravel(pads)[:len(shape)]], [int(v) for v in np.ravel(pads)[len(shape):]]
+    out = tuple(d + p + q for d, p, q in zip(shape, begin, end))
+    ys = _contiguous(out)
+    y = b.dst(_out(step), out)
+    b.emit("fill", [math.prod(out)], [y], [0.0, 0.0, float(np.ravel(value)[0])])
+    _strided(b, b.src(step.in_keys[0]), y, shape, _contiguous(shape), ys, y_off=sum(p * s for p, s in zip(begin, ys)))
+    life = b.life[b.tensors[y][1]]
+    life[1] = max(life[1], len(b.code) - 1)
+
+
+def _concat(b, step, node, opdef, attrs):
+    keys = [k for k in step.in_keys if k is not None]
+    shapes = [b.shape(k) for k in keys]
+    rank = len(shapes[0])
+    axis = attrs.get("axis", 0 if opdef.since < 4 else None)
+    if axis is None or rank == 0 or not -rank <= axis < rank:
+        raise Decline("Concat axis")
+    axis %= rank
+    if any(len(s) != rank or s[:axis] != shapes[0][:axis] or s[axis + 1:] != shapes[0][axis + 1:] for s in shapes):
+        raise Decline("Concat shapes")
+    total = sum(s[axis] for s in shapes)
+    out = shapes[0][:axis] + (total,) + shapes[0][axis + 1:]
+    outer, inner = math.prod(out[:axis]), math.prod(out[axis + 1:])
+    y, at = b.dst(_out(step), out), 0
+    for k, s in zip(keys, shapes):
+        row = s[axis] * inner
+        if row:
+            _strided(b, b.src(k), y, [outer, row], [row, 1], [total * inner, 1], y_off=at * inner)
+        at += s[axis]
+    life = b.life[b.tensors[y][1]]
+    life[1] = max(life[1], len(b.code) - 1)  # (written by each copy)
+
+
+def _resize(b, step, node, opdef, attrs):
+    """Nearest upsampling by whole factors (resize.integer_nearest_factors decides, as for the EP's claim)."""
+    if opdef.since < 11:
+        raise Decline("Resize opset")
+    kx, *rest = list(step.in_keys) + [None] * 3
+    shape = b.shape(kx)
+    scales, sizes = b.const(rest[1]), b.const(rest[2])
+    if (rest[1] is not None and scales is None) or (rest[2] is not None and sizes is None):
+        raise Decline("Resize scales not constant")
+    f = resize.integer_nearest_factors(shape, scales, sizes, **attrs)
+    if f is None:
+        raise Decline("Resize form")
+    n, c, h, w = shape
+    b.emit("upsample", [n * c, h, w, f[0], f[1]], [b.src(kx), b.dst(_out(step), (n, c, h * f[0], w * f[1]))])
+
+
+def _batch_norm(b, step, node, opdef, attrs):
+    """Inference form with constant parameters: y = x·a + (b − mean·a) per channel, a and the shift computed as the
+    native kernel computes them."""
+    if opdef.since < 9 or attrs.get("training_mode", 0) or set(attrs) - {"epsilon", "momentum", "training_mode"}:
+        raise Decline("BatchNormalization attributes")
+    kx, *params = step.in_keys
+    shape = b.shape(kx)
+    p = [b.const(k) for k in params]
+    if len(shape) < 2 or len(p) != 4 or any(v is None or v.dtype != F32 or v.shape != (shape[1],) for v in p):
+        raise Decline("BatchNormalization parameters")
+    scale, bias, mean, var = p
+    a = scale / np.sqrt(var + np.float32(attrs.get("epsilon", 1e-5)))
+    b.emit("affine", [shape[0], shape[1], math.prod(shape[2:])],
+           [b.src(kx), b.fixed(a), b.fixed(bias - mean * a), b.dst(_out(step), shape)])
+
+
+def _global_average_pool(b, step, node, opdef, attrs):
+    shape = b.shape(step.in_keys[0])
+    if len(shape) < 3:
+        raise Decline("rank")
+    b.emit("gavg", [shape[0] * shape[1], math.prod(shape[2:])],
+           [b.src(step.in_keys[0]), b.dst(_out(step), shape[:2] + (1,) * (len(shape) - 2))])
+
+
+def _max_pool(b, step, node, opdef, attrs):
+    shape = b.shape(step.in_keys[0])
+    if len(shape) not in (3, 4) or not attrs.get("kernel_shape") or set(attrs) - {
+            "auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}:
+        raise Decline("MaxPool")
+    x4 = shape if len(shape) == 4 else shape[:2] + (1, shape[2])
+    try:
+        g = ConvGeometry.pool(x4 if len(shape) == 4 else shape, "MaxPool", **{
+            k: v for k, v in attrs.items() if k != "storage_order"}).as_2d()
+    except InvalidArgument:
+        raise Decline("MaxPool geometry") from None
+    out = g.out
+    b.emit("maxpool", [x4[0] * x4[1], x4[2], x4[3], *g.kernel, *g.strides, *g.dilations, *g.pads_begin, *out],
+           [b.src(step.in_keys[0]), b.dst(_out(step), shape[:2] + (out[1:] if len(shape) == 3 else out))])
+
+
+def _conv(b, step, node, opdef, attrs):
+    act = K.fused_act(node, opdef, attrs)
+    if act is None or set(attrs) - {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}:
+        raise Decline("Conv attributes")
+    keys = list(step.in_keys) + [None] * (4 - len(step.in_keys))
+    kx, kw, kb, kz = keys[:4]
+    w = b.const(kw)
+    if w is None or w.dtype != F32:
+        raise Decline("Conv weights")
+    sx = b.shape(kx)
+    cp = K.conv_plan(b.lib, sx, w, None if kb is None else b.shape(kb), None if kz is None else b.shape(kz), b.nt,
+                     small=True, **attrs)
+    if cp is None:
+        raise Decline("Conv geometry")
+    (kh, kw_), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = cp.ks, cp.st, cp.dil, cp.pb, cp.out
+    x, bias, z = b.src(kx), b.src(kb), b.src(kz)
+    y = b.dst(_out(step), cp.y_shape)
+    n, c, h, wd, m = cp.n, cp.c, cp.h, cp.w, cp.m
+    code, fa, fb = act
+    if cp.kind == "dw":
+        b.emit("dwconv", [n, c, h, wd, kh, kw_, sh, sw, dh, dw, pt, pl, oh, ow], [x, b.fixed(cp.packed), bias, y],
+               [fa, fb], 0 if z != -1 else code)
+        if z != -1:
+            b.emit("act", [n * m * oh * ow], [y, y, z], [fa, fb], code)
+    elif cp.kind == "wino":
+        b.emit("winograd", [n, c, h, wd, m, pt, pl, oh, ow], [x, b.fixed(cp.packed), bias, z, y, b.scratch(cp.scratch)],
+               [fa, fb], code)
+    elif cp.kind == "shifted":
+        b.emit("conv_shifted", [c, h, wd, kh, kw_, sh, sw, dh, dw, pt, pl, oh, ow, m, n, c * h * wd, m * oh * ow],
+               [x, b.fixed(cp.packed), y, bias, z, b.scratch(cp.scratch)], [fa, fb], code)
+    else:  # 1×1: one GEMM per image, the image as a raw B
+        p = oh * ow
+        _gemm_instr(b, m, p, c, -1, c, y, raw_b=x, ldb=p, row_bias=bias, res=z, act=act, ap=b.fixed(cp.packed),
+                    batch=n, steps=(0, c * p, m * p, m * p))
+
+
+def _view(b, step, node, opdef, attrs):
+    if node.op_type == "Dropout" and (len([k for k in step.in_keys if k is not None]) != 1 or len(step.out_keys) != 1):
+        raise Decline("Dropout")
+    out = _out(step)
+    shape, out_shape = b.shape(step.in_keys[0]), b.shape(out)
+    if math.prod(shape) != math.prod(out_shape):
+        raise Decline("view size")
+    b.alias(out, step.in_keys[0], out_shape)
+
+
+LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
+         "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm, "MaxPool": _max_pool,
+         "GlobalAveragePool": _global_average_pool, "Transpose": _transpose, "Slice": _slice, "Concat": _concat,
+         "Resize": _resize, "Expand": _expand, "Pad": _pad, **{op: _binary for op in K.BINARY}, **{op: _unary for op in activations.BY_OP},
+         **{op: _view for op in VIEWS}}
+MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,
+            "MultiHeadAttention": _attention, **{op: _contrib_act for op in activations.CONTRIB}}
+
+
+def lower(b, step):
+    """Appends `step`'s instructions to builder `b`, or raises Decline (b is then unusable)."""
+    node = step.node
+    if step.bodies is not None or step.ep is None or step.ep.name not in HOST_EPS or not step.device.is_host:
+        raise Decline("step")
+    domain = registry.normalize_domain(node.domain)
+    lower = (LOWER if domain == "" else MS_LOWER if domain == registry.MS_DOMAIN else {}).get(node.op_type)
+    if lower is None:
+        raise Decline(node.op_type)
+    try:
+        opdef = registry.lookup(domain, node.op_type, step.opset)
+    except Exception:  # noqa: BLE001 - (a custom op of that name: not ours)
+        raise Decline(node.op_type) from None
+    if opdef.custom is not None:
+        raise Decline("custom op")
+    for k in step.out_keys:  # (float32 outputs; their shapes are the lowering's: a graph output may declare a
+        entry = b.types.get(k if isinstance(k, str) else k[0])  # symbolic dim the run has fixed)
+        if k and (not entry or entry[0] != 1):
+            raise Decline(k)
+    lower(b, step, node, opdef, dict(node.attrs))
