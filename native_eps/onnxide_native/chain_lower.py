@@ -61,20 +61,24 @@ def _gemm_instr(b, m, n, k, a, lda, y, bp=-1, raw_b=-1, ldb=0, bias=-1, row_bias
 
 
 def _matmul(b, step, node, opdef, attrs):
+    """A (..., M, K) by a 2-D B (one GEMM over all of A's rows), or batched A and B of the same batch dims (one GEMM
+    per batch: attention scores and context where the attention is not fused)."""
     ka, kb = step.in_keys[:2]
     sa, sb = b.shape(ka), b.shape(kb)
-    if len(sb) != 2 or len(sa) < 2 or sa[-1] != sb[0]:
+    if len(sa) < 2 or len(sb) < 2 or sa[-1] != sb[-2] or (len(sb) > 2 and sa[:-2] != sb[:-2]):
         raise Decline("MatMul shapes")
-    k, n = sb
-    m = math.prod(sa[:-1])
+    k, n = sb[-2:]
     wb = b.const(kb)
     a = b.src(ka)
-    if wb is not None:
+    if len(sb) > 2:  # (batched B: as given, packed per batch into the scratch)
+        m, batch = sa[-2], math.prod(sa[:-2])
+        _gemm_instr(b, m, n, k, a, k, b.dst(_out(step), sa[:-1] + (n,)), raw_b=b.src(kb), ldb=n, batch=batch,
+                    steps=(m * k, k * n, m * n, 0))
+    elif wb is not None:
         bp = b.fixed(K.packed_b(b.lib, wb, False))
-        _gemm_instr(b, m, n, k, a, k, b.dst(_out(step), sa[:-1] + (n,)), bp=bp)
+        _gemm_instr(b, math.prod(sa[:-1]), n, k, a, k, b.dst(_out(step), sa[:-1] + (n,)), bp=bp)
     else:
-        raw = b.src(kb)
-        _gemm_instr(b, m, n, k, a, k, b.dst(_out(step), sa[:-1] + (n,)), raw_b=raw, ldb=n)
+        _gemm_instr(b, math.prod(sa[:-1]), n, k, a, k, b.dst(_out(step), sa[:-1] + (n,)), raw_b=b.src(kb), ldb=n)
 
 
 def _gemm(b, step, node, opdef, attrs):

@@ -59,6 +59,8 @@ GEMM_CASES = {
     "matmul 3-D A": ([helper.make_node("MatMul", ["x", "w"], ["t"])], {"x": _w(2, 3, 24)}, [("w", _w(24, 33))]),
     "matmul row": ([helper.make_node("MatMul", ["x", "w"], ["t"])], {"x": _w(1, 64)}, [("w", _w(64, 70))]),
     "matmul dynamic B": ([helper.make_node("MatMul", ["x", "b"], ["t"])], {"x": _w(6, 20), "b": _w(20, 17)}, []),
+    "matmul batched": ([helper.make_node("MatMul", ["x", "b"], ["t"])], {"x": _w(2, 3, 5, 20), "b": _w(2, 3, 20, 9)},
+                       []),
     "gemm bias n": ([helper.make_node("Gemm", ["x", "w", "c"], ["t"], transB=1)], {"x": _w(7, 24)},
                     [("w", _w(30, 24)), ("c", _w(30))]),
     "gemm bias 1xn": ([helper.make_node("Gemm", ["x", "w", "c"], ["t"])], {"x": _w(2, 24)},
