@@ -221,3 +221,15 @@ def test_a_declared_rank_unlike_the_inferred_one_is_refused(where):
     for ep in EPS:
         with pytest.raises(onnxide.Fail, match=r"differ in rank: \(2\) vs \(3\)"):
             onnxide.InferenceSession(data, providers=[ep])
+
+
+def test_attention_present_key_without_present_value_is_refused():
+    q = vi("q", T.FLOAT, [1, 2, 3, 4])
+    data = _model([helper.make_node("Attention", ["q", "q", "q"], ["y", "pk"])], [q], [Y], opset=25)
+    _refused(data, {}, "Fail", "present_key and present_value must be requested together")
+
+
+def test_a_constant_of_shape_value_of_rank_0_is_refused():
+    data = _model([helper.make_node("ConstantOfShape", ["s"], ["y"],
+                                    value=numpy_helper.from_array(np.array(1.0, F)))], [vi("s", T.INT64, [3])], [Y])
+    _refused(data, {}, "Fail", "'value' must be a one-element 1-D tensor")

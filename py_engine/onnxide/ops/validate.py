@@ -64,7 +64,10 @@ RANGES = {("com.microsoft", "SkipLayerNormalization"): {"epsilon": (lambda v: v 
           ("com.microsoft", "SkipSimplifiedLayerNormalization"): {"epsilon": (lambda v: v >= 0, "non-negative")},
           **{("", op): {"hidden_size": (lambda v: v > 0, "positive", Fail)} for op in ("RNN", "GRU", "LSTM")},
           ("ai.onnx.ml", "LabelEncoder"): {"default_tensor": (lambda v: np.ndim(v) == 1 and np.size(v) == 1,
-                                                              "a singleton 1D tensor", Fail)}}
+                                                              "a singleton 1D tensor", Fail)},
+          ("", "ConstantOfShape"): {"value": (lambda v: np.ndim(v) == 1 and np.size(v) == 1,
+                                              "a one-element 1-D tensor (onnxruntime: 'Attribute expected to have a "
+                                              "one-dim tensor')", Fail)}}
 
 
 # input shapes the spec fixes where onnxruntime's kernels check them: (domain, op) -> {input position: (ranks it
@@ -299,6 +302,10 @@ def check_graph(graph, opsets):
     for node in graph.nodes:
         check_schema(node, opsets)
         check_body_counts(node)
+        if node.op_type == "Attention" and not normalize_domain(node.domain) and node_opset(node, opsets) >= 25 and \
+                len({bool(i < len(node.outputs) and node.outputs[i]) for i in (1, 2)}) == 2:  # (its schema from 25)
+            raise Fail(f"Node ({node.name}) Op (Attention) [ShapeInferenceError] present_key and present_value must "
+                       "be requested together.")
         try:
             opdef, _ = resolve_opdef(node, opsets)
         except OnnxideError:
