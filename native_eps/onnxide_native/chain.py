@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 
+from onnxide.execute import give_context
 from onnxide.plan import Step
 from onnxide.plan.lifetimes import arena_offsets
 
@@ -79,6 +80,8 @@ class NativeChain:
     def __init__(self, lib, steps, types, consts, outputs, known):
         self.lib, self.steps, self.types, self.consts, self.outputs = lib, steps, types, consts, outputs
         self.known = known
+        for s in steps:  # (their kernels' context, for stepwise runs: the executor no longer sees these steps)
+            give_context(s)
         self.programs = {}
         self.local = threading.local()
         first = self.program(1)

@@ -322,3 +322,17 @@ def test_resize_output_dims_are_inferred_from_constant_scales():
     assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
     types = sess._executor.main_plan.types
     assert types["u"][1] == [1, 2, 6, 8] and types["t"][1] == [1, 2, 12, 24]
+
+
+def test_steps_run_one_by_one_keep_their_kernel_context():
+    """The stepwise path calls LayerNormalization's numpy kernel, which takes the node's context (its outputs)."""
+    nodes = [helper.make_node("Expand", ["x", "sh"], ["e"]),
+             helper.make_node("LayerNormalization", ["e", "g"], ["y"], axis=-1)]
+    data = _model(nodes, {"x": np.zeros((), np.float32)}, "y", [_i64("sh", [2, 4]), ("g", _w(4) + 1)], opset=18)
+    so = onnxide.SessionOptions()
+    so.graph_optimization_level = onnxide.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = onnxide.InferenceSession(data, so, providers=[NATIVE, "CPUExecutionProvider"])
+    assert _chains(sess)
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    for x in (np.array(0.5, np.float32), np.array([0.5], np.float32)):
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], want.run(None, {"x": x})[0], atol=1e-6)

@@ -318,11 +318,16 @@ def _free_constants(placed):
 def _give_contexts(plan):
     """Kernels that take `ctx` but run no body get one context for good (per-call ones carry a run's values)."""
     for step in plan.steps:
-        if step.wants_ctx and step.bodies is None:
-            step.ctx = KernelContext(step)
-            step.call_kwargs = dict(step.kwargs, ctx=step.ctx)
+        give_context(step)
         for body in (step.bodies or {}).values():
             _give_contexts(body)
+
+
+def give_context(step):
+    """A step whose kernel takes `ctx` and runs no body: its context, for good (also for steps an EP runs itself)."""
+    if step.wants_ctx and step.bodies is None and step.ctx is None:
+        step.ctx = KernelContext(step)
+        step.call_kwargs = dict(step.kwargs, ctx=step.ctx)
 
 
 def _release(step, env):
