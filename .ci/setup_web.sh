@@ -2,7 +2,8 @@
 # Offline, idempotent set-up for onnxide in the browser (issue 4). Builds into build/web/ (git-ignored):
 #   build/web/pyodide/        self-contained Pyodide 0.27.7 indexURL: npm core + numpy/micropip/packaging wheels,
 #                             every wheel's sha256 checked against pyodide-lock.json
-#   build/web/onnxide-*.whl   the onnxide wheel built from this tree (pip wheel --no-deps)
+#   build/web/onnxide-*.whl   the onnxide wheel built from this tree (pip wheel --no-deps), with bytecode for
+#                             Pyodide's CPython 3.12 (.ci/wheel_bytecode.mjs)
 #   build/web/wasm/           the WASM EP's kernel modules from build/wasm/ (when .ci/setup_wasm.sh built them)
 #   build/web/ort/            onnxruntime-web 1.31.1 (npm) wasm backend files, for the web/bench/ comparison
 #   build/web/manifest.json   names of the above, read by web/ at run time
@@ -91,7 +92,7 @@ PY
 
 # 5. The onnxide wheel from this tree (built from a clean copy so stale build/lib files never leak in; again only when
 #    its sources changed). No native_eps/ in the copy: the browser's wheel is pure Python.
-HASH="$(tree_hash pyproject.toml setup.py README.md py_engine webgpu_shaders)"
+HASH="$(tree_hash pyproject.toml setup.py README.md py_engine webgpu_shaders .ci/wheel_bytecode.mjs)"
 WHEEL="$(cd "$OUT" && ls onnxide-*.whl 2>/dev/null | head -n1 || true)"
 if [ -n "$WHEEL" ] && up_to_date "$OUT/wheel.stamp" "$HASH" "$OUT/$WHEEL"; then
   log "$WHEEL up to date"
@@ -106,6 +107,8 @@ else
   rm -f "$OUT"/onnxide-*.whl
   python3 -m pip wheel -q --disable-pip-version-check --no-deps -w "$OUT" "$STAGE" >/dev/null
   WHEEL="$(cd "$OUT" && ls onnxide-*.whl | head -n1)"
+  # bytecode compiled by Pyodide's own CPython, so that a page does not compile onnxide's modules at each load
+  node .ci/wheel_bytecode.mjs "$PYO" "$OUT/$WHEEL"
   echo "$HASH" > "$OUT/wheel.stamp"
   log "built $WHEEL"
 fi
