@@ -10,7 +10,9 @@ from .inference import rule
 from .math import lift, lower, via_float32
 from .registry import op
 
-_shared = np.random.default_rng()  # unseeded nodes draw from one process-wide generator
+# unseeded nodes draw from one process-wide generator, made on first use: numpy.random is not imported with numpy,
+# and importing it costs a page's cold start ~0.1-0.3 s in Pyodide
+_shared = None
 
 
 def set_seed(seed):
@@ -21,7 +23,10 @@ def set_seed(seed):
 
 def _rng(seed):
     """A generator for one run: deterministic from the float `seed` attribute, else the shared one."""
+    global _shared
     if seed is None:
+        if _shared is None:
+            _shared = np.random.default_rng()
         return _shared
     bits = struct.unpack("<I", struct.pack("<f", float(seed)))[0]
     return np.random.default_rng(bits)

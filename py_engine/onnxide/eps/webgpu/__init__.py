@@ -5,7 +5,6 @@ import sys
 
 from ...runtime.devices import register_device
 from ...runtime.providers import register_provider
-from .provider import WebGpuExecutionProvider
 
 _page_backend = []  # set by init_page() in Pyodide
 
@@ -31,8 +30,18 @@ def _device(device_id):
 
 
 def register():
+    from .provider import WebGpuExecutionProvider
     register_device("webgpu", _device)
     register_provider(WebGpuExecutionProvider)
+
+
+def __getattr__(name):
+    """The provider class, imported on first use: a page without a GPU session does not pay its import (its kernel
+    modules take ~0.1 s of a cold start in Pyodide)."""
+    if name == "WebGpuExecutionProvider":
+        from .provider import WebGpuExecutionProvider
+        return WebGpuExecutionProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def init_page(device, f16, limits, description=""):
