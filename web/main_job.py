@@ -129,10 +129,14 @@ def report(demo):
           f"synthetic clip")
     say("  speech segments: " + (", ".join(f"{a:.2f}-{e:.2f} s" for a, e in r["segments"]) or "none")
           + "  (synthesized voice at 1.00-2.60 s and 3.40-5.00 s)")
-    say(f"  Pyodide boot {b['pyodideMs']:.0f} ms; numpy + onnxide load/import {b['importMs']:.0f} ms; "
-          f"model download {r['loadMs']:.0f} ms; session creation {r['createMs']:.0f} ms")
-    say(f"  cold start (navigation -> first result) {r['coldStartMs']:.0f} ms; {len(r['runMs'])} runs of 32 ms "
-          f"audio chunks per execution provider:")
+    say(f"  Pyodide boot {b['pyodideMs']:.0f} ms (numpy + onnxide wheels installed meanwhile); WASM kernels + numpy "
+        f"+ onnxide import {b['importMs']:.0f} ms; model download {r['loadMs']:.0f} ms (beside the boot); session "
+        f"creation {r['createMs']:.0f} ms")
+    say(f"  cold start (navigation -> first result) {r['coldStartMs']:.0f} ms, part by part (the page's split):")
+    split = r["coldStart"]
+    for p in split["parts"] + [dict(o, part=o["part"] + " (overlapped)") for o in split["overlapped"]]:
+        say(f"    {p['part']:<72} {p['ms']:7.0f} ms")
+    say(f"  {len(r['runMs'])} runs of 32 ms audio chunks per execution provider:")
     for ep in r.get("perEP") or [r]:
         say(f"  [{' + '.join(ep['providers'])}] session creation {ep['createMs']:.0f} ms; per run: first "
               f"{ep['firstRunMs']:.2f} ms, warm median {ep['warmMedianMs']:.2f} ms; whole clip {ep['clipMs']:.0f} ms "

@@ -121,7 +121,10 @@ class OnnxideSessionHandler {
     hostP.catch(() => {});
     const { bytes, url } = typeof model === 'string' ? await load(model, undefined, options.onProgress) : { bytes: model };
     let loadMs = performance.now() - t0;
+    // marks (this page's performance.now()): where create() spent its time, for a page's cold-start table
+    const marks = { start: t0, modelLoaded: performance.now() };
     const host = await hostP;
+    marks.hostReady = performance.now();
     let ext = options.externalData;
     if (!ext && url) { // a model loaded by URL: fetch the external-data files it names, relative to it
       ext = (await host.call('externalLocations', { model: bytes })).map((p) => ({ path: p, data: p }));
@@ -132,6 +135,7 @@ class OnnxideSessionHandler {
     const owned = url !== undefined; // bytes we fetched ourselves may be transferred to the Worker
     const transfer = owned && host.mode === 'worker' ? [bytes.buffer, ...externalData.map((e) => e.data.buffer)] : [];
     const customOps = customOpDeclarations(options.customOps);
+    marks.createCall = performance.now();
     let meta;
     try {
       meta = await host.call('create', { model: bytes, externalData, options: {
@@ -152,7 +156,9 @@ class OnnxideSessionHandler {
     this.inputNames = meta.inputMetadata.map((m) => m.name);
     this.outputNames = meta.outputMetadata.map((m) => m.name);
     this.providers = meta.providers;
-    this.timings = { createMs: meta.createMs, loadMs, lastRun: undefined }; // loadMs: downloads
+    marks.created = performance.now();
+    // loadMs: downloads; createMs: the engine's own InferenceSession creation (Python)
+    this.timings = { createMs: meta.createMs, loadMs, marks, lastRun: undefined };
     this.released = false;
     return this;
   }

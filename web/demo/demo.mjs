@@ -4,8 +4,10 @@
 import * as ort from '../onnxide-web.mjs';
 import { SAMPLE_RATE, SPEECH, synthSpeech } from './synth.mjs';
 import { CHUNK, runVad, segments } from './vad.mjs';
+import { coldStartSplit } from './coldstart.mjs';
 
 const params = new URLSearchParams(location.search);
+const pageReady = performance.now(); // this module runs once the page and its JS modules (onnxide's API) are loaded
 const $ = (id) => document.getElementById(id);
 const fmtMs = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[s.length >> 1] : NaN; };
@@ -55,6 +57,17 @@ function draw(audio, probs, segs, truth) {
 }
 
 let session = null;
+
+function coldTable(split) {
+  const rows = [...split.parts, ...split.overlapped.map((o) => ({ ...o, part: `${o.part} (overlapped)` })),
+    { part: 'cold start (navigation -> first result)', ms: split.totalMs }];
+  for (const { part, ms } of rows) {
+    const tr = document.createElement('tr');
+    const label = part === 'session creation' ? `${part} (the engine's own: ${fmtMs(split.engineCreateMs)})` : part;
+    for (const c of [label, fmtMs(ms)]) { const td = document.createElement('td'); td.textContent = c; tr.append(td); }
+    $('cold-rows').append(tr);
+  }
+}
 
 async function analyse(audio, label, truth) {
   $('audio-text').textContent = `${label}: ${(audio.length / SAMPLE_RATE).toFixed(2)} s at 16 kHz`;
@@ -118,18 +131,22 @@ async function main() {
     $('ep-text').textContent = `running on ${s.providers.join(' + ')}`;
     const r = await analyse(audio, 'synthetic clip', SPEECH);
     timingRow(boot, r);
-    perEP.push({ providers: s.providers, createMs: s.timings.createMs, loadMs: s.timings.loadMs, firstRunMs: r.runMs[0],
+    perEP.push({ providers: s.providers, createMs: s.timings.createMs, loadMs: s.timings.loadMs, timings: s.timings,
+      firstRunMs: r.runMs[0],
       warmMedianMs: median(r.runMs.slice(1)), clipMs: r.clipMs, segments: r.segments, firstAt: r.firstAt, r });
   }
   const first = perEP[0], r = first.r;
+  const split = coldStartSplit(host.info.timings, first.timings, pageReady, r.firstAt);
+  coldTable(split);
   $('cold').textContent = `Cold start (navigation → first VAD result): ${fmtMs(r.firstAt)}; ` +
-    `Pyodide's own boot ${fmtMs(boot.pyodideMs)}, numpy + onnxide wheel load and import ${fmtMs(boot.importMs)}, ` +
-    `model download ${fmtMs(first.loadMs)}, session creation ${fmtMs(first.createMs)}. ` +
-    `Warm runs: ${r.runMs.length} chunks of 32 ms audio per execution provider.`;
-  demo.result = { ...r, boot, providers: first.providers, coldStartMs: r.firstAt, resultReadyMs: performance.now(),
+    `Pyodide's boot (numpy + onnxide wheels installed meanwhile) ${fmtMs(boot.pyodideMs)}, WASM kernels and ` +
+    `numpy + onnxide import ${fmtMs(boot.importMs)}, model download ${fmtMs(first.loadMs)} (beside the boot), ` +
+    `session creation ${fmtMs(first.createMs)}. Warm runs: ${r.runMs.length} chunks of 32 ms audio per execution provider.`;
+  demo.result = { ...r, boot, providers: first.providers, coldStartMs: r.firstAt, coldStart: split,
+    resultReadyMs: performance.now(),
     createMs: first.createMs, loadMs: first.loadMs, warmMedianMs: first.warmMedianMs, firstRunMs: r.runMs[0],
     host: host.mode, versions: { ...ort.env.versions },
-    perEP: perEP.map(({ r: _r, ...rest }) => rest) };
+    perEP: perEP.map(({ r: _r, timings: _t, ...rest }) => rest) };
   demo.state = 'done';
   document.body.dataset.state = 'done';
 }
