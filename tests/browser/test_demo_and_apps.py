@@ -1,7 +1,8 @@
-"""The demo page (silero VAD) and an onnxruntime-web app with only its import changed, in headless Chromium; the
-micropip (JupyterLite / PyScript) path in plain Pyodide."""
+"""The demo page (silero VAD), the cold-start page (onnxide and onnxruntime-web) and an onnxruntime-web app with only
+its import changed, in headless Chromium; the micropip (JupyterLite / PyScript) path in plain Pyodide."""
 import os
 import re
+import sys
 
 import numpy as np
 
@@ -22,6 +23,12 @@ def test_demo_page_result_and_screenshot(browser, server, tmp_path):
     (a0, a1), (b0, b1) = r["segments"]
     assert abs(a0 - 1.0) < 0.15 and abs(a1 - 2.6) < 0.3 and abs(b0 - 3.4) < 0.15 and abs(b1 - 5.0) < 0.3
     assert r["boot"]["pyodideMs"] > 0 and r["coldStartMs"] > r["boot"]["pyodideMs"] and len(r["runMs"]) == 187
+    # the cold-start split: consecutive parts from navigation to the first result, each >= 0, adding up to it
+    split = r["coldStart"]
+    assert split["totalMs"] == r["coldStartMs"] and len(split["parts"]) == 10
+    assert all(p["ms"] >= 0 for p in split["parts"]), split
+    assert abs(sum(p["ms"] for p in split["parts"]) - split["totalMs"]) < 1e-6 * split["totalMs"] + 1e-3
+    assert split["overlapped"][0]["part"] == "model download" and split["overlapped"][0]["ms"] > 0
     assert report(demo) == 0
     # the screenshot shows the result: decode it and check the plot and text areas are drawn
     assert os.path.getsize(shot) > 20_000
@@ -103,3 +110,29 @@ def test_missing_assets_reject_instead_of_hanging(browser, server):
     page.close()
     assert "onnxide web assets not found" in got["first"] and "404" in got["first"], got
     assert got["names"] == ["image"]
+
+
+def test_cold_start_page_both_engines(browser, server, tmp_path):
+    """web/bench/cold.html runs onnxide and onnxruntime-web through the same steps; cold_start.py's section
+    replaces itself in a Markdown file and keeps the rest."""
+    from conftest import open_page
+    sys.path.insert(0, os.path.join(ROOT, "web", "bench"))
+    from cold_start import render, write_section
+    res = {}
+    for engine in ("onnxide", "ort"):
+        page = open_page(browser, f"{server.url}web/bench/cold.html?engine={engine}", "() => window.coldStart", 240_000)
+        r = page.evaluate("() => window.coldStart")
+        page.close()
+        assert "error" not in r, r
+        assert r["engine"] == engine and len(r["segments"]) == 2, r  # both engines find the clip's two spoken parts
+        assert all(p["ms"] >= 0 for p in r["parts"]) and r["totalMs"] > 0
+        assert abs(sum(p["ms"] for p in r["parts"]) - r["totalMs"]) < 1e-6 * r["totalMs"] + 1e-3
+        res[engine] = [r]
+    assert [p["part"] for p in res["onnxide"][0]["parts"]][2].startswith("Pyodide boot")
+    doc = tmp_path / "b.md"
+    doc.write_text("# Bench\n\ntable\n\n## Cold start\n\nold numbers\n\n## Notes\n\n- kept\n")
+    write_section(str(doc), render(res))
+    text = doc.read_text()
+    assert text.startswith("# Bench\n\ntable\n\n## Cold start\n") and "old numbers" not in text
+    assert text.count("## Cold start") == 1 and text.endswith("## Notes\n\n- kept\n")
+    assert "| onnxide (Worker host, WASM EP)" in text and "| onnxruntime-web (wasm, 1 thread, in the page)" in text

@@ -195,8 +195,10 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)
     if args.doc:
+        from cold_start import split_section  # the section web/bench/cold_start.py writes is kept
+        kept = split_section(open(args.doc).read())[1] if os.path.isfile(args.doc) else ""
         with open(args.doc, "w") as f:
-            f.write(text)
+            f.write(text + ("\n" + kept if kept else ""))
         print(f"wrote {args.doc}")
     return 0
 
