@@ -233,3 +233,9 @@ def test_a_constant_of_shape_value_of_rank_0_is_refused():
     data = _model([helper.make_node("ConstantOfShape", ["s"], ["y"],
                                     value=numpy_helper.from_array(np.array(1.0, F)))], [vi("s", T.INT64, [3])], [Y])
     _refused(data, {}, "Fail", "'value' must be a one-element 1-D tensor")
+
+
+def test_a_negative_flatten_axis_before_opset_11_is_refused():
+    data = _model([helper.make_node("Flatten", ["x"], ["y"], axis=-1)], [XV], [Y], opset=9)
+    _refused(data, {}, "Fail", r"Invalid value\(-1\) for attribute 'axis'")
+    onnxide.InferenceSession(_model([helper.make_node("Flatten", ["x"], ["y"], axis=-1)], [XV], [Y], opset=11))

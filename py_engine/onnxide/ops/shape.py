@@ -365,7 +365,11 @@ def _flatten_rule(f):
     s0 = f.dims(0)
     if s0 is None:
         return [(f.type(0), [None, None])]
-    ax = positive_axis(f.attr("axis", 1), len(s0))
+    axis, r = f.attr("axis", 1), len(s0)
+    if isinstance(axis, int) and not (0 if f.opset < 11 else -r) <= axis <= r:  # (negative axes from opset 11)
+        raise Fail(f"Node ({f.node.name}) Op (Flatten) [ShapeInferenceError] Invalid value({axis}) for attribute "
+                   "'axis'")
+    ax = positive_axis(axis, r)
     return [(f.type(0), [product(s0[:ax]), product(s0[ax:])])]
 
 
