@@ -4,6 +4,7 @@
 #                             every wheel's sha256 checked against pyodide-lock.json
 #   build/web/onnxide-*.whl   the onnxide wheel built from this tree (pip wheel --no-deps), with bytecode for
 #                             Pyodide's CPython 3.12 (.ci/wheel_bytecode.mjs)
+#   build/web/pyodide/numpy-*-pycache.zip  bytecode for numpy's modules (.ci/wheel_bytecode.mjs), unpacked by the host
 #   build/web/wasm/           the WASM EP's kernel modules from build/wasm/ (when .ci/setup_wasm.sh built them)
 #   build/web/ort/            onnxruntime-web 1.31.1 (npm) wasm backend files, for the web/bench/ comparison
 #   build/web/manifest.json   names of the above, read by web/ at run time
@@ -90,6 +91,14 @@ for w in wheels:
 print(f"[setup_web] pyodide {lock['info']['version']}: {len(wheels)} wheels verified against pyodide-lock.json")
 PY
 
+# 4b. Bytecode for numpy's modules: Pyodide's numpy wheel ships .py only (and is pinned by its hash), and Pyodide
+#     never writes bytecode, so each page load would compile numpy from source. Checked-hash pycs (ignored unless
+#     they match the source found) in a zip the host unpacks into site-packages before `import numpy`.
+NUMPY_PYC="$PYO/numpy-2.0.2-pycache.zip"
+if [ ! -f "$NUMPY_PYC" ] || [ .ci/wheel_bytecode.mjs -nt "$NUMPY_PYC" ]; then
+  node .ci/wheel_bytecode.mjs "$PYO" "$PYO/numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl" "$NUMPY_PYC"
+fi
+
 # 5. The onnxide wheel from this tree (built from a clean copy so stale build/lib files never leak in; again only when
 #    its sources changed). No native_eps/ in the copy: the browser's wheel is pure Python.
 HASH="$(tree_hash pyproject.toml setup.py README.md py_engine webgpu_shaders .ci/wheel_bytecode.mjs)"
@@ -151,7 +160,8 @@ python3 - "$OUT" "$WHEEL" "$PYODIDE_VERSION" <<'PY'
 import json, os, sys
 out, wheel, ver = sys.argv[1:]
 kernels = sorted(f"wasm/{f}" for f in os.listdir(f"{out}/wasm")) if os.path.isdir(f"{out}/wasm") else []
+bytecode = sorted(f"pyodide/{f}" for f in os.listdir(f"{out}/pyodide") if f.endswith("-pycache.zip"))
 json.dump({"pyodideVersion": ver, "indexURL": "pyodide/", "wheel": wheel, "wasmKernels": kernels,
-           "demoModel": "models/silero_vad.onnx"}, open(f"{out}/manifest.json", "w"), indent=1)
+           "bytecode": bytecode, "demoModel": "models/silero_vad.onnx"}, open(f"{out}/manifest.json", "w"), indent=1)
 PY
 log "ready: $OUT"

@@ -74,7 +74,8 @@ export async function fetchText(url) {
   return new TextDecoder().decode(await fetchBytes(url));
 }
 
-/** {assetsURL, indexURL, wheelURL, pyodideVersion, demoModelURL, wasmKernelURLs, runtimeURL} from `<assetsURL>/manifest.json`
+/** {assetsURL, indexURL, wheelURL, pyodideVersion, demoModelURL, wasmKernelURLs, bytecodeURLs, runtimeURL} from
+ * `<assetsURL>/manifest.json` (bytecodeURLs: zips of pycs for site-packages, numpy's)
  * (runtimeURL: the folder of worker.mjs / host.mjs / bridge.py, when the manifest names one: the npm package's). */
 export async function resolveAssets(assetsURL) {
   const base = new URL(assetsURL || defaultAssetsURL(), isNode ? `file://${process.cwd()}/` : globalThis.location?.href);
@@ -91,6 +92,7 @@ export async function resolveAssets(assetsURL) {
     wheelURL: new URL(manifest.wheel, base).href,
     demoModelURL: manifest.demoModel ? new URL(manifest.demoModel, base).href : undefined,
     wasmKernelURLs: (manifest.wasmKernels || []).map((k) => new URL(k, base).href),
+    bytecodeURLs: (manifest.bytecode || []).map((k) => new URL(k, base).href),
     runtimeURL: manifest.runtime ? new URL(manifest.runtime, base).href : undefined,
   };
 }

@@ -54,6 +54,7 @@ def lay_out(out):
         _copy(os.path.join(BUILD, k), os.path.join(assets, k))
     packed = {k: manifest[k] for k in ("pyodideVersion", "indexURL", "wheel") if k in manifest}
     packed["wasmKernels"] = manifest.get("wasmKernels", [])
+    packed["bytecode"] = manifest.get("bytecode", [])  # files under indexURL, copied with it
     packed["runtime"] = "runtime/"
     with open(os.path.join(assets, "manifest.json"), "w") as f:
         json.dump(packed, f, indent=1)

@@ -16,7 +16,7 @@ export function coldStartSplit(hostTimings, sessionTimings, pageReady, firstAt) 
     ['page and JS modules', pageReady],
     ['host start (assets manifest, Worker and its modules, pyodide.mjs)', at(h.loadPyodide)],
     ['Pyodide boot (numpy + onnxide wheels installed meanwhile)', at(h.pyodide)],
-    ['WASM kernels into Pyodide', at(h.kernels)],
+    ['numpy bytecode + WASM kernels into Pyodide', at(h.kernels)],
     ['import numpy', at(h.numpy)],
     ['import onnxide', at(h.onnxide)],
     ['bridge import', at(h.bridge)],
