@@ -49,13 +49,13 @@ export class PyodideHost {
     bytecode.catch(() => {});
     const { loadPyodide } = await import(new URL('pyodide.mjs', assets.indexURL).href);
     const log = onLog || (() => {});
-    const errors = [];
+    let errors = []; // stderr while booting (a package that failed to load), for the import error below
     const wheel = await forPyodide(assets.wheelURL);
     marks.loadPyodide = mark();
     // numpy and the onnxide wheel download and unpack while Pyodide boots (loadPyodide's `packages`); a package that
     // fails to load is reported on stderr, not by a rejection
     const pyodide = await loadPyodide({
-      indexURL, stdout: log, stderr: (m) => { errors.push(m); log(m); }, packages: ['numpy', wheel, ...packages],
+      indexURL, stdout: log, stderr: (m) => { errors?.push(m); log(m); }, packages: ['numpy', wheel, ...packages],
     });
     const t1 = performance.now();
     marks.pyodide = mark();
@@ -82,6 +82,7 @@ export class PyodideHost {
     } catch (e) {
       throw new Error(`onnxide could not be imported in Pyodide (${errors.join('; ') || e.message})`);
     }
+    errors = null;
     const t3 = performance.now();
     marks.onnxide = mark();
     const src = await fetchText(new URL('./bridge.py', import.meta.url));
