@@ -164,10 +164,10 @@ def layer_norm(lib, x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1, ct
     n = _outputs(ctx)
     stats = (np.empty(x.shape[:a] + (1,) * len(norm), F32), np.empty(x.shape[:a] + (1,) * len(norm), F32)) \
         if n > 1 else (None, None)
-    if rows:
-        lib.nx_layernorm(rows, cols, x.ctypes.data, None, None, np.ascontiguousarray(scale).ctypes.data,
-                         None if b is None else np.ascontiguousarray(b).ctypes.data, float(epsilon), y.ctypes.data,
-                         None, _addr(stats[0]), _addr(stats[1]), threads())
+    scale, b = np.ascontiguousarray(scale), None if b is None else np.ascontiguousarray(b)  # (held: a copy's
+    if rows:  # address is only good while the copy lives)
+        lib.nx_layernorm(rows, cols, x.ctypes.data, None, None, scale.ctypes.data, _addr(b), float(epsilon),
+                         y.ctypes.data, None, _addr(stats[0]), _addr(stats[1]), threads())
     return y if n == 1 else (y,) + stats[:n - 1]
 
 
@@ -229,8 +229,9 @@ def attention(lib, q, k, v, num_heads, scale, bias=None):
     bc = None if bias is None else np.ascontiguousarray(bias)
     if threads() > 1 and NATIVE_ATTENTION:  # heads split over the threads (numpy's GEMMs: OpenBLAS on one)
         out = np.empty((b, s, n * hv), F32)
-        if lib.nx_attention(b, s, t, n, h, hv, np.ascontiguousarray(q).ctypes.data, np.ascontiguousarray(k).ctypes.data,
-                            np.ascontiguousarray(v).ctypes.data, _addr(bc), int(bc is not None and bc.shape[0] > 1),
+        qc, kc, vc = (np.ascontiguousarray(a) for a in (q, k, v))  # (held while the kernel runs)
+        if lib.nx_attention(b, s, t, n, h, hv, qc.ctypes.data, kc.ctypes.data, vc.ctypes.data, _addr(bc),
+                            int(bc is not None and bc.shape[0] > 1),
                             int(bc is not None and bc.shape[1] > 1), sc, out.ctypes.data, threads()):
             raise MemoryError("attention: no scratch memory")
         return out
@@ -447,9 +448,9 @@ def winograd_f4(lib, x, w, b, z, pb, out, act):
     m = w.shape[0]
     scratch = conv_winograd.scratch("nx_winograd", (lib.nx_winograd_f4_scratch(c, m, out[0], out[1]),), F32)
     y = np.empty((n, m, out[0], out[1]), F32)
-    if lib.nx_winograd_f4(n, c, hgt, wid, m, pb[0], pb[1], out[0], out[1], x.ctypes.data,
-                          packed_winograd(lib, w).ctypes.data, _addr(b), _addr(z), y.ctypes.data, scratch.ctypes.data,
-                          act[0], act[1], act[2], threads()):
+    up = packed_winograd(lib, w)  # (held while the kernel runs: a weight made at run time is packed anew, uncached)
+    if lib.nx_winograd_f4(n, c, hgt, wid, m, pb[0], pb[1], out[0], out[1], x.ctypes.data, up.ctypes.data, _addr(b),
+                          _addr(z), y.ctypes.data, scratch.ctypes.data, act[0], act[1], act[2], threads()):
         raise MemoryError(f"Winograd conv {c}->{m} channels: no scratch memory")
     return y
 

@@ -22,7 +22,8 @@ def packed_b(lib, b):
     def pack(b):
         k, n = b.shape
         bp = np.empty(lib.nx_qgemm_packed_size(k, n), np.int16)
-        lib.nx_qgemm_pack_b(k, n, np.ascontiguousarray(b).ctypes.data, int(b.dtype == np.int8), bp.ctypes.data)
+        bc = np.ascontiguousarray(b)  # (held: a copy's address is only good while the copy lives)
+        lib.nx_qgemm_pack_b(k, n, bc.ctypes.data, int(b.dtype == np.int8), bp.ctypes.data)
         return bp
     return _once_or_cached(b, "nx_qgemm_b", pack)
 
@@ -41,7 +42,8 @@ def qgemm(lib, a, bp, az, bz, k, n):
     """int32 (..., N) = (a − az) · (B − bz) for packed B; az None / int32 of 1 or M values; bz None / int32 (N,)."""
     m = math.prod(a.shape[:-1])
     y = np.empty(a.shape[:-1] + (n,), np.int32)
-    if lib.nx_qgemm(m, n, k, np.ascontiguousarray(a).ctypes.data, int(a.dtype == np.int8),
+    a = np.ascontiguousarray(a)  # (held while the kernel runs)
+    if lib.nx_qgemm(m, n, k, a.ctypes.data, int(a.dtype == np.int8),
                     None if az is None else az.ctypes.data, 0 if az is None or az.size == 1 else 1, bp.ctypes.data,
                     None if bz is None else bz.ctypes.data, y.ctypes.data, threads()):
         raise MemoryError(f"MatMulInteger {m}x{k} @ {k}x{n}: no scratch memory")
