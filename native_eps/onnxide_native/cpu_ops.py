@@ -355,6 +355,18 @@ class ConvPlan:
             setattr(self, k, kw.get(k))
 
 
+def native_winograd(n, c, m, ks, g, out):
+    """Whether nx_winograd_f4 beats nx_conv_shifted on a 3×3 stride-1 conv that conv_winograd's numpy-tuned rule
+    leaves to the GEMM: from 64 channels in and out and 20 output 4×4 tiles, and C·M ≤ 8192 × tiles (the 36·M·C
+    transformed weights are streamed once for all tiles). Measured on AVX2, 1 thread, kernel alone: 256→256 at
+    8×80 15.7 → 6.1 ms, at 4×80 7.4 → 4.7, 96→96 at 20×20 2.0 → 1.1; the CRNN benchmark 41-44 → 22 ms. ResNet-18's
+    256→256 at 14×14 (16 tiles: 7.1 → 4.6 ms alone) ran slower in the model, and 512→512 at 7×7 (4 tiles) is
+    slower even alone (5.9 → 10.4 ms): both stay shifted."""
+    tiles = n * -(-out[0] // 4) * -(-out[1] // 4)
+    return (ks == (3, 3) and tuple(g.strides) == (1, 1) and tuple(g.dilations) == (1, 1) and min(g.pads_begin) >= 0
+            and min(g.pads_end) >= 0 and c >= 64 and m >= 64 and tiles >= 20 and c * m <= 8192 * tiles)
+
+
 def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, nt=1, small=False, **attrs):
     """The ConvPlan of a Conv of an x of `x_shape` by the constant-or-given weights `w` (bias of `b_shape`, a Z sum
     of `z_shape`), or None for what the native kernels do not do (or, unless `small`, do slower than numpy)."""
@@ -384,12 +396,13 @@ def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, nt=1, small=False, **
     if depthwise:
         w4 = w if w.ndim == 4 else w.reshape(m, 1, ks[0], ks[1])
         return ConvPlan(kind="dw", packed=np.ascontiguousarray(w4), **plan)
-    # Winograd F(4×4,3×3) natively where conv_winograd would use it (WINOGRAD_F4: tests switch it off; with several
-    # threads only from 128 channels: with its 64→64 layers at 56² shifted, ResNet-18 runs ~4% faster on two); other
-    # convs as a GEMM on shifted input rows (a strided 1×1 reads one stride phase), a plain 1×1 as one GEMM on the
-    # image; packed weights, epilogue fused
-    if len(x_shape) == 4 and WINOGRAD_F4 and (nt == 1 or c >= 128) and conv_winograd.winograd_tile(
-            np.broadcast_to(np.float32(0), x4), w, 1, ks, g.strides, g.dilations, g.pads_begin, g.pads_end, out) == 4:
+    # Winograd F(4×4,3×3) natively where conv_winograd would use it or native_winograd says it pays (WINOGRAD_F4:
+    # tests switch it off; with several threads only from 128 channels: with its 64→64 layers at 56² shifted,
+    # ResNet-18 runs ~4% faster on two); other convs as a GEMM on shifted input rows (a strided 1×1 reads one stride
+    # phase), a plain 1×1 as one GEMM on the image; packed weights, epilogue fused
+    if len(x_shape) == 4 and WINOGRAD_F4 and (nt == 1 or c >= 128) and (native_winograd(n, c, m, ks, g, out) or (
+            conv_winograd.winograd_tile(np.broadcast_to(np.float32(0), x4), w, 1, ks, g.strides, g.dilations,
+                                        g.pads_begin, g.pads_end, out) == 4)):
         return ConvPlan(kind="wino", packed=packed_winograd(lib, w), scratch=lib.nx_winograd_f4_scratch(
             c, m, out[0], out[1]), **plan)
     if not small and out[0] * out[1] < SMALL_N:
