@@ -7,6 +7,7 @@ import threading
 import numpy as np
 
 from onnxide.execute import give_context
+from onnxide.runtime import limits
 from onnxide.plan import Step
 from onnxide.plan.lifetimes import arena_offsets
 
@@ -105,6 +106,7 @@ class NativeChain:
             spaces = self.local.spaces = {}
         ws = spaces.get(nt)
         if ws is None:
+            limits.check(prog.arena_bytes, "native chain arena")
             ws = spaces[nt] = _Workspace(prog)
         for i, view in ws.staged:
             np.copyto(view, inputs[i])

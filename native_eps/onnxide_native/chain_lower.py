@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from onnxide.errors import InvalidArgument
+from onnxide.errors import InvalidArgument, OnnxideError
 from onnxide.ops import activations, registry, resize
 from onnxide.ops.conv_geometry import ConvGeometry
 
@@ -455,4 +455,7 @@ def lower(b, step):
         entry = b.types.get(k if isinstance(k, str) else k[0])  # symbolic dim the run has fixed)
         if k and (not entry or entry[0] != 1):
             raise Decline(k)
-    lower(b, step, node, opdef, dict(node.attrs))
+    try:
+        lower(b, step, node, opdef, dict(node.attrs))
+    except OnnxideError as e:  # (a check the node's own kernel makes at run time, e.g. the memory limit)
+        raise Decline(str(e)) from None
