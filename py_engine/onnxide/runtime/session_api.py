@@ -44,6 +44,8 @@ def string_feed(value):
     decoded as UTF-8) and object arrays of either."""
     if value.dtype == object and all(isinstance(v, str) for v in value.flat):
         return value
+    if value.dtype.kind == "U":
+        return value.astype(object)
     if value.dtype.kind in "SVO":
         out = np.empty(value.shape, dtype=object)
         for i, v in enumerate(value.flat):
