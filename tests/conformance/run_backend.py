@@ -153,6 +153,12 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--report", action="store_true", help="write docs/conformance/<ep>.md and .json")
     args = ap.parse_args(argv)
+    import onnxide
+    from device.mock_device import MOCK
+    if args.provider != MOCK and args.provider not in onnxide.get_available_providers():
+        names = ", ".join(onnxide.get_available_providers() + [MOCK])
+        ap.error(f"--provider {args.provider!r} is not an available provider ({names}): sessions would fall back to "
+                 "the CPU EP")
     cases = load_cases()
     if args.k:
         rx = re.compile(args.k)
