@@ -430,7 +430,8 @@ def _view(b, step, node, opdef, attrs):
 LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
          "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm, "MaxPool": _max_pool,
          "GlobalAveragePool": _global_average_pool, "Transpose": _transpose, "Slice": _slice, "Concat": _concat,
-         "Resize": _resize, "Expand": _expand, "Pad": _pad, **{op: _binary for op in K.BINARY}, **{op: _unary for op in activations.BY_OP},
+         "Resize": _resize, "Expand": _expand, "Pad": _pad, **{op: _binary for op in K.BINARY},
+         **{op: _unary for op in activations.BY_OP},
          **{op: _view for op in VIEWS}}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,
             "MultiHeadAttention": _attention, **{op: _contrib_act for op in activations.CONTRIB}}

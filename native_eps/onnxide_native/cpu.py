@@ -1,7 +1,7 @@
 """NativeCPUExecutionProvider: native kernels (libonnxide_cpu, the build for this CPU's x86-64 level) ahead of the CPU
 EP for float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops,
-LayerNorm, softmax and the plain LSTM, and 8-bit MatMulInteger / DynamicQuantizeLinear / QLinearMatMul / DynamicQuantizeMatMul /
-MatMulIntegerToFloat, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
+LayerNorm, softmax and the plain LSTM, and 8-bit MatMulInteger / DynamicQuantizeLinear / QLinearMatMul /
+DynamicQuantizeMatMul / MatMulIntegerToFloat, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
 declines or falls back on runs in the numpy kernel."""
 import math
 

@@ -210,8 +210,8 @@ def test_symbolic_dims_get_a_chain_once_the_shapes_repeat():
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
              helper.make_node("GlobalAveragePool", ["r"], ["y"])]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["n", 3, "h", "w"])],
-                          [helper.make_tensor_value_info("y", F, ["n", 4, 1, 1])], [numpy_helper.from_array(_w(4, 3, 3, 3),
-                                                                                                     "w")])
+                          [helper.make_tensor_value_info("y", F, ["n", 4, 1, 1])],
+                          [numpy_helper.from_array(_w(4, 3, 3, 3), "w")])
     data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
     sess = onnxide.InferenceSession(data, providers=[NATIVE, "CPUExecutionProvider"])
     want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]

@@ -283,7 +283,8 @@ class InferenceSession(SessionAPI):
 
     def _check_feeds(self, input_feed):
         fast = self._fast_feeds
-        if fast is not None and len(input_feed) == len(fast):  # every input a numpy array of its type and declared dims: as given
+        # every input a numpy array of its declared type and dims: taken as given
+        if fast is not None and len(input_feed) == len(fast):
             for name, value in input_feed.items():
                 want = fast.get(name)
                 if want is None or type(value) is not np.ndarray or value.dtype != want[0] or (
