@@ -185,12 +185,7 @@ def _recur(op_name, X, W, R, B, sequence_lens, initials, P, layout, hidden_size,
         empty = (lens == 0)[:, None]  # like onnxruntime: a zero-length sequence gives zero final states
         for f, s in zip(finals, st):
             f[d] = np.where(empty, 0, s) if not full else s
-    if layout:
-        Y = Y.transpose(2, 0, 1, 3)
-        finals = [f.transpose(1, 0, 2) for f in finals]
-    outs = [Y.astype(out_dtype, copy=False)] + [f.astype(out_dtype, copy=False) for f in finals]
-    n = max(1, num_outputs)
-    return tuple(outs[:n]) if n > 1 else outs[0]
+    return _node_outputs(Y, finals, layout, num_outputs, out_dtype)
 
 
 def _clip(x, clip):
@@ -332,7 +327,11 @@ def lstm_outputs(hs, h_last, c_last, reverse, layout, num_outputs, out_dtype):
     Y = np.empty_like(hs)
     for d, r in enumerate(reverse):
         Y[:, d] = hs[::-1, d] if r else hs[:, d]
-    finals = [h_last, c_last]
+    return _node_outputs(Y, [h_last, c_last], layout, num_outputs, out_dtype)
+
+
+def _node_outputs(Y, finals, layout, num_outputs, out_dtype):
+    """The node's outputs (as many as it has) from Y [T, directions, batch, H] and the final states, in `layout`."""
     if layout:
         Y = Y.transpose(2, 0, 1, 3)
         finals = [f.transpose(1, 0, 2) for f in finals]
