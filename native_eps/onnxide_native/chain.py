@@ -16,6 +16,10 @@ from .chain_builder import F32, RECORD, Decline, Builder
 from .chain_lower import VIEWS, lower
 
 MIN_KERNELS = 2  # a chain of one kernel saves nothing
+# ops whose small instances still gain from a chain (numpy's GEMM / conv calls cost several µs each); a run of only
+# small element-wise nodes the partition left to the CPU EP saves a few µs and is left as it is
+HEAVY = {"MatMul", "Gemm", "FusedGemm", "Conv", "FusedConv", "MultiHeadAttention", "LayerNormalization",
+         "SkipLayerNormalization", "Softmax", "LogSoftmax"}
 
 
 class Program:
@@ -160,8 +164,8 @@ def lowers(lib, step, types, consts, known):
 
 
 def fuse(plan, lib, ep):
-    """`plan.steps` with each run of at least MIN_KERNELS consecutive lowerable steps (views aside) made one chain
-    step run by `ep`."""
+    """`plan.steps` with each run of at least MIN_KERNELS consecutive lowerable steps (views aside), one of them
+    worth it (_worth), made one chain step run by `ep`."""
     consts = {k: v for k, v in plan.const_env.items() if (k if isinstance(k, str) else k[0]) not in plan.input_names}
     known = {}
     ok = [lowers(lib, s, plan.types, consts, known) for s in plan.steps]
@@ -171,13 +175,18 @@ def fuse(plan, lib, ep):
         while j < len(plan.steps) and ok[j]:
             j += 1
         run = plan.steps[i:j]
-        if sum(s.node.op_type not in VIEWS for s in run) >= MIN_KERNELS:
+        if sum(s.node.op_type not in VIEWS for s in run) >= MIN_KERNELS and any(_worth(s, ep) for s in run):
             chained = _chain_step(plan, run, lib, ep, consts, known)
             steps.extend([chained] if chained is not None else run)
         else:
             steps.extend(plan.steps[i:max(j, i + 1)])
         i = max(j, i + 1)
     return steps
+
+
+def _worth(step, ep):
+    """Whether `step` makes a chain worth building: the native EP claimed it, or numpy runs it slowly when small."""
+    return step.ep is ep or step.node.op_type in HEAVY
 
 
 def _chain_step(plan, run, lib, ep, consts, known):

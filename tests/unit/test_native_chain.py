@@ -88,14 +88,14 @@ ELEMENTWISE = [("Add", (2, 8, 5, 5), (1, 8, 1, 1)), ("Sub", (1, 8, 1, 1), (2, 8,
 def test_binary_broadcasts(op, sa, sb):
     a, b = np.asarray(_w(*sa)), np.asarray(_w(*sb) + np.float32(3.0 if op == "Div" else 0.0))
     out = np.broadcast_shapes(sa, sb)
-    nodes = [helper.make_node(op, ["a", "b"], ["t"]), helper.make_node("Sigmoid", ["t"], ["y"])]
+    nodes = [helper.make_node(op, ["a", "b"], ["t"]), helper.make_node("Softmax", ["t"], ["y"])]
     _check(_model(nodes, {"a": a, "b": b}, "y", out_shape=list(out)), {"a": a, "b": b})
 
 
 def test_a_broadcast_the_kernels_lack_stays_out():
     """(4, 1, 5) with (1, 3, 1): neither operand has the output's shape, so the Add runs in numpy, alone."""
     a, b = _w(4, 1, 5), _w(1, 3, 1)
-    nodes = [helper.make_node("Add", ["a", "b"], ["t"]), helper.make_node("Sigmoid", ["t"], ["y"])]
+    nodes = [helper.make_node("Add", ["a", "b"], ["t"]), helper.make_node("Softmax", ["t"], ["y"])]
     _check(_model(nodes, {"a": a, "b": b}, "y"), {"a": a, "b": b}, chained=False)
 
 
@@ -130,14 +130,14 @@ def test_batch_norm_pools_and_views():
              helper.make_node("MaxPool", ["n"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0],
                               ceil_mode=1),
              helper.make_node("GlobalAveragePool", ["p"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
-             helper.make_node("Relu", ["f"], ["y"])]
+             helper.make_node("Softmax", ["f"], ["y"])]
     _check(_model(nodes, {"x": x}, "y", bn), {"x": x})
 
 
 def test_max_pool_1d():
     x = _w(1, 3, 20)
     nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3], strides=[2], dilations=[2]),
-             helper.make_node("Sigmoid", ["p"], ["y"])]
+             helper.make_node("Softmax", ["p"], ["y"])]
     _check(_model(nodes, {"x": x}, "y"), {"x": x})
 
 
@@ -193,16 +193,23 @@ def test_mlp_is_one_chain_and_middle_values_escape():
 def test_inputs_of_another_shape_run_the_steps():
     """A rank-0 declared input takes a shape-[1] feed (as onnxruntime): not the shape the chain was lowered for, so
     its steps run one by one."""
-    nodes = [helper.make_node("Mul", ["x", "k"], ["t"]), helper.make_node("Sigmoid", ["t"], ["y"])]
-    data = _model(nodes, {"x": np.zeros((), np.float32)}, "y", [("k", np.array(2.0, np.float32))])
+    w = _w(4, 3)
+    nodes = [helper.make_node("Expand", ["x", "sh"], ["e"]), helper.make_node("MatMul", ["e", "w"], ["y"])]
+    data = _model(nodes, {"x": np.zeros((), np.float32)}, "y", [_i64("sh", [2, 4]), ("w", w)])
     so = onnxide.SessionOptions()
     so.graph_optimization_level = onnxide.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = onnxide.InferenceSession(data, so, providers=[NATIVE, "CPUExecutionProvider"])
     assert _chains(sess)
     for x in (np.array(0.3, np.float32), np.array([0.3], np.float32)):
         y = sess.run(None, {"x": x})[0]
-        assert y.shape == x.shape
-        np.testing.assert_allclose(y, 1 / (1 + np.exp(-0.6)), rtol=1e-6)
+        np.testing.assert_allclose(y, np.full((2, 4), 0.3, np.float32) @ w, rtol=1e-6)
+
+
+def test_small_element_wise_runs_stay_as_they_are():
+    """Only small element-wise nodes (the CPU EP's): no chain, the partition's steps run (a few µs to gain)."""
+    x = _w(2, 3)
+    nodes = [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Sigmoid", ["t"], ["y"])]
+    _check(_model(nodes, {"x": x}, "y"), {"x": x}, chained=False)
 
 
 def test_symbolic_dims_get_a_chain_once_the_shapes_repeat():
@@ -254,13 +261,13 @@ COPIES = {  # nodes after Relu(x), x of shape (2, 3, 4, 5)
 def test_copies(case):
     x = _w(2, 3, 4, 5)
     nodes, inits = COPIES[case]
-    nodes = [helper.make_node("Relu", ["x"], ["r"])] + nodes + [helper.make_node("Sigmoid", ["t"], ["y"])]
+    nodes = [helper.make_node("Relu", ["x"], ["r"])] + nodes + [helper.make_node("Softmax", ["t"], ["y"])]
     sess, _ = _check(_model(nodes, {"x": x}, "y", inits, opset=18), {"x": x})
     assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
 
 
 def _ms_model(node, inputs, inits, out_shape):
-    nodes = [helper.make_node("Relu", ["x"], ["r"]), node, helper.make_node("Tanh", ["t"], ["y"])]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), node, helper.make_node("Softmax", ["t"], ["y"])]
     return _model(nodes, inputs, "y", inits, out_shape=out_shape)
 
 
@@ -303,7 +310,7 @@ def test_expand_and_pad(case):
         inits = [_i64("pads", [0, 1, 2, 0, 1, 0, 0, 3])] + ([("v", np.array(1.5, np.float32))] if case == "pad value"
                                                              else [])
         node = helper.make_node("Pad", ["r", "pads"] + (["v"] if case == "pad value" else []), ["t"])
-    nodes = [helper.make_node("Relu", ["x"], ["r"]), node, helper.make_node("Sigmoid", ["t"], ["y"])]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), node, helper.make_node("Softmax", ["t"], ["y"])]
     sess, _ = _check(_model(nodes, {"x": x}, "y", inits, opset=18), {"x": x})
     assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
 
