@@ -37,18 +37,11 @@ def _binary(b, step, node, opdef, attrs):
     if attrs or opdef.since < 7 or len(step.in_keys) != 2:
         raise Decline(node.op_type)
     ka, kb = step.in_keys
-    sa, sb = b.shape(ka), b.shape(kb)
-    try:
-        out = np.broadcast_shapes(sa, sb)
-    except ValueError:
-        raise Decline("broadcast") from None
-    b_first = sa != out
-    (full, sf), (other, so) = ((kb, sb), (ka, sa)) if b_first else ((ka, sa), (kb, sb))
-    if sf != out:
+    bp = K.binary_plan(b.shape(ka), b.shape(kb))
+    if bp is None:
         raise Decline("broadcast")
-    plan, b_full = ((1, math.prod(out), 1), 1) if so == out else (K._broadcast_plan(out, so), 0)
-    if plan is None:
-        raise Decline("broadcast")
+    out, b_first, plan, b_full = bp
+    full, other = (kb, ka) if b_first else (ka, kb)
     b.emit("binary", [K.BINARY[node.op_type], int(b_first), *plan, b_full],
            [b.src(full), b.src(other), b.dst(_out(step), out)])
 

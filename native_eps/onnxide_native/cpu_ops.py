@@ -101,33 +101,35 @@ def _broadcast_plan(out, shape):
     return _PLANS[key]
 
 
+def binary_plan(sa, sb):
+    """How nx_binary computes a ⊙ b for shapes sa, sb: (output shape, b_first, (outer, mid, inner), b_full), the
+    operand of the output's shape first; None where neither operand has it or the other is not one block of dims."""
+    try:
+        out = tuple(np.broadcast_shapes(sa, sb)) if sa != sb else tuple(sa)
+    except ValueError:
+        return None
+    b_first = tuple(sa) != out
+    full, other = (sb, sa) if b_first else (sa, sb)
+    if tuple(full) != out:
+        return None
+    if tuple(other) == out:
+        return out, b_first, (1, math.prod(out), 1), 1
+    plan = _broadcast_plan(out, tuple(other))
+    return None if plan is None else (out, b_first, plan, 0)
+
+
 def binary(lib, code, a, b):
     """a op b for float32 with b (or a) full-shape, and the other full, scalar or one contiguous block of dims."""
     if not _f32(a, b):
         return FALLBACK
-    if a.shape == b.shape:
-        out = a.shape
-    else:
-        try:
-            out = np.broadcast_shapes(a.shape, b.shape)
-        except ValueError:
-            return FALLBACK
-    if math.prod(out) < SMALL_ACT:
+    bp = binary_plan(a.shape, b.shape)
+    if bp is None or math.prod(bp[0]) < SMALL_ACT:
         return FALLBACK
-    b_first = a.shape != out
-    full, other = (b, a) if b_first else (a, b)
-    if full.shape != out:
-        return FALLBACK
-    full, other = np.ascontiguousarray(full), np.ascontiguousarray(other)
+    out, b_first, plan, b_full = bp
+    full, other = (np.ascontiguousarray(b), np.ascontiguousarray(a)) if b_first else \
+        (np.ascontiguousarray(a), np.ascontiguousarray(b))
     y = np.empty(out, F32)
-    if other.shape == out:
-        lib.nx_binary(code, int(b_first), 1, full.size, 1, 1, full.ctypes.data, other.ctypes.data, y.ctypes.data,
-                      threads())
-        return y
-    plan = _broadcast_plan(out, other.shape)
-    if plan is None:
-        return FALLBACK
-    lib.nx_binary(code, int(b_first), *plan, 0, full.ctypes.data, other.ctypes.data, y.ctypes.data, threads())
+    lib.nx_binary(code, int(b_first), *plan, b_full, full.ctypes.data, other.ctypes.data, y.ctypes.data, threads())
     return y
 
 
