@@ -10,19 +10,22 @@ from onnxide.ops import rnn
 rng = np.random.default_rng(11)
 
 
-def _model(direction, hidden, inputs, layout, bias, initial, outputs):
+def _model(direction, hidden, inputs, layout=0, bias=True, initial=True, outputs=3, gen=None, **attrs):
+    """An LSTM model: random W, R (and B) from `gen` (this module's generator by default); X and the initial states
+    are graph inputs."""
+    gen = gen if gen is not None else rng
     nd = 2 if direction == "bidirectional" else 1
-    inits = [numpy_helper.from_array((rng.standard_normal((nd, 4 * hidden, inputs)) * 0.4).astype(np.float32), "W"),
-             numpy_helper.from_array((rng.standard_normal((nd, 4 * hidden, hidden)) * 0.4).astype(np.float32), "R")]
+    inits = [numpy_helper.from_array((gen.standard_normal((nd, 4 * hidden, inputs)) * 0.4).astype(np.float32), "W"),
+             numpy_helper.from_array((gen.standard_normal((nd, 4 * hidden, hidden)) * 0.4).astype(np.float32), "R")]
     names = ["X", "W", "R", "B" if bias else ""]
     if bias:
-        inits.append(numpy_helper.from_array(rng.standard_normal((nd, 8 * hidden)).astype(np.float32), "B"))
+        inits.append(numpy_helper.from_array(gen.standard_normal((nd, 8 * hidden)).astype(np.float32), "B"))
     graph_inputs = [helper.make_tensor_value_info("X", 1, None)]
     if initial:
         names += ["", "h0", "c0"]
         graph_inputs += [helper.make_tensor_value_info(n, 1, None) for n in ("h0", "c0")]
     outs = ["Y", "Y_h", "Y_c"][:outputs]
-    node = helper.make_node("LSTM", names, outs, hidden_size=hidden, direction=direction, layout=layout)
+    node = helper.make_node("LSTM", names, outs, hidden_size=hidden, direction=direction, layout=layout, **attrs)
     graph = helper.make_graph([node], "lstm", graph_inputs, [helper.make_tensor_value_info(o, 1, None) for o in outs],
                               inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]).SerializeToString()

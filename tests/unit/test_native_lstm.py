@@ -4,9 +4,10 @@ threads; other forms (clip, peepholes, sequence_lens, other activations) stay wi
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
+from onnx import helper
 
 import onnxide
+from test_lstm_paths import _model as lstm_model
 
 NATIVE = "NativeCPUExecutionProvider"
 pytestmark = pytest.mark.skipif(NATIVE not in onnxide.get_available_providers(),
@@ -15,21 +16,7 @@ rng = np.random.default_rng(21)
 
 
 def _model(direction, hidden, inputs, layout=0, bias=True, initial=True, outputs=3, **attrs):
-    nd = 2 if direction == "bidirectional" else 1
-    inits = [numpy_helper.from_array((rng.standard_normal((nd, 4 * hidden, inputs)) * 0.4).astype(np.float32), "W"),
-             numpy_helper.from_array((rng.standard_normal((nd, 4 * hidden, hidden)) * 0.4).astype(np.float32), "R")]
-    names = ["X", "W", "R", "B" if bias else ""]
-    if bias:
-        inits.append(numpy_helper.from_array(rng.standard_normal((nd, 8 * hidden)).astype(np.float32), "B"))
-    graph_inputs = [helper.make_tensor_value_info("X", 1, None)]
-    if initial:
-        names += ["", "h0", "c0"]
-        graph_inputs += [helper.make_tensor_value_info(n, 1, None) for n in ("h0", "c0")]
-    outs = ["Y", "Y_h", "Y_c"][:outputs]
-    node = helper.make_node("LSTM", names, outs, hidden_size=hidden, direction=direction, layout=layout, **attrs)
-    graph = helper.make_graph([node], "lstm", graph_inputs, [helper.make_tensor_value_info(o, 1, None) for o in outs],
-                              inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]).SerializeToString()
+    return lstm_model(direction, hidden, inputs, layout, bias, initial, outputs, gen=rng, **attrs)
 
 
 def _feeds(steps, batch, inputs, hidden, nd, layout, initial):
