@@ -21,6 +21,15 @@ def unavailable():
     return None
 
 
+def bench_unavailable(root):
+    """None when a browser benchmark can run (Chromium, playwright, the built build/web/ with onnxruntime-web beside
+    it under `root`), else the reason."""
+    why = unavailable()
+    if why is None and not os.path.isfile(os.path.join(root, "build", "web", "ort", "ort.wasm.min.mjs")):
+        why = "build/web/ort/ missing; run `bash .ci/setup_web.sh` first"
+    return why
+
+
 class Browser:
     """`with Browser() as ctx:` one headless Chromium with a fresh profile (kept for the whole session)."""
 

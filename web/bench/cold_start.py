@@ -15,7 +15,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from chromium import Browser, unavailable  # noqa: E402
+from chromium import Browser, bench_unavailable  # noqa: E402
 from devserver import ROOT, Server  # noqa: E402
 
 HEADING = "## Cold start"
@@ -99,12 +99,9 @@ def main(argv=None):
     ap.add_argument("--doc", default=None, help="write the section into this Markdown file")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    why = unavailable()
+    why = bench_unavailable(ROOT)
     if why:
         print(f"cold start skipped: {why}")
-        return 1
-    if not os.path.isfile(os.path.join(ROOT, "build", "web", "ort", "ort.wasm.min.mjs")):
-        print("cold start: build/web/ missing; run `bash .ci/setup_web.sh` first")
         return 1
     res = measure(args.runs, [e.strip() for e in args.engines.split(",") if e.strip()])
     section = render(res)

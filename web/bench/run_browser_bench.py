@@ -18,7 +18,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from chromium import Browser, unavailable  # noqa: E402
+from chromium import Browser, bench_unavailable  # noqa: E402
 from devserver import ROOT, Server  # noqa: E402
 
 CACHE = os.path.join(ROOT, ".cache", "models")
@@ -181,12 +181,9 @@ def main(argv=None):
     ap.add_argument("--doc", default=None, help="write the markdown report here (e.g. docs/benchmarks-browser.md)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    why = unavailable()
+    why = bench_unavailable(ROOT)
     if why:
         print(f"browser bench skipped: {why}")
-        return 1
-    if not os.path.isfile(os.path.join(ROOT, "build", "web", "ort", "ort.wasm.min.mjs")):
-        print("browser bench: build/web/ort/ missing; run `bash .ci/setup_web.sh` first")
         return 1
     res = run(args)
     text = render(res, args)
