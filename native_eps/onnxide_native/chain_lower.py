@@ -1,27 +1,19 @@
 """Lowerings of native chains (chain.py): per op, the nx_chain.c instructions that compute a node on fixed float32
 shapes, or Decline; the decisions are the EP's own (cpu_ops.conv_plan, packed weights, broadcast plans, the
-activation table)."""
+activation table). Views and copies (Transpose, Slice, Concat, Expand, Pad) are the shared ones (plan/chain_lower)."""
 import math
 
 import numpy as np
 
-from onnxide.errors import InvalidArgument, OnnxideError
-from onnxide.ops import activations, registry, resize
+from onnxide.errors import InvalidArgument
+from onnxide.ops import activations, resize
 from onnxide.ops.conv_geometry import ConvGeometry
+from onnxide.plan.chain_lower import COPIES, lower_step, out as _out
+from onnxide.plan.chains import F32, Decline
 
 from . import cpu_ops as K
-from .chain_builder import F32, Decline
 
 HOST_EPS = ("NativeCPUExecutionProvider", "CPUExecutionProvider")
-VIEWS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")  # the output is the input's buffer
-
-
-def _out(step):
-    """The step's one output (optional ones it may have are unnamed)."""
-    outs = [k for k in step.out_keys if k]
-    if len(outs) != 1 or not step.out_keys[0]:
-        raise Decline("outputs")
-    return outs[0]
 
 
 def _unary(b, step, node, opdef, attrs):
@@ -208,116 +200,6 @@ def _attention(b, step, node, opdef, attrs):
            [0.0, 0.0, scale])
 
 
-def _strided(b, x, y, dims, xs, ys, x_off=0, y_off=0):
-    if not 1 <= len(dims) <= 6:
-        raise Decline("rank")
-    pad = [0] * (6 - len(dims))
-    b.emit("strided", [len(dims), x_off, y_off, *dims, *pad, *xs, *pad, *ys, *pad], [x, y])
-
-
-def _contiguous(shape):
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return strides[::-1]
-
-
-def _transpose(b, step, node, opdef, attrs):
-    shape = b.shape(step.in_keys[0])
-    perm = list(attrs.get("perm", range(len(shape) - 1, -1, -1)))
-    if sorted(perm) != list(range(len(shape))):
-        raise Decline("perm")
-    out = tuple(shape[p] for p in perm)
-    xs = _contiguous(shape)
-    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), out), out, [xs[p] for p in perm], _contiguous(out))
-
-
-def _slice(b, step, node, opdef, attrs):
-    shape = b.shape(step.in_keys[0])
-    if opdef.since < 10:
-        starts, ends, axes, steps = attrs.get("starts"), attrs.get("ends"), attrs.get("axes"), None
-    else:
-        given = [b.const(k) for k in (list(step.in_keys[1:]) + [None] * 4)[:4]]
-        if given[0] is None or given[1] is None or any(g is None and k is not None for g, k in zip(
-                given[2:], (list(step.in_keys[3:]) + [None, None])[:2])):
-            raise Decline("Slice bounds not constant")
-        starts, ends, axes, steps = [None if g is None else [int(v) for v in np.ravel(g)] for g in given]
-    if starts is None or ends is None:
-        raise Decline("Slice bounds")
-    axes = list(range(len(starts))) if axes is None else [a + len(shape) if a < 0 else a for a in axes]
-    steps = [1] * len(starts) if steps is None else steps
-    if len(ends) != len(starts) or len(axes) != len(starts) or len(steps) != len(starts) or 0 in steps or \
-            len(set(axes)) != len(axes) or any(not 0 <= a < len(shape) for a in axes):
-        raise Decline("Slice arguments")
-    xs, offset = _contiguous(shape), 0
-    dims, strides = list(shape), list(xs)
-    for a, st, en, sp in zip(axes, starts, ends, steps):
-        r = range(*slice(st, en, sp).indices(shape[a]))
-        dims[a], strides[a] = len(r), xs[a] * sp
-        offset += (r.start if len(r) else 0) * xs[a]
-    if 0 in dims:
-        raise Decline("empty")
-    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), tuple(dims)), dims, strides, _contiguous(dims), x_off=offset)
-
-
-def _expand(b, step, node, opdef, attrs):
-    """Expand to a constant shape: a strided copy reading broadcast dims with stride 0."""
-    shape, target = b.shape(step.in_keys[0]), b.const(step.in_keys[1])
-    if target is None:
-        raise Decline("Expand shape not constant")
-    try:
-        out = np.broadcast_shapes(shape, tuple(int(d) for d in np.ravel(target)))
-    except ValueError:
-        raise Decline("Expand shape") from None
-    padded = (1,) * (len(out) - len(shape)) + tuple(shape)
-    xs = _contiguous(padded)
-    _strided(b, b.src(step.in_keys[0]), b.dst(_out(step), out), out,
-             [0 if d == 1 and o != 1 else s for d, o, s in zip(padded, out, xs)], _contiguous(out))
-
-
-def _pad(b, step, node, opdef, attrs):
-    """Constant-mode Pad with constant, non-negative pads (and value): fill, then the input copied inside."""
-    shape = b.shape(step.in_keys[0])
-    if opdef.since < 11 or attrs.get("mode", "constant") != "constant" or len(step.in_keys) > 3:
-        raise Decline("Pad form")
-    pads = b.const(step.in_keys[1])
-    value = b.const(step.in_keys[2]) if len(step.in_keys) > 2 and step.in_keys[2] is not None else np.zeros(1)
-    if pads is None or value is None or np.size(value) != 1 or np.size(pads) != 2 * len(shape) or np.min(pads) < 0:
-        raise Decline("Pad arguments")
-    begin, end = [int(v) for v in np.ravel(pads)[:len(shape)]], [int(v) for v in np.ravel(pads)[len(shape):]]
-    out = tuple(d + p + q for d, p, q in zip(shape, begin, end))
-    ys = _contiguous(out)
-    y = b.dst(_out(step), out)
-    b.emit("fill", [math.prod(out)], [y], [0.0, 0.0, float(np.ravel(value)[0])])
-    _strided(b, b.src(step.in_keys[0]), y, shape, _contiguous(shape), ys, y_off=sum(p * s for p, s in zip(begin, ys)))
-    life = b.life[b.tensors[y][1]]
-    life[1] = max(life[1], len(b.code) - 1)
-
-
-def _concat(b, step, node, opdef, attrs):
-    keys = [k for k in step.in_keys if k is not None]
-    shapes = [b.shape(k) for k in keys]
-    rank = len(shapes[0])
-    axis = attrs.get("axis", 0 if opdef.since < 4 else None)
-    if axis is None or rank == 0 or not -rank <= axis < rank:
-        raise Decline("Concat axis")
-    axis %= rank
-    if any(len(s) != rank or s[:axis] != shapes[0][:axis] or s[axis + 1:] != shapes[0][axis + 1:] for s in shapes):
-        raise Decline("Concat shapes")
-    total = sum(s[axis] for s in shapes)
-    out = shapes[0][:axis] + (total,) + shapes[0][axis + 1:]
-    outer, inner = math.prod(out[:axis]), math.prod(out[axis + 1:])
-    y, at = b.dst(_out(step), out), 0
-    for k, s in zip(keys, shapes):
-        row = s[axis] * inner
-        if row:
-            _strided(b, b.src(k), y, [outer, row], [row, 1], [total * inner, 1], y_off=at * inner)
-        at += s[axis]
-    life = b.life[b.tensors[y][1]]
-    life[1] = max(life[1], len(b.code) - 1)  # (written by each copy)
-
-
 def _resize(b, step, node, opdef, attrs):
     """Nearest upsampling by whole factors (resize.integer_nearest_factors decides, as for the EP's claim)."""
     if opdef.since < 11:
@@ -410,46 +292,15 @@ def _conv(b, step, node, opdef, attrs):
                     batch=n, steps=(0, c * p, m * p, m * p))
 
 
-def _view(b, step, node, opdef, attrs):
-    if node.op_type == "Dropout" and (len([k for k in step.in_keys if k is not None]) != 1 or len(step.out_keys) != 1):
-        raise Decline("Dropout")
-    out = _out(step)
-    shape, out_shape = b.shape(step.in_keys[0]), b.shape(out)
-    if math.prod(shape) != math.prod(out_shape):
-        raise Decline("view size")
-    b.alias(out, step.in_keys[0], out_shape)
-
-
 LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
          "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm, "MaxPool": _max_pool,
-         "GlobalAveragePool": _global_average_pool, "Transpose": _transpose, "Slice": _slice, "Concat": _concat,
-         "Resize": _resize, "Expand": _expand, "Pad": _pad, **{op: _binary for op in K.BINARY},
-         **{op: _unary for op in activations.BY_OP},
-         **{op: _view for op in VIEWS}}
+         "GlobalAveragePool": _global_average_pool, "Resize": _resize, **{op: _binary for op in K.BINARY},
+         **{op: _unary for op in activations.BY_OP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,
             "MultiHeadAttention": _attention, **{op: _contrib_act for op in activations.CONTRIB}}
 
 
+
 def lower(b, step):
     """Appends `step`'s instructions to builder `b`, or raises Decline (b is then unusable)."""
-    node = step.node
-    if step.bodies is not None or step.ep is None or step.ep.name not in HOST_EPS or not step.device.is_host:
-        raise Decline("step")
-    domain = registry.normalize_domain(node.domain)
-    lower = (LOWER if domain == "" else MS_LOWER if domain == registry.MS_DOMAIN else {}).get(node.op_type)
-    if lower is None:
-        raise Decline(node.op_type)
-    try:
-        opdef = registry.lookup(domain, node.op_type, step.opset)
-    except Exception:  # noqa: BLE001 - (a custom op of that name: not ours)
-        raise Decline(node.op_type) from None
-    if opdef.custom is not None:
-        raise Decline("custom op")
-    for k in step.out_keys:  # (float32 outputs; their shapes are the lowering's: a graph output may declare a
-        entry = b.types.get(k if isinstance(k, str) else k[0])  # symbolic dim the run has fixed)
-        if k and (not entry or entry[0] != 1):
-            raise Decline(k)
-    try:
-        lower(b, step, node, opdef, dict(node.attrs))
-    except OnnxideError as e:  # (a check the node's own kernel makes at run time, e.g. the memory limit)
-        raise Decline(str(e)) from None
+    lower_step(b, step, HOST_EPS, LOWER, MS_LOWER)

@@ -1,0 +1,167 @@
+"""Lowerings every chain backend shares (chains.py): the step dispatcher (which steps a chain may take at all) and
+the ops that are only data movement — views as aliases, Transpose / Slice / Expand / Concat as strided copies, Pad as
+a fill and a copy — in the "strided" and "fill" instructions both interpreters implement with the same parameters:
+strided p = rank, x offset, y offset, dims[6], x strides[6], y strides[6] (floats); fill p = n, f[2] = the value."""
+import math
+
+import numpy as np
+
+from ..errors import OnnxideError
+from ..ops import registry
+from .chains import VIEWS, Decline
+
+
+def out(step):
+    """The step's one output (optional ones it may have are unnamed)."""
+    outs = [k for k in step.out_keys if k]
+    if len(outs) != 1 or not step.out_keys[0]:
+        raise Decline("outputs")
+    return outs[0]
+
+
+def strided(b, x, y, dims, xs, ys, x_off=0, y_off=0):
+    if not 1 <= len(dims) <= 6:
+        raise Decline("rank")
+    pad = [0] * (6 - len(dims))
+    b.emit("strided", [len(dims), x_off, y_off, *dims, *pad, *xs, *pad, *ys, *pad], [x, y])
+
+
+def contiguous(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return strides[::-1]
+
+
+def _transpose(b, step, node, opdef, attrs):
+    shape = b.shape(step.in_keys[0])
+    perm = list(attrs.get("perm", range(len(shape) - 1, -1, -1)))
+    if sorted(perm) != list(range(len(shape))):
+        raise Decline("perm")
+    y = tuple(shape[p] for p in perm)
+    xs = contiguous(shape)
+    strided(b, b.src(step.in_keys[0]), b.dst(out(step), y), y, [xs[p] for p in perm], contiguous(y))
+
+
+def _slice(b, step, node, opdef, attrs):
+    shape = b.shape(step.in_keys[0])
+    if opdef.since < 10:
+        starts, ends, axes, steps = attrs.get("starts"), attrs.get("ends"), attrs.get("axes"), None
+    else:
+        given = [b.const(k) for k in (list(step.in_keys[1:]) + [None] * 4)[:4]]
+        if given[0] is None or given[1] is None or any(g is None and k is not None for g, k in zip(
+                given[2:], (list(step.in_keys[3:]) + [None, None])[:2])):
+            raise Decline("Slice bounds not constant")
+        starts, ends, axes, steps = [None if g is None else [int(v) for v in np.ravel(g)] for g in given]
+    if starts is None or ends is None:
+        raise Decline("Slice bounds")
+    axes = list(range(len(starts))) if axes is None else [a + len(shape) if a < 0 else a for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    if len(ends) != len(starts) or len(axes) != len(starts) or len(steps) != len(starts) or 0 in steps or \
+            len(set(axes)) != len(axes) or any(not 0 <= a < len(shape) for a in axes):
+        raise Decline("Slice arguments")
+    xs, offset = contiguous(shape), 0
+    dims, strides = list(shape), list(xs)
+    for a, st, en, sp in zip(axes, starts, ends, steps):
+        r = range(*slice(st, en, sp).indices(shape[a]))
+        dims[a], strides[a] = len(r), xs[a] * sp
+        offset += (r.start if len(r) else 0) * xs[a]
+    if 0 in dims:
+        raise Decline("empty")
+    strided(b, b.src(step.in_keys[0]), b.dst(out(step), tuple(dims)), dims, strides, contiguous(dims), x_off=offset)
+
+
+def _expand(b, step, node, opdef, attrs):
+    """Expand to a constant shape: a strided copy reading broadcast dims with stride 0."""
+    shape, target = b.shape(step.in_keys[0]), b.const(step.in_keys[1])
+    if target is None:
+        raise Decline("Expand shape not constant")
+    try:
+        y = np.broadcast_shapes(shape, tuple(int(d) for d in np.ravel(target)))
+    except ValueError:
+        raise Decline("Expand shape") from None
+    padded = (1,) * (len(y) - len(shape)) + tuple(shape)
+    xs = contiguous(padded)
+    strided(b, b.src(step.in_keys[0]), b.dst(out(step), y), y,
+            [0 if d == 1 and o != 1 else s for d, o, s in zip(padded, y, xs)], contiguous(y))
+
+
+def _pad(b, step, node, opdef, attrs):
+    """Constant-mode Pad with constant, non-negative pads (and value): fill, then the input copied inside."""
+    shape = b.shape(step.in_keys[0])
+    if opdef.since < 11 or attrs.get("mode", "constant") != "constant" or len(step.in_keys) > 3:
+        raise Decline("Pad form")
+    pads = b.const(step.in_keys[1])
+    value = b.const(step.in_keys[2]) if len(step.in_keys) > 2 and step.in_keys[2] is not None else np.zeros(1)
+    if pads is None or value is None or np.size(value) != 1 or np.size(pads) != 2 * len(shape) or np.min(pads) < 0:
+        raise Decline("Pad arguments")
+    begin, end = [int(v) for v in np.ravel(pads)[:len(shape)]], [int(v) for v in np.ravel(pads)[len(shape):]]
+    shape_y = tuple(d + p + q for d, p, q in zip(shape, begin, end))
+    ys = contiguous(shape_y)
+    y = b.dst(out(step), shape_y)
+    b.emit("fill", [math.prod(shape_y)], [y], [0.0, 0.0, float(np.ravel(value)[0])])
+    strided(b, b.src(step.in_keys[0]), y, shape, contiguous(shape), ys, y_off=sum(p * s for p, s in zip(begin, ys)))
+    b.written_to_end(y)
+
+
+def _concat(b, step, node, opdef, attrs):
+    keys = [k for k in step.in_keys if k is not None]
+    shapes = [b.shape(k) for k in keys]
+    rank = len(shapes[0])
+    axis = attrs.get("axis", 0 if opdef.since < 4 else None)
+    if axis is None or rank == 0 or not -rank <= axis < rank:
+        raise Decline("Concat axis")
+    axis %= rank
+    if any(len(s) != rank or s[:axis] != shapes[0][:axis] or s[axis + 1:] != shapes[0][axis + 1:] for s in shapes):
+        raise Decline("Concat shapes")
+    total = sum(s[axis] for s in shapes)
+    shape_y = shapes[0][:axis] + (total,) + shapes[0][axis + 1:]
+    outer, inner = math.prod(shape_y[:axis]), math.prod(shape_y[axis + 1:])
+    y, at = b.dst(out(step), shape_y), 0
+    for k, s in zip(keys, shapes):
+        row = s[axis] * inner
+        if row:
+            strided(b, b.src(k), y, [outer, row], [row, 1], [total * inner, 1], y_off=at * inner)
+        at += s[axis]
+    b.written_to_end(y)  # (written by each copy)
+
+
+def _view(b, step, node, opdef, attrs):
+    if node.op_type == "Dropout" and (len([k for k in step.in_keys if k is not None]) != 1 or len(step.out_keys) != 1):
+        raise Decline("Dropout")
+    key = out(step)
+    shape, out_shape = b.shape(step.in_keys[0]), b.shape(key)
+    if math.prod(shape) != math.prod(out_shape):
+        raise Decline("view size")
+    b.alias(key, step.in_keys[0], out_shape)
+
+
+COPIES = {"Transpose": _transpose, "Slice": _slice, "Concat": _concat, "Expand": _expand, "Pad": _pad,
+          **{op: _view for op in VIEWS}}
+
+
+def lower_step(b, step, host_eps, lower, ms_lower):
+    """Appends `step`'s instructions to builder `b` by the lowering `lower` (ai.onnx) or `ms_lower` (com.microsoft)
+    holds for its op, or raises Decline (b is then unusable). Only host steps of the EPs in `host_eps` lower."""
+    node = step.node
+    if step.bodies is not None or step.ep is None or step.ep.name not in host_eps or not step.device.is_host:
+        raise Decline("step")
+    domain = registry.normalize_domain(node.domain)
+    fn = (lower if domain == "" else ms_lower if domain == registry.MS_DOMAIN else {}).get(node.op_type)
+    if fn is None:
+        raise Decline(node.op_type)
+    try:
+        opdef = registry.lookup(domain, node.op_type, step.opset)
+    except Exception:  # noqa: BLE001 - (a custom op of that name: not ours)
+        raise Decline(node.op_type) from None
+    if opdef.custom is not None:
+        raise Decline("custom op")
+    for k in step.out_keys:  # (float32 outputs; their shapes are the lowering's: a graph output may declare a
+        entry = b.types.get(k if isinstance(k, str) else k[0])  # symbolic dim the run has fixed)
+        if k and (not entry or entry[0] != 1):
+            raise Decline(k)
+    try:
+        fn(b, step, node, opdef, dict(node.attrs))
+    except OnnxideError as e:  # (a check the node's own kernel makes at run time, e.g. the memory limit)
+        raise Decline(str(e)) from None
