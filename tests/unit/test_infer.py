@@ -300,3 +300,23 @@ def test_dropout_mask_type_follows_the_opset(opset):
     feeds = {"x": _x(2, 2)}
     sess = check(_model([node], feeds, opset=opset), feeds)
     assert sess.get_outputs()[1].type == ("tensor(bool)" if opset >= 10 else "tensor(float)")
+
+
+def test_declared_symbolic_dims_take_the_inferred_sizes():
+    """A model's own value_info with symbolic dims (quantizers write ['batch', 'seq']) gets the sizes inference
+    finds, as onnx's shape merge does: a session specialized to fixed input shapes must see every shape fixed
+    (the int8 MiniLM's specialized plan kept its Shape / Gather / Concat arithmetic otherwise). A declared static dim
+    and the element type stay as declared."""
+    from onnxide import proto
+    from onnxide.ir import load_model
+    from onnxide.ir.infer import infer_shapes
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([_node("Relu", ["x"], ["h"]), _node("Neg", ["h"], ["y"])], "g", [x], [y],
+                          value_info=[helper.make_tensor_value_info("h", TensorProto.FLOAT, ["batch", None])])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8).SerializeToString()
+    model = load_model(proto.parse(proto.ModelProto, data))
+    infer_shapes(model)
+    assert model.graph.value_info["h"].shape == [2, 3]
+    assert not model.graph.value_info["h"].inferred  # (still the model's declaration, now complete)

@@ -196,14 +196,35 @@ def _check_declared(node, res, declared):
 
 
 def _record(g, node, res, types, previous):
-    """Record the rule's entries for the node's outputs that have no type yet (declared types win)."""
+    """Record the rule's entries for the node's outputs that have no type yet (declared types win, though a declared
+    value_info's symbolic or unknown dims take the sizes inference found, as onnx's shape merge does: a quantizer's
+    ['batch', 'seq'] declarations must not hide a specialized plan's fixed shapes)."""
     for i, name in enumerate(node.outputs):
-        if not name or name in types or res is None or i >= len(res) or res[i] is None or not res[i][0]:
+        if not name or res is None or i >= len(res) or res[i] is None or not res[i][0]:
+            continue
+        if name in types:
+            declared = g.value_info.get(name)
+            merged = _merged(types[name], res[i]) if declared is not None and not declared.inferred else None
+            if merged is not None:
+                types[name] = merged
+                g.value_info[name] = ValueInfo(name, type_proto(*merged), declared.doc)  # (a new object: the
+                # declared one may be shared with another session's model)
             continue
         types[name] = res[i]
         old = previous.get(name)
         g.value_info[name] = old if old is not None and entry_of(old.type) == res[i] else \
             ValueInfo(name, type_proto(*res[i]), inferred=True)
+
+
+def _merged(declared, inferred):
+    """The declared tensor entry with its non-static dims set to the inferred sizes, or None when that changes
+    nothing (or the two differ in element type or rank)."""
+    (de, dd), (ie, idims) = declared, inferred
+    if de != ie or not isinstance(de, int) or not isinstance(dd, list) or not isinstance(idims, list) or \
+            len(dd) != len(idims):
+        return None
+    dims = [i if not isinstance(d, int) and isinstance(i, int) else d for d, i in zip(dd, idims)]
+    return (de, dims) if dims != dd else None
 
 
 def value_types(graph):
