@@ -1,6 +1,7 @@
 /* 2-D convolution (NCHW): implicit-im2col packing into the packed GEMM for grouped/dense convolutions, a plain
  * GEMM for 1x1 stride-1 convolutions, and a direct SIMD path for depthwise convolutions. Exports ox_conv2d. */
 #include "ox_gemm.h"
+#include "ox_kernels.h"
 
 /* Zero-padded copy of one input plane (HP x WP, the interior at row PT, column PL): vector copies per row */
 static void pad_plane(const float* x, int H, int W, int PT, int PL, int HP, int WP, float* pad) {

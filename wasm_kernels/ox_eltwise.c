@@ -1,6 +1,7 @@
 /* Elementwise kernels: unary activations (the OX_ACT_* codes of ox_common.h) and binary arithmetic with up to
  * 4-D broadcasting given as element strides (0 = broadcast). Exports ox_unary, ox_binary. */
 #include "ox_common.h"
+#include "ox_kernels.h"
 
 enum { OX_ADD = 0, OX_SUB = 1, OX_MUL = 2, OX_DIV = 3, OX_MAX = 4, OX_MIN = 5, OX_PRELU = 6 };
 

@@ -1,6 +1,7 @@
 /* Packed single-precision GEMM: operand packing (strided, transposed, implicit im2col), an MRx8 register-blocked
  * micro-kernel (6x8 relaxed, 4x8 SIMD128), cache blocking, and the bias + activation epilogue. Exports ox_gemm. */
 #include "ox_gemm.h"
+#include "ox_kernels.h"
 
 /* ---- packing ------------------------------------------------------------------------------------------------ */
 

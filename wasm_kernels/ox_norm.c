@@ -1,6 +1,7 @@
 /* Row-wise kernels: Softmax / LogSoftmax over contiguous rows, Layer/Instance normalization (row statistics with
  * per-column or per-row affine), and the per-channel affine of inference BatchNormalization. */
 #include "ox_common.h"
+#include "ox_kernels.h"
 
 OX_INLINE float hsum(f4 v) {
     float t[4];

@@ -2,6 +2,7 @@
  * windows and count_include_pad, global max / average pooling, nearest upsampling by integer factors.
  * Exports ox_pool2d, ox_global_pool, ox_upsample_nearest. */
 #include "ox_common.h"
+#include "ox_kernels.h"
 
 #define OX_NEG_INF (-__builtin_inff())
 

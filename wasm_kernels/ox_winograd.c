@@ -1,6 +1,7 @@
 /* Winograd F(2x2, 3x3) convolution for dense 3x3 stride-1 dilation-1 NCHW convolutions: input/weight/output
  * transforms in SIMD (four tiles per vector) around 16 packed GEMMs. Exports ox_conv3x3_wino(+_scratch_floats). */
 #include "ox_gemm.h"
+#include "ox_kernels.h"
 
 static int pad_w(int tw) { return (tw + 3) / 4 * 8 + 8; }   /* padded plane width: 2 columns per tile + slack */
 

@@ -7,9 +7,11 @@ place. Natively the same bytes are instantiated by wasmtime against a private me
 module's relocation); arrays are copied into a per-call arena and results copied back.
 
 Callers describe each argument: a Python int/float, `In(array)` (read), `Out(array)` (written), `InOut(array)`,
-or `Scratch(n_floats)`. Only this module knows which backend is running.
+or `Scratch(n_floats)`. Only this module knows which backend is running (chains ask `shares_memory`; natively they
+pin their program in the module's memory and `run_chain` copies only the chain's inputs in and outputs out).
 """
 import atexit
+import math
 import os
 import sys
 import threading
@@ -36,8 +38,10 @@ SIGNATURES = {
     "ox_channel_affine": "iiipppppiff",
     "ox_unary": "ippiff",
     "ox_binary": "ipppp",
+    "ox_chain_run": "pippp",
 }
-RETURNS_INT = {"ox_gemm_scratch_floats", "ox_gemm_packed_b_floats", "ox_conv3x3_wino_scratch_floats", "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats"}
+RETURNS_INT = {"ox_chain_run", "ox_gemm_scratch_floats", "ox_gemm_packed_b_floats", "ox_conv3x3_wino_scratch_floats",
+               "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats"}
 
 BUILDS = ("relaxed", "simd128")
 FILE_PATTERN = "onnxide_kernels_{}.wasm"
@@ -183,6 +187,7 @@ class WasmtimeBackend:
         self._view = None
         self._view_len = 0
         self._lock = threading.Lock()
+        self._pinned, self._free, self._unpinned = {}, [], []  # pinned blocks: address -> bytes; free (address, bytes)
 
     def _mem(self, need):
         size = self.memory.data_len(self.store)
@@ -194,6 +199,63 @@ class WasmtimeBackend:
             self._view = np.ctypeslib.as_array(ptr, shape=(size,))
             self._view_len = size
         return self._view
+
+    shares_memory = False  # (numpy's arrays are not in the module's memory: everything is copied)
+
+    def pin(self, array):
+        """Copies `array` into a block of the module's memory kept until unpin(address) (the constants and tables
+        of a chain's program, read every run); the per-call arena starts above the pinned blocks."""
+        data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        size = max(64, (data.nbytes + 63) // 64 * 64)
+        with self._lock:
+            self._reclaim()
+            fits = [(s, a) for a, s in self._free if s >= size]
+            if fits:
+                s, addr = min(fits)
+                self._free.remove((addr, s))
+                if s > size:
+                    self._free.append((addr + size, s - size))
+            else:
+                addr = (self.arena_base + 63) // 64 * 64
+                self.arena_base = addr + size
+            self._pinned[addr] = size
+            view = self._mem(self.arena_base)
+            view[addr:addr + data.nbytes] = data
+        return addr
+
+    def unpin(self, address):
+        """Frees a pinned block (at the next pin or chain run: a finalizer may call this anywhere)."""
+        self._unpinned.append(address)
+
+    def _reclaim(self):
+        while self._unpinned:
+            addr = self._unpinned.pop()
+            self._free.append((addr, self._pinned.pop(addr)))
+        self._free.sort()
+        while self._free and sum(self._free[-1]) >= self.arena_base:  # (blocks at the top give the arena room)
+            self.arena_base = self._free.pop()[0]
+
+    def run_chain(self, code, n, offsets, ext, arena_bytes, staged, in_place, outputs):
+        """ox_chain_run on a pinned program (`code`, tensor table `offsets`, pointer table `ext`) over an arena
+        above the pinned blocks: `staged` (arena offset, array) copied in, `in_place` (ext slot, array) copied
+        behind the arena with their addresses written into `ext`, then `outputs` (arena offset, shape) copied out
+        as fresh arrays: (return code, outputs)."""
+        with self._lock:
+            self._reclaim()
+            base = (self.arena_base + 63) // 64 * 64
+            end, places = base + arena_bytes, []
+            for _, x in in_place:
+                places.append(end)
+                end += (x.nbytes + 63) // 64 * 64
+            view = self._mem(end)
+            for at, x in zip([base + off for off, _ in staged] + places, [x for _, x in staged + in_place]):
+                np.copyto(view[at:at + x.nbytes].view(np.float32).reshape(x.shape), x)
+            for (slot, _), at in zip(in_place, places):
+                view[ext + 4 * slot:ext + 4 * slot + 4].view(np.uint32)[0] = at
+            rc = self.funcs["ox_chain_run"](self.store, code, n, offsets, base, ext)
+            outs = [view[base + off:base + off + 4 * math.prod(shape)].view(np.float32).reshape(shape).copy()
+                    for off, shape in outputs]
+        return rc, outs
 
     def call(self, name, args):
         with self._lock:  # one arena and one stack: a call at a time (threads sharing a session)
@@ -241,6 +303,8 @@ class WasmtimeBackend:
 
 class CtypesBackend:
     """The side module loaded into Pyodide's own memory with ctypes.CDLL: pointers are numpy's, nothing copied."""
+
+    shares_memory = True  # (a chain's arena and constants are numpy arrays, their addresses passed as they are)
 
     def __init__(self, path, relaxed):
         import ctypes
