@@ -7,6 +7,7 @@ report) to the numpy kernel — never a silently different result.
 """
 import math
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,6 +57,13 @@ def gemm_call(rt, batch, m, n, k, a, rsa, csa, sa, b, rsb, csb, sb, c, ldc, sc, 
                         act, float(a0), float(a1), Scratch(rt.gemm_scratch)])
 
 
+def pack_b(rt, b, k, n, rsb, csb):
+    """B (element (k, j) at b[k*rsb + j*csb], C-contiguous float32) packed for ox_gemm_pb."""
+    packed = np.empty(rt.call("ox_gemm_packed_b_floats", [k, n]), F32)
+    rt.call("ox_gemm_pack_b", [k, n, In(b), rsb, csb, Out(packed)])
+    return packed
+
+
 class PackedB:
     """Per-node cache of a constant B operand packed for the GEMM. An initializer is the same read-only array
     object every run: B is packed on its second sighting and reused while that array (same buffer, shape, strides)
@@ -73,9 +81,7 @@ class PackedB:
         key = (b.shape, b.strides, rsb, csb, b.__array_interface__["data"][0])
         if self.ref is not None and self.ref() is src and key == self.key:
             if self.packed is None:
-                packed = np.empty(rt.call("ox_gemm_packed_b_floats", [k, n]), F32)
-                rt.call("ox_gemm_pack_b", [k, n, In(b), rsb, csb, Out(packed)])
-                self.packed = packed
+                self.packed = pack_b(rt, b, k, n, rsb, csb)
             return self.packed
         self.ref, self.key, self.packed = weakref.ref(src), key, None
         return None
@@ -88,48 +94,82 @@ def gemm_pb_call(rt, batch, m, n, k, a, rsa, csa, sa, pb, c, ldc, sc, alpha=1.0,
                            float(a1), Scratch(rt.gemm_scratch)])
 
 
-def matmul_fast(rt, a, b, trans_a=0, trans_b=0, alpha=1.0, pack=None):
-    if not _is_f32(a, b) or a.ndim == 0 or b.ndim == 0:
-        return FALLBACK
-    a1, b1 = a.ndim == 1, b.ndim == 1
+class MatMulGeometry(NamedTuple):
+    """How ox_gemm computes op(A) @ op(B) (numpy's matmul rules): A and B as (batch..., rows, cols) `a_shape` /
+    `b_shape`, the product's `batch` dims, m, n, k, A's and B's row / column strides, `fold` (one shared 2-D B:
+    A's batch folded into its rows), per-batch steps of A and B (0: shared), whether A / B must first be broadcast
+    to the batch (`a_copy`, `b_copy`), and the output's shape (1-D operands' dims dropped)."""
+    a_shape: tuple
+    b_shape: tuple
+    batch: tuple
+    m: int
+    n: int
+    k: int
+    rsa: int
+    csa: int
+    rsb: int
+    csb: int
+    fold: bool
+    a_step: int
+    b_step: int
+    a_copy: bool
+    b_copy: bool
+    out: tuple
+
+
+def matmul_geometry(sa, sb, trans_a=0, trans_b=0):
+    """The MatMulGeometry of shapes `sa` @ `sb`, or None (empty, mismatched or 0-D operands: the numpy kernel)."""
+    if not sa or not sb:
+        return None
+    a1, b1 = len(sa) == 1, len(sb) == 1
     if (trans_a and a1) or (trans_b and b1):
-        return FALLBACK
-    a2 = a.reshape(1, -1) if a1 else a
-    b2 = b.reshape(-1, 1) if b1 else b
-    m, k = a2.shape[-2:][::-1] if trans_a else a2.shape[-2:]
-    k2, n = b2.shape[-2:][::-1] if trans_b else b2.shape[-2:]
+        return None
+    sa2 = (1,) + tuple(sa) if a1 else tuple(sa)
+    sb2 = tuple(sb) + (1,) if b1 else tuple(sb)
+    m, k = sa2[-2:][::-1] if trans_a else sa2[-2:]
+    k2, n = sb2[-2:][::-1] if trans_b else sb2[-2:]
     if k != k2 or m == 0 or n == 0 or k == 0:
-        return FALLBACK
+        return None
     try:
-        batch_shape = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        batch = np.broadcast_shapes(sa2[:-2], sb2[:-2])
     except ValueError:
+        return None
+    out = batch + (m, n)
+    if a1:
+        out = out[:-2] + (n,)
+    if b1:
+        out = out[:-1]
+    a_step = 0 if math.prod(sa2[:-2]) == 1 else m * k
+    b_step = 0 if math.prod(sb2[:-2]) == 1 else k * n
+    return MatMulGeometry(sa2, sb2, batch, m, n, k, *((1, m) if trans_a else (k, 1)), *((1, k) if trans_b else (n, 1)),
+                          len(sb2) == 2 and not trans_a, a_step, b_step, bool(a_step) and sa2[:-2] != batch,
+                          bool(b_step) and sb2[:-2] != batch, out)
+
+
+def matmul_fast(rt, a, b, trans_a=0, trans_b=0, alpha=1.0, pack=None):
+    if not _is_f32(a, b):
         return FALLBACK
-    out_shape = batch_shape + (m, n)
-    a2, b2 = _contig(a2), _contig(b2)
-    y = np.empty(out_shape, F32)
-    rsa, csa = (1, m) if trans_a else (k, 1)
-    rsb, csb = (1, k) if trans_b else (n, 1)
-    if b2.ndim == 2 and not trans_a:  # shared B: fold A's batch into its rows
+    g = matmul_geometry(a.shape, b.shape, trans_a, trans_b)
+    if g is None:
+        return FALLBACK
+    m, n, k = g.m, g.n, g.k
+    a2, b2 = _contig(a.reshape(g.a_shape)), _contig(b.reshape(g.b_shape))
+    y = np.empty(g.batch + (m, n), F32)
+    if g.fold:  # shared B: fold A's batch into its rows
         rows = a2.size // k
-        pb = pack.get(rt, b, b2, k, n, rsb, csb) if pack is not None and not b1 else None
+        pb = pack.get(rt, b, b2, k, n, g.rsb, g.csb) if pack is not None and b.ndim > 1 else None
         if pb is not None:
             gemm_pb_call(rt, 1, rows, n, k, a2, k, 1, 0, pb, y, n, 0, alpha)
         else:
-            gemm_call(rt, 1, rows, n, k, a2, k, 1, 0, b2, rsb, csb, 0, y, n, 0, alpha)
+            gemm_call(rt, 1, rows, n, k, a2, k, 1, 0, b2, g.rsb, g.csb, 0, y, n, 0, alpha)
     else:
-        nb = int(np.prod(batch_shape, dtype=np.int64))
-        sa = 0 if int(np.prod(a2.shape[:-2], dtype=np.int64)) == 1 else m * k
-        sb = 0 if int(np.prod(b2.shape[:-2], dtype=np.int64)) == 1 else k * n
-        if sa and a2.shape[:-2] != batch_shape:
-            a2 = _contig(np.broadcast_to(a2, batch_shape + a2.shape[-2:]))
-        if sb and b2.shape[:-2] != batch_shape:
-            b2 = _contig(np.broadcast_to(b2, batch_shape + b2.shape[-2:]))
-        gemm_call(rt, nb, m, n, k, a2, rsa, csa, sa, b2, rsb, csb, sb, y, n, m * n, alpha)
-    if a1:
-        y = y.reshape(y.shape[:-2] + (n,))
-    if b1:
-        y = y.reshape(y.shape[:-1])
-    return y
+        if g.a_copy:
+            a2 = _contig(np.broadcast_to(a2, g.batch + a2.shape[-2:]))
+        if g.b_copy:
+            b2 = _contig(np.broadcast_to(b2, g.batch + b2.shape[-2:]))
+        gemm_call(rt, math.prod(g.batch), m, n, k, a2, g.rsa, g.csa, g.a_step, b2, g.rsb, g.csb, g.b_step, y, n,
+                  m * n, alpha)
+    return y.reshape(g.out)
 
 
 def claim_matmul(rt, node, opdef, attrs):
@@ -139,26 +179,37 @@ def claim_matmul(rt, node, opdef, attrs):
     return guarded(lambda a, b, **kw: matmul_fast(rt, a, b, pack=pack), opdef.kernel)
 
 
-def gemm_fast(rt, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, act=(0, 0.0, 0.0), pack=None, **_):
-    if not _is_f32(a, b) or a.ndim != 2 or b.ndim != 2 or (c is not None and not _is_f32(c)):
-        return FALLBACK
-    m, k = (a.shape[1], a.shape[0]) if transA else a.shape
-    k2, n = (b.shape[1], b.shape[0]) if transB else b.shape
+def gemm_geometry(sa, sb, sc, beta=1.0, transA=0, transB=0):
+    """(m, n, k, rsa, csa, rsb, csb, bias steps (bsm, bsn) or None for no bias) of Gemm on 2-D shapes `sa`, `sb`
+    and C's shape `sc` (None: no C), or None (the numpy kernel: other ranks, empty output, a C that does not
+    broadcast)."""
+    if len(sa) != 2 or len(sb) != 2:
+        return None
+    m, k = (sa[1], sa[0]) if transA else sa
+    k2, n = (sb[1], sb[0]) if transB else sb
     if k != k2 or m == 0 or n == 0:
-        return FALLBACK
-    bias, bsm, bsn = None, 0, 0
-    if c is not None and beta != 0.0:
-        if c.ndim > 2:
-            return FALLBACK
-        cm, cn = ((1,) * (2 - c.ndim) + c.shape)
+        return None
+    steps = None
+    if sc is not None and beta != 0.0:
+        if len(sc) > 2:
+            return None
+        cm, cn = ((1,) * (2 - len(sc)) + tuple(sc))
         if cm not in (1, m) or cn not in (1, n):
-            return FALLBACK  # the numpy kernel reports the bad shape
-        bias = _contig(c)
-        bsm, bsn = (cn if cm > 1 else 0), (1 if cn > 1 else 0)
+            return None  # the numpy kernel reports the bad shape
+        steps = (cn if cm > 1 else 0), (1 if cn > 1 else 0)
+    return m, n, k, *((1, m) if transA else (k, 1)), *((1, k) if transB else (n, 1)), steps
+
+
+def gemm_fast(rt, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, act=(0, 0.0, 0.0), pack=None, **_):
+    if not _is_f32(a, b) or (c is not None and not _is_f32(c)):
+        return FALLBACK
+    g = gemm_geometry(a.shape, b.shape, None if c is None else c.shape, beta, transA, transB)
+    if g is None:
+        return FALLBACK
+    m, n, k, rsa, csa, rsb, csb, steps = g
+    bias, (bsm, bsn) = (None, (0, 0)) if steps is None else (_contig(c), steps)
     b_in = b
     a, b = _contig(a), _contig(b)
-    rsa, csa = (1, m) if transA else (k, 1)
-    rsb, csb = (1, k) if transB else (n, 1)
     y = np.empty((m, n), F32)
     if k == 0:
         y[...] = 0.0
@@ -215,36 +266,44 @@ def claim_gemm(rt, node, opdef, attrs):
 
 # ---- convolution and pooling ----------------------------------------------------------------------------------------
 
-def conv_fast(rt, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
-              strides=None, act=(0, 0.0, 0.0), **_):
-    if not _is_f32(x, w) or (b is not None and not _is_f32(b)) or x.ndim not in (3, 4) or w.ndim != x.ndim:
-        return FALLBACK
-    nd = x.ndim - 2
-    n, c = x.shape[:2]
-    m = w.shape[0]
-    if b is not None and b.shape != (m,):
-        return FALLBACK
+def conv_args(rt, x_shape, w_shape, attrs):
+    """(winograd?, the kernel's geometry arguments, its scratch floats, the output shape) of a 1-D / 2-D
+    convolution, or None (what ConvGeometry rejects and empty outputs: the numpy kernel)."""
+    if len(x_shape) not in (3, 4) or len(w_shape) != len(x_shape):
+        return None
+    n, c = x_shape[:2]
+    m, group = w_shape[0], attrs.get("group", 1)
     try:  # (what it rejects, the numpy kernel reports)
-        g = ConvGeometry.conv(x.shape, w.shape, "Conv", auto_pad=auto_pad, dilations=dilations, group=group,
-                              kernel_shape=kernel_shape, pads=pads, strides=strides)
+        g = ConvGeometry.conv(x_shape, w_shape, "Conv", **{k: attrs.get(k) for k in (
+            "auto_pad", "dilations", "group", "kernel_shape", "pads", "strides") if attrs.get(k) is not None})
     except InvalidArgument:
-        return FALLBACK
+        return None
     g2 = g.as_2d()
     (h, wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = (g2.in_shape, g2.kernel, g2.strides, g2.dilations,
                                                                  g2.pads_begin, g2.out)
-    y = np.empty((n, m) + g.out, F32)
-    if y.size == 0:
+    y_shape = (n, m) + tuple(g.out)
+    if math.prod(y_shape) == 0:
+        return None
+    if use_winograd(len(x_shape) - 2, kh, kw, sh, sw, dh, dw, group, c, m, oh, ow):
+        return (True, (n, c, h, wd, m, pt, pl, oh, ow),
+                scratch_floats(rt, "ox_conv3x3_wino_scratch_floats", (c, m, oh, ow)), y_shape)
+    return (False, (n, c, h, wd, m, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, group),
+            scratch_floats(rt, "ox_conv2d_scratch_floats", (c, m, group, oh, ow, kh, kw, sh, sw, dh, dw)), y_shape)
+
+
+def conv_fast(rt, x, w, b=None, *, act=(0, 0.0, 0.0), **attrs):
+    if not _is_f32(x, w) or (b is not None and not _is_f32(b)):
         return FALLBACK
-    if use_winograd(nd, kh, kw, sh, sw, dh, dw, group, c, m, oh, ow):
-        scratch = scratch_floats(rt, "ox_conv3x3_wino_scratch_floats", (c, m, oh, ow))
-        rt.call("ox_conv3x3_wino", [n, c, h, wd, m, pt, pl, oh, ow, In(_contig(x)), In(_contig(w)),
-                                    In(_contig(b)) if b is not None else 0, Out(y), act[0], float(act[1]),
-                                    float(act[2]), Scratch(scratch)])
-        return y
-    scratch = scratch_floats(rt, "ox_conv2d_scratch_floats", (c, m, group, oh, ow, kh, kw, sh, sw, dh, dw))
-    rt.call("ox_conv2d", [n, c, h, wd, m, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, group, In(_contig(x)),
-                          In(_contig(w)), In(_contig(b)) if b is not None else 0, Out(y), act[0], float(act[1]),
-                          float(act[2]), Scratch(scratch)])
+    if b is not None and b.shape != (w.shape[0],):
+        return FALLBACK
+    ca = conv_args(rt, x.shape, w.shape, attrs)
+    if ca is None:
+        return FALLBACK
+    wino, geometry, scratch, y_shape = ca
+    y = np.empty(y_shape, F32)
+    rt.call("ox_conv3x3_wino" if wino else "ox_conv2d",
+            [*geometry, In(_contig(x)), In(_contig(w)), In(_contig(b)) if b is not None else 0, Out(y), act[0],
+             float(act[1]), float(act[2]), Scratch(scratch)])
     return y
 
 
@@ -295,25 +354,36 @@ def conv_sum_fast(rt, x, w, b, z, act, *, activation="", activation_params=None,
     return activate(y, *act)
 
 
-def pool_fast(rt, is_max, x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None,
-              kernel_shape=None, pads=None, strides=None, **_):
-    if not _is_f32(x) or x.ndim not in (3, 4):
-        return FALLBACK
+def pool_args(rt, x_shape, is_max, attrs):
+    """(ox_pool2d's geometry arguments, its scratch floats, the output shape) of a 1-D / 2-D pool, or None (what
+    ConvGeometry rejects and empty outputs: the numpy kernel)."""
+    if len(x_shape) not in (3, 4):
+        return None
     try:  # (what it rejects, the numpy kernel reports)
-        g = ConvGeometry.pool(x.shape, "Pool", auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
-                              kernel_shape=kernel_shape, pads=pads, strides=strides)
+        g = ConvGeometry.pool(x_shape, "Pool", **{k: attrs[k] for k in (
+            "auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides") if k in attrs})
     except InvalidArgument:
-        return FALLBACK
+        return None
     g2 = g.as_2d()
     (h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (pbot, pr), (oh, ow) = (
         g2.in_shape, g2.kernel, g2.strides, g2.dilations, g2.pads_begin, g2.pads_end, g2.out)
-    y = np.empty(x.shape[:2] + g.out, F32)
-    if y.size == 0:
-        return FALLBACK
-    nc = x.shape[0] * x.shape[1]
+    y_shape = tuple(x_shape[:2]) + tuple(g.out)
+    if math.prod(y_shape) == 0:
+        return None
     scratch = scratch_floats(rt, "ox_pool2d_scratch_floats", (oh, ow, kh, kw, sh, sw, dh, dw))
-    rt.call("ox_pool2d", [nc, h, w, kh, kw, sh, sw, dh, dw, pt, pl, pbot, pr, oh, ow, int(is_max),
-                          int(bool(count_include_pad)), In(_contig(x)), Out(y), Scratch(scratch)])
+    return ((x_shape[0] * x_shape[1], h, w, kh, kw, sh, sw, dh, dw, pt, pl, pbot, pr, oh, ow, int(is_max),
+             int(bool(attrs.get("count_include_pad", 0)))), scratch, y_shape)
+
+
+def pool_fast(rt, is_max, x, **attrs):
+    if not _is_f32(x):
+        return FALLBACK
+    pa = pool_args(rt, x.shape, is_max, attrs)
+    if pa is None:
+        return FALLBACK
+    geometry, scratch, y_shape = pa
+    y = np.empty(y_shape, F32)
+    rt.call("ox_pool2d", [*geometry, In(_contig(x)), Out(y), Scratch(scratch)])
     return y
 
 

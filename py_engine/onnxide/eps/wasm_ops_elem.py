@@ -1,5 +1,7 @@
 """The WASM EP's row-wise and elementwise kernels: Softmax/LogSoftmax, Layer/Instance/Batch normalization, unary
 activations and broadcasting binary arithmetic (same claim/fallback contract as wasm_ops.py)."""
+import math
+
 import numpy as np
 
 from ..ops import activations
@@ -9,29 +11,45 @@ from .wasm_runtime import In, Out
 # ---- softmax ----------------------------------------------------------------------------------------------------
 
 
-def softmax_fast(rt, log, coerced, x, axis):
-    if not _is_f32(x) or x.ndim == 0 or x.size == 0:
-        return FALLBACK
-    a = axis + x.ndim if axis < 0 else axis
+def softmax_cols(shape, axis, coerced):
+    """The length of the rows ox_softmax normalizes for this shape and axis (opset < 13: `coerced` to 2-D), or None
+    (0-D, empty, an inner axis from opset 13: the numpy kernel)."""
+    if not shape or 0 in shape:
+        return None
+    a = axis + len(shape) if axis < 0 else axis
     if coerced:
-        if not 0 <= a <= x.ndim:
-            return FALLBACK
-    elif a != x.ndim - 1:
-        return FALLBACK  # softmax over an inner axis: the numpy kernel
-    n = int(np.prod(x.shape[a:], dtype=np.int64))
-    if n == 0:
+        if not 0 <= a <= len(shape):
+            return None
+    elif a != len(shape) - 1:
+        return None  # softmax over an inner axis: the numpy kernel
+    return math.prod(shape[a:]) or None
+
+
+def softmax_fast(rt, log, coerced, x, axis):
+    if not _is_f32(x):
+        return FALLBACK
+    n = softmax_cols(x.shape, axis, coerced)
+    if n is None:
         return FALLBACK
     y = np.empty(x.shape, F32)
     rt.call("ox_softmax", [x.size // n, n, In(_contig(x)), Out(y), int(log)])
     return y
 
 
+def softmax_axis(opdef, attrs):
+    """(axis, coerced to 2-D) of a Softmax / LogSoftmax node, or None for attributes the kernel lacks."""
+    if set(attrs) - {"axis"}:
+        return None
+    coerced = opdef.since < 13
+    return attrs.get("axis", opdef.attrs.get("axis", 1 if coerced else -1)), coerced
+
+
 def claim_softmax(log):
     def claim(rt, node, opdef, attrs):
-        if set(attrs) - {"axis"}:
+        sa = softmax_axis(opdef, {})
+        if set(attrs) - {"axis"} or sa is None:
             return None
-        coerced = opdef.since < 13
-        default = opdef.attrs.get("axis", 1 if coerced else -1)
+        default, coerced = sa
         return guarded(lambda x, *, axis=default, **kw: softmax_fast(rt, log, coerced, x, axis), opdef.kernel)
     return claim
 
@@ -93,13 +111,18 @@ def claim_instnorm(rt, node, opdef, attrs):
     return guarded(lambda *a, **kw: instnorm_fast(rt, *a, **kw), opdef.kernel)
 
 
+def batchnorm_scale(scale, var, epsilon):
+    """BatchNormalization's per-channel factor scale / sqrt(var + epsilon) (ox_channel_affine's s)."""
+    return (scale / np.sqrt(var + np.float32(epsilon))).astype(F32)
+
+
 def batchnorm_fast(rt, x, scale, b, mean, var, *, epsilon=1e-5, **_):
     if not _is_f32(x, scale, b, mean, var) or x.ndim < 2 or x.size == 0:
         return FALLBACK
     c = x.shape[1]
     if any(v.shape != (c,) for v in (scale, b, mean, var)):
         return FALLBACK
-    s = (scale / np.sqrt(var + np.float32(epsilon))).astype(F32)
+    s = batchnorm_scale(scale, var, epsilon)
     y = np.empty(x.shape, F32)
     rt.call("ox_channel_affine", [x.shape[0], c, x.size // (x.shape[0] * c), In(_contig(x)), In(_contig(mean)),
                                   In(s), In(_contig(b)), Out(y), 0, 0.0, 0.0])
@@ -129,7 +152,8 @@ def unary_fast(rt, x, act, a0=0.0, a1=0.0):
 UNARY = activations.UNARY  # the ops claim_unary takes (Clip from opset 11 on: clip11_fast)
 
 
-def clip11_fast(rt, x, lo=None, hi=None):
+def clip_limits(lo, hi):
+    """Clip's (min, max) from its optional float32 scalar inputs, or None (NaN limits: numpy's semantics)."""
     lim = []
     for v, inf in ((lo, -np.inf), (hi, np.inf)):
         if v is None:
@@ -137,10 +161,26 @@ def clip11_fast(rt, x, lo=None, hi=None):
         elif isinstance(v, np.ndarray) and v.dtype == F32 and v.size == 1:
             lim.append(float(v.reshape(())))
         else:
-            return FALLBACK
+            return None
     if lim[0] != lim[0] or lim[1] != lim[1]:
-        return FALLBACK  # NaN limits: numpy's semantics
+        return None
+    return lim
+
+
+def clip11_fast(rt, x, lo=None, hi=None):
+    lim = clip_limits(lo, hi)
+    if lim is None:
+        return FALLBACK
     return unary_fast(rt, x, ACT["clip"], lim[0], lim[1])
+
+
+def unary_act(node, opdef, attrs):
+    """(act code, a0, a1) of an activation node the unary kernel runs (Clip from opset 11 aside: its limits are
+    inputs, clip_limits), or None."""
+    if node.op_type == "Clip" and opdef.since >= 11:
+        return None
+    p = activations.unary_activation(node.op_type, opdef, attrs, ACT)
+    return None if p is None else (ACT[p[0]], p[1], p[2])
 
 
 def claim_unary(rt, node, opdef, attrs):
@@ -148,10 +188,10 @@ def claim_unary(rt, node, opdef, attrs):
         if attrs:
             return None
         return guarded(lambda *a, **kw: clip11_fast(rt, *a), opdef.kernel)
-    p = activations.unary_activation(node.op_type, opdef, attrs, ACT)
+    p = unary_act(node, opdef, attrs)
     if p is None:
         return None
-    act, a0, a1 = ACT[p[0]], p[1], p[2]
+    act, a0, a1 = p
     return guarded(lambda x, **kw: unary_fast(rt, x, act, a0, a1), opdef.kernel)
 
 
@@ -219,9 +259,10 @@ def binary_fast(rt, opcode, a, b, x_shape_out=False):
     return y
 
 
-def claim_binary(rt, node, opdef, attrs):
+def binary_op(node, opdef, attrs):
+    """The ox_binary op code of a two-input arithmetic node the kernel runs, or None."""
     op_type = node.op_type
-    if attrs:
+    if attrs or op_type not in BINOP:
         return None
     if op_type in ("Add", "Sub", "Mul", "Div") and opdef.since < 7:
         return None
@@ -230,6 +271,12 @@ def claim_binary(rt, node, opdef, attrs):
             return None
     if op_type == "PRelu" and opdef.since < 6:
         return None
-    code = BINOP[op_type]
-    prelu = op_type == "PRelu"
+    return BINOP[op_type]
+
+
+def claim_binary(rt, node, opdef, attrs):
+    code = binary_op(node, opdef, attrs)
+    if code is None:
+        return None
+    prelu = node.op_type == "PRelu"
     return guarded(lambda a, b, **kw: binary_fast(rt, code, a, b, prelu), opdef.kernel)
