@@ -1,5 +1,5 @@
-"""In-Pyodide smoke check of the WASM EP's zero-copy (ctypes side module) route: kernels vs numpy, a session run,
-and GEMM / softmax timings vs Pyodide's numpy. Run by tests/wasm/run_pyodide_node.mjs (Node) or a browser host:
+"""In-Pyodide smoke check of the WASM EP's zero-copy (ctypes side module) route: kernels vs numpy, a session run
+(with and without chains, the chain step checked to be there), and GEMM / softmax timings vs Pyodide's numpy. Run by tests/wasm/run_pyodide_node.mjs (Node) or a browser host:
     import runpy; runpy.run_path("tests/wasm/pyodide_smoke.py")      # with py_engine on sys.path
 Prints one JSON line prefixed 'WASM_SMOKE ' and raises on a mismatch."""
 import json
@@ -81,8 +81,18 @@ from onnxide.demo import default_input, default_model_bytes  # noqa: E402
 model, x = default_model_bytes(), default_input()
 sessions = {p: onnxide.InferenceSession(model, providers=[p])
             for p in ("WasmExecutionProvider", "CPUExecutionProvider")}
+sessions["WasmExecutionProvider, chains off"] = onnxide.InferenceSession(
+    model, providers=[("WasmExecutionProvider", {"chains": "0"})])
 feed = {sessions["CPUExecutionProvider"].get_inputs()[0].name: x}
 outs = {p: s.run(None, feed)[0] for p, s in sessions.items()}
-np.testing.assert_allclose(outs["WasmExecutionProvider"], outs["CPUExecutionProvider"], rtol=1e-4, atol=1e-5)
+for p in ("WasmExecutionProvider", "WasmExecutionProvider, chains off"):
+    np.testing.assert_allclose(outs[p], outs["CPUExecutionProvider"], rtol=1e-4, atol=1e-5)
 report["demo_cnn_ms"] = {p: round(med(lambda: s.run(None, feed)) * 1e3, 2) for p, s in sessions.items()}
+# the chain step (eps/wasm_chain.py) ran on the ctypes route: its arena a numpy array, pointers passed in place
+wasm_sess = sessions["WasmExecutionProvider"]
+plans = [wasm_sess._executor.main_plan] + [e.main_plan for e in (
+    wasm_sess._specialized._executors.values() if wasm_sess._specialized else ()) if e is not None]
+report["demo_cnn_chained_nodes"] = [len(s.kernel.steps) for p in plans for s in p.steps
+                                    if s.node.op_type == "WasmChain"]
+assert report["demo_cnn_chained_nodes"], "no WasmChain step in the demo CNN's plan"
 print("WASM_SMOKE " + json.dumps(report))

@@ -27,8 +27,10 @@ def _model(nodes, inputs, outputs, inits=(), opset=17):
 
 
 def _ep_of(sess):
-    return {s.node.op_type + (":" + s.node.name if s.node.name else ""): s.ep.name
-            for s in sess._executor.main_plan.steps}
+    """Where each node runs (the steps inside a WASM chain step, eps/wasm_chain.py, as they were placed)."""
+    steps = [t for s in sess._executor.main_plan.steps for t in (s.kernel.steps if s.node.op_type == "WasmChain"
+                                                                  else [s])]
+    return {s.node.op_type + (":" + s.node.name if s.node.name else ""): s.ep.name for s in steps}
 
 
 def test_cnn_mlp_matches_cpu():

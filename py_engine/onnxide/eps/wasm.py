@@ -1,7 +1,8 @@
 """WasmExecutionProvider: runs float32 hot ops (GEMM, Conv, pooling, softmax, norms, activations, arithmetic) in the
 wasm SIMD kernels of wasm_kernels/ — in place on Pyodide's heap in the browser, through wasmtime natively.
 
-Provider options: {"wasm_simd": "auto" | "relaxed" | "simd128"} (auto: relaxed where the engine validates it).
+Provider options: {"wasm_simd": "auto" | "relaxed" | "simd128"} (auto: relaxed where the engine validates it),
+{"chains": "1" | "0"} (runs of steps on fixed float32 shapes as one ox_chain_run call, wasm_chain.py; on by default).
 """
 import numpy as np
 
@@ -11,7 +12,7 @@ from ..runtime.providers import ExecutionProvider
 from . import wasm_ops as K
 from . import wasm_ops_elem as E
 from . import wasm_ops_extra as X
-from . import wasm_runtime
+from . import wasm_chain, wasm_runtime
 
 CLAIMS = {
     "MatMul": K.claim_matmul,
@@ -87,6 +88,21 @@ class WasmExecutionProvider(ExecutionProvider):
         self.build = build
         if str(self.options.get("warm", "1")) not in ("0", "false", "False"):
             warm(self.rt)
+
+    @property
+    def chains(self):
+        return str(self.options.get("chains", "1")) != "0"
+
+    @property
+    def gains_from_fixed_shapes(self):  # (sessions specialize to recurring shapes: symbolic-dim models get chains)
+        return self.chains
+
+    def fuse_steps(self, plan):
+        """Runs of consecutive steps that all lower to the module's kernels become one chain step (wasm_chain.py),
+        unless the provider option "chains" is "0"."""
+        if not self.chains:
+            return plan.steps
+        return wasm_chain.fuse(plan, self.rt, self)
 
     def claim(self, spec):
         node, opdef = spec.node, spec.opdef

@@ -229,7 +229,8 @@ class Program:
         self.pins = backend.pins()
         unsigned = np.dtype(f"u{layout.word.itemsize}")
         self.ext = np.array([0 if a is None else self.pins.add(a) for a in b.ext] or [0], unsigned)
-        self.addresses = (self.pins.add(self.code), self.pins.add(self.offsets))
+        # (the pointer table's own address: for an interpreter that keeps one table; host arenas copy it per thread)
+        self.addresses = (self.pins.add(self.code), self.pins.add(self.offsets), self.pins.add(self.ext))
         self.inputs, self.in_shapes = b.inputs, b.in_shapes
         self.staged = [(i, offsets[ref], b.in_shapes[i]) for i, ref in b.staged]
         self.in_place = b.ext_of_input
