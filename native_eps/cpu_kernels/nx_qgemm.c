@@ -1,10 +1,11 @@
-/* 8-bit integer GEMM (MatMulInteger: uint8 / int8 A × uint8 / int8 B → int32) and DynamicQuantizeLinear for the
- * native CPU EP. B is packed once into 24-column panels of int16 k-pairs; A rows are widened to int16 (a − a_zero)
- * per call. The AVX2 micro-kernel multiplies int16 pairs with _mm256_madd_epi16 (each pair sum ≤ 2·255² fits int32,
- * no saturation, unlike maddubs); the plain C path does the same arithmetic. Accumulation wraps modulo 2³² as
- * int32 does in onnxruntime; B's zero point is applied after the dot products as − b_zero[n] · Σₖ(a − a_zero).
- * DynamicQuantizeLinear follows the ONNX definition in float32: range widened to include 0, scale = range / 255,
- * zero point and values rounded half to even, saturated to [0, 255]. */
+/* 8-bit integer GEMM (MatMulInteger: uint8 / int8 A × uint8 / int8 B → int32, or its float32 result for
+ * MatMulIntegerToFloat / DynamicQuantizeMatMul) and DynamicQuantizeLinear for the native CPU EP. B is packed once into
+ * 24-column panels of int16 k-pairs; A rows are widened to int16 (a − a_zero) per call; each B panel stays in L1
+ * while the row blocks pass. The AVX2 micro-kernel multiplies int16 pairs with _mm256_madd_epi16 (each pair sum
+ * ≤ 2·255² fits int32, no saturation, unlike maddubs); the plain C path does the same arithmetic. Accumulation wraps
+ * modulo 2³² as int32 does in onnxruntime; B's zero point is applied after the dot products as
+ * − b_zero[n] · Σₖ(a − a_zero). DynamicQuantizeLinear follows the ONNX definition in float32: range widened to
+ * include 0, scale = range / 255, zero point and values rounded half to even, saturated to [0, 255]. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,6 @@
 
 #define QMR 4     /* rows of A per micro-tile */
 #define QNR 24    /* columns per packed B panel (three 8-lane int32 vectors) */
-#define QNC_BYTES (256L << 10)  /* packed B per thread tile: its columns stay in L2 while the row blocks pass */
 
 static long pairs(long K) { return (K + 1) / 2; }
 
@@ -77,17 +77,66 @@ static void tile(long kp, const int16_t* const* a, const int16_t* bp, int32_t ac
 #endif
 }
 
-/* MatMulInteger: y (M×N int32, row-major) = (A − a_zero) · (B − b_zero) with A row-major M×K (uint8, or int8 when
- * a_signed), a_zero per row (az[i * az_stride]; az_stride 0: one value; az NULL: none), B packed by
- * nx_qgemm_pack_b, b_zero per column (bz[n], NULL: none). 0, or -1 when scratch could not be allocated. */
-NX_EXPORT int nx_qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
-                       const int16_t* bp, const int32_t* bz, int32_t* y, int threads) {
+void nx_act_row(float* y, long n, int act, float a, float b);
+
+/* the float32 result of MatMulIntegerToFloat / DynamicQuantizeMatMul: y = act(float(acc) · scale[n] + bias[n]) */
+typedef struct {
+    const float* scale;
+    long scale_step;    /* 0: one scale; 1: one per column */
+    const float* bias;  /* per column, or NULL */
+    int act;
+    float fa, fb;
+} q_float_out;
+
+/* out[0..w) for columns n0.. of one row: the numpy kernel's arithmetic (a float32 product, then a float32 sum:
+ * never contracted into one FMA, whose single rounding would differ) */
+__attribute__((optimize("fp-contract=off"))) static void float_row(const int32_t* acc, long w, long n0,
+                                                                   const q_float_out* o, float* out) {
+    const float* bias = o->bias ? o->bias + n0 : NULL;
+    if (o->scale_step) {
+        const float* sc = o->scale + n0;
+        for (long j = 0; j < w; j++) out[j] = (float)acc[j] * sc[j];
+    } else {
+        float sc = o->scale[0];
+        for (long j = 0; j < w; j++) out[j] = (float)acc[j] * sc;
+    }
+    if (bias)
+        for (long j = 0; j < w; j++) out[j] = out[j] + bias[j];
+    if (o->act) nx_act_row(out, w, o->act, o->fa, o->fb);
+}
+
+/* d[0..K) = a[0..K) − z (int16) and their sum (wrapping as int32 does) */
+static int32_t widen_row(long K, const void* a, int a_signed, int32_t z, int16_t* d) {
+    const uint8_t* au = (const uint8_t*)a;
+    const int8_t* as = (const int8_t*)a;
+    uint32_t s = 0;
+    long k = 0;
+#if defined(__AVX2__)
+    __m256i vs = _mm256_setzero_si256();
+    const __m256i vz = _mm256_set1_epi16((int16_t)z), ones = _mm256_set1_epi16(1);
+    for (; k + 16 <= K; k += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i*)((const uint8_t*)a + k));
+        __m256i w = _mm256_sub_epi16(a_signed ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v), vz);
+        _mm256_storeu_si256((__m256i*)(d + k), w);
+        vs = _mm256_add_epi32(vs, _mm256_madd_epi16(w, ones));
+    }
+    int32_t lanes[8];
+    _mm256_storeu_si256((__m256i*)lanes, vs);
+    for (int j = 0; j < 8; j++) s += (uint32_t)lanes[j];
+#endif
+    for (; k < K; k++) {
+        int32_t v = (a_signed ? (int32_t)as[k] : (int32_t)au[k]) - z;
+        d[k] = (int16_t)v;
+        s += (uint32_t)v;
+    }
+    return (int32_t)s;
+}
+
+/* (A − a_zero) · (B − b_zero) into int32 y, or (fo non-NULL) its float32 result into yf */
+static int qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
+                 const int16_t* bp, const int32_t* bz, int32_t* y, const q_float_out* fo, float* yf, int threads) {
     long kp = pairs(K), lda = 2 * kp;
     if (M <= 0 || N <= 0) return 0;
-    if (K <= 0) {  /* empty sums */
-        memset(y, 0, sizeof(int32_t) * M * N);
-        return 0;
-    }
     int16_t* a16 = (int16_t*)malloc(sizeof(int16_t) * M * lda);
     int32_t* rs = (int32_t*)malloc(sizeof(int32_t) * M);
     if (!a16 || !rs) {
@@ -96,53 +145,62 @@ NX_EXPORT int nx_qgemm(long M, long N, long K, const void* a, int a_signed, cons
         return -1;
     }
     int nt = threads > 1 && M * N * K >= (1L << 18) ? threads : 1;
-    long nc = QNC_BYTES / (long)(sizeof(int16_t) * lda * QNR) * QNR;
-    nc = nc < QNR ? QNR : nc;
-    long rblocks = (M + QMR - 1) / QMR, cblocks = (N + nc - 1) / nc;
-    const uint8_t* au = (const uint8_t*)a;
-    const int8_t* as = (const int8_t*)a;
+    long rblocks = (M + QMR - 1) / QMR, panels = (N + QNR - 1) / QNR;
+    long esize = a_signed ? (long)sizeof(int8_t) : (long)sizeof(uint8_t);
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
         for (long i = 0; i < M; i++) {
-            int32_t z = az ? az[i * az_stride] : 0;
-            uint32_t s = 0;
             int16_t* d = a16 + i * lda;
-            for (long k = 0; k < K; k++) {
-                int32_t v = (a_signed ? (int32_t)as[i * K + k] : (int32_t)au[i * K + k]) - z;
-                d[k] = (int16_t)v;
-                s += (uint32_t)v;
-            }
+            rs[i] = widen_row(K, (const char*)a + i * K * esize, a_signed, az ? az[i * az_stride] : 0, d);
             if (K < lda) d[K] = 0;
-            rs[i] = (int32_t)s;
         }
 #pragma omp for collapse(2) schedule(static)
-        for (long cb = 0; cb < cblocks; cb++)
+        for (long p = 0; p < panels; p++)  /* (a panel stays in L1 while the row blocks pass) */
             for (long rb = 0; rb < rblocks; rb++) {
-                long i0 = rb * QMR, mr = M - i0 < QMR ? M - i0 : QMR;
+                long i0 = rb * QMR, mr = M - i0 < QMR ? M - i0 : QMR, n0 = p * QNR;
                 const int16_t* rows[QMR];
                 for (int r = 0; r < QMR; r++) rows[r] = a16 + (i0 + (r < mr ? r : mr - 1)) * lda;
-                long n1 = (cb + 1) * nc < N ? (cb + 1) * nc : N;
-                for (long n0 = cb * nc; n0 < n1; n0 += QNR) {
-                    int32_t acc[QMR][QNR];
-                    tile(kp, rows, bp + (n0 / QNR) * kp * 2 * QNR, acc);
-                    long w = n1 - n0 < QNR ? n1 - n0 : QNR;
-                    for (long r = 0; r < mr; r++) {
-                        int32_t* out = y + (i0 + r) * N + n0;
-                        if (bz) {
-                            uint32_t s = (uint32_t)rs[i0 + r];
-                            for (long j = 0; j < w; j++)
-                                out[j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)bz[n0 + j] * s);
-                        } else {
-                            memcpy(out, acc[r], sizeof(int32_t) * w);
-                        }
+                int32_t acc[QMR][QNR];
+                tile(kp, rows, bp + p * kp * 2 * QNR, acc);
+                long w = N - n0 < QNR ? N - n0 : QNR;
+                for (long r = 0; r < mr; r++) {
+                    if (bz) {
+                        uint32_t s = (uint32_t)rs[i0 + r];
+                        for (long j = 0; j < w; j++)
+                            acc[r][j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)bz[n0 + j] * s);
                     }
+                    if (fo) float_row(acc[r], w, n0, fo, yf + (i0 + r) * N + n0);
+                    else memcpy(y + (i0 + r) * N + n0, acc[r], sizeof(int32_t) * w);
                 }
             }
     }
     free(a16);
     free(rs);
     return 0;
+}
+
+/* MatMulInteger: y (M×N int32, row-major) = (A − a_zero) · (B − b_zero) with A row-major M×K (uint8, or int8 when
+ * a_signed), a_zero per row (az[i * az_stride]; az_stride 0: one value; az NULL: none), B packed by
+ * nx_qgemm_pack_b, b_zero per column (bz[n], NULL: none). 0, or -1 when scratch could not be allocated. */
+NX_EXPORT int nx_qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
+                       const int16_t* bp, const int32_t* bz, int32_t* y, int threads) {
+    if (K <= 0 && M > 0 && N > 0) {  /* empty sums */
+        memset(y, 0, sizeof(int32_t) * M * N);
+        return 0;
+    }
+    return qgemm(M, N, K, a, a_signed, az, az_stride, bp, bz, y, NULL, NULL, threads);
+}
+
+/* MatMulIntegerToFloat / DynamicQuantizeMatMul after the quantization: yf (M×N float32) = act(float((A − a_zero) ·
+ * (B − b_zero)) · scale + bias) (scale one value, scale_step 0, or one per column, 1; bias per column or NULL), the
+ * arguments otherwise as nx_qgemm's; K ≥ 1. */
+NX_EXPORT int nx_qgemm_f32(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
+                           const int16_t* bp, const int32_t* bz, const float* scale, long scale_step,
+                           const float* bias, int act, float fa, float fb, float* yf, int threads) {
+    NX_CHECK(K >= 1 && (scale_step == 0 || scale_step == 1) && act >= 0);
+    q_float_out fo = {scale, scale_step, bias, act, fa, fb};
+    return qgemm(M, N, K, a, a_signed, az, az_stride, bp, bz, NULL, &fo, yf, threads);
 }
 
 /* DynamicQuantizeLinear of n float32 values x into uint8 y, *scale, *zero. 0, or 1 when x holds a NaN or an

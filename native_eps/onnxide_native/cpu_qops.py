@@ -1,6 +1,7 @@
 """NativeCPUExecutionProvider's 8-bit integer kernels over libonnxide_cpu (nx_qgemm.c): MatMulInteger on a 2-D B
-packed once, DynamicQuantizeLinear, and on them QLinearMatMul and com.microsoft's DynamicQuantizeMatMul /
-MatMulIntegerToFloat, whose float epilogues are the numpy kernels' own helpers. Each has the numpy kernel's calling
+packed once, DynamicQuantizeLinear, and on them QLinearMatMul (requantized by the numpy kernel's own helpers) and
+com.microsoft's DynamicQuantizeMatMul / MatMulIntegerToFloat (their float32 epilogue in the GEMM's pass, with the
+numpy kernel's arithmetic). Each has the numpy kernel's calling
 convention and returns FALLBACK for what it does not do exactly (other dtypes, batched B, zero points or scales of
 other shapes or types, non-finite input)."""
 import math
@@ -8,7 +9,7 @@ import math
 import numpy as np
 
 from onnxide import dtypes as D
-from onnxide.ops import contrib_quant, quant
+from onnxide.ops import quant
 from onnxide.runtime.providers import FALLBACK
 
 from .cpu_ops import _once_or_cached, threads
@@ -55,11 +56,8 @@ def _operands(a, b):
             and a.ndim >= 2 and a.shape[-1] == b.shape[0])
 
 
-def matmul_integer(lib, a, b, a_zero_point=None, b_zero_point=None, **_):
-    """MatMulInteger of an (..., M, K) 8-bit A by a 2-D 8-bit B; zero points scalar, A's per row (2-D A), B's per
-    column."""
-    if not _operands(a, b):
-        return FALLBACK
+def _integer_operands(lib, a, b, a_zero_point, b_zero_point):
+    """(a, packed B, az, bz, K, N) for nx_qgemm, or FALLBACK (zero points of other types or shapes)."""
     k, n = b.shape
     az = _zero_point(a_zero_point, a.dtype, a.shape[0] if a.ndim == 2 else -1)
     bz = _zero_point(b_zero_point, b.dtype, n)
@@ -67,7 +65,36 @@ def matmul_integer(lib, a, b, a_zero_point=None, b_zero_point=None, **_):
         return FALLBACK
     if bz is not None:
         bz = None if not bz.any() else np.broadcast_to(bz, (n,)).copy()
-    return qgemm(lib, a, packed_b(lib, b), az, bz, k, n)
+    return np.ascontiguousarray(a), packed_b(lib, b), az, bz, k, n
+
+
+def matmul_integer(lib, a, b, a_zero_point=None, b_zero_point=None, **_):
+    """MatMulInteger of an (..., M, K) 8-bit A by a 2-D 8-bit B; zero points scalar, A's per row (2-D A), B's per
+    column."""
+    if not _operands(a, b):
+        return FALLBACK
+    ops = _integer_operands(lib, a, b, a_zero_point, b_zero_point)
+    return FALLBACK if ops is FALLBACK else qgemm(lib, *ops)
+
+
+def _matmul_to_float(lib, a, b, a_zero_point, b_zero_point, multiplier, bias):
+    """float32 (..., N) = float32(MatMulInteger) · multiplier + bias in one native pass: the numpy kernels' epilogue
+    (contrib_quant._finish: a float32 product, then a float32 sum)."""
+    if not _operands(a, b):
+        return FALLBACK
+    ops = _integer_operands(lib, a, b, a_zero_point, b_zero_point)
+    if ops is FALLBACK or ops[4] == 0:
+        return FALLBACK
+    a, bp, az, bz, k, n = ops
+    mult = np.ascontiguousarray(multiplier, F32).reshape(-1)
+    bias = None if bias is None else np.ascontiguousarray(bias, F32)
+    y = np.empty(a.shape[:-1] + (n,), F32)
+    if lib.nx_qgemm_f32(math.prod(a.shape[:-1]), n, k, a.ctypes.data, int(a.dtype == np.int8),
+                        None if az is None else az.ctypes.data, 0 if az is None or az.size == 1 else 1, bp.ctypes.data,
+                        None if bz is None else bz.ctypes.data, mult.ctypes.data, int(mult.size > 1),
+                        None if bias is None else bias.ctypes.data, 0, 0.0, 0.0, y.ctypes.data, threads()):
+        raise MemoryError(f"MatMulIntegerToFloat {a.shape} @ {k}x{n}: no scratch memory")
+    return y
 
 
 def dynamic_quantize_linear(lib, x, **_):
@@ -88,21 +115,22 @@ def _float_params(*vs, n):
                for v in vs)
 
 
+def _multiplier(a_scale, b_scale):
+    """a_scale · b_scale in float32, as the numpy kernels form it (one value, or one per column)."""
+    return a_scale.reshape(()) * b_scale.reshape(-1 if b_scale.size > 1 else ())
+
+
 def matmul_integer_to_float(lib, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None, ctx=None):
-    """com.microsoft MatMulIntegerToFloat: the native MatMulInteger, then the numpy kernel's float32 epilogue."""
+    """com.microsoft MatMulIntegerToFloat: the native MatMulInteger with the float32 epilogue in the same pass."""
     n = b.shape[-1] if type(b) is np.ndarray and b.ndim else 0
     if not _float_params(a_scale, b_scale, bias, n=n) or a_scale.size != 1:
         return FALLBACK
-    acc = matmul_integer(lib, a, b, a_zero_point, b_zero_point)
-    if acc is FALLBACK:
-        return FALLBACK
-    return contrib_quant._finish(acc, a_scale.reshape(()) * b_scale.reshape(-1 if b_scale.size > 1 else ()), bias,
-                                 F32)
+    return _matmul_to_float(lib, a, b, a_zero_point, b_zero_point, _multiplier(a_scale, b_scale), bias)
 
 
 def dynamic_quantize_matmul(lib, a, b, b_scale, b_zero_point=None, bias=None, ctx=None):
-    """com.microsoft DynamicQuantizeMatMul: native DynamicQuantizeLinear of float32 A, MatMulInteger, then the numpy
-    kernel's float32 epilogue."""
+    """com.microsoft DynamicQuantizeMatMul: native DynamicQuantizeLinear of float32 A, then MatMulInteger with the
+    float32 epilogue in the same pass."""
     if type(a) is not np.ndarray or a.dtype != F32 or type(b) is not np.ndarray or b.ndim != 2 or \
             not _float_params(b_scale, bias, n=b.shape[-1]):
         return FALLBACK
@@ -110,10 +138,7 @@ def dynamic_quantize_matmul(lib, a, b, b_scale, b_zero_point=None, bias=None, ct
     if q is FALLBACK:
         return FALLBACK
     aq, a_scale, a_zp = q
-    acc = matmul_integer(lib, aq, b, a_zp, b_zero_point)
-    if acc is FALLBACK:
-        return FALLBACK
-    return contrib_quant._finish(acc, a_scale * b_scale.reshape(-1 if b_scale.size > 1 else ()), bias, F32)
+    return _matmul_to_float(lib, aq, b, a_zp, b_zero_point, _multiplier(a_scale, b_scale), bias)
 
 
 # |Σ (a − a_zero)(b − b_zero)| ≤ K · 255²: below 2³¹ the int32 sums equal the numpy kernel's exact float64 ones

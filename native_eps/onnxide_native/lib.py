@@ -34,12 +34,13 @@ SIGNATURES = {
     "nx_qgemm_packed_size": "ll",
     "nx_qgemm_pack_b": "llpip",
     "nx_qgemm": "lll" + "pipl" + "ppp" + "i",
+    "nx_qgemm_f32": "lll" + "pipl" + "pp" + "plp" + "iff" + "p" + "i",
     "nx_dynamic_quantize": "lppppi",
     "nx_chain_run": "plpppi",
     "nx_lstm": "llll" + "pppp" + "ppp" + "i",
 }
 # 0, or -1 when the kernel could not allocate its scratch
-RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted", "nx_attention", "nx_qgemm",
+RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted", "nx_attention", "nx_qgemm", "nx_qgemm_f32",
                   "nx_dynamic_quantize", "nx_chain_run", "nx_lstm"}  # (nx_dynamic_quantize: 1 for a NaN / inf)
 RETURNS_LONG = {"nx_gemm_packed_size", "nx_gemm_packed_a_size", "nx_gemm_scratch_size", "nx_winograd_f4_scratch",
                 "nx_conv_shifted_scratch", "nx_qgemm_packed_size"}

@@ -38,7 +38,7 @@ def native_for_any_size(monkeypatch):
     from onnxide_native import cpu_ops, lib
     monkeypatch.setattr(cpu_ops, "SMALL_ACT", 1)
     library = lib.load()
-    for name in ("nx_qgemm", "nx_dynamic_quantize"):
+    for name in ("nx_qgemm", "nx_qgemm_f32", "nx_dynamic_quantize"):
         monkeypatch.setattr(library, name, _counted(name, getattr(library, name)))
 
 
@@ -199,12 +199,18 @@ def test_each_level_build_matches_numpy(level, path):
     from onnxide_native import cpu_qops, lib
     library = lib.Library(path)
     mmi, dql = lookup("", "MatMulInteger", 10).kernel, lookup("", "DynamicQuantizeLinear", 11).kernel
+    to_float = lookup("com.microsoft", "MatMulIntegerToFloat", 1).kernel
     for at, bt in TYPES:
         for a_shape, n in SHAPES + [((3, 0), 4)]:
             a, b = _ints(at, a_shape), _ints(bt, (a_shape[-1], n))
             az, bz = _ints(at, ()), _ints(bt, (n,))
             got = cpu_qops.matmul_integer(library, a, b, az, bz)
             np.testing.assert_array_equal(got, mmi(a, b, az, bz))
+            if a_shape[-1]:  # (the float epilogue, with a per-column scale and a bias, then with one scale)
+                for scales in ((_scale(), _scale(n)), (_scale(), _scale())):
+                    bias = rng.standard_normal(n).astype(np.float32)
+                    got = cpu_qops.matmul_integer_to_float(library, a, b, *scales, az, bz, bias)
+                    np.testing.assert_array_equal(got, to_float(a, b, *scales, az, bz, bias))
     x = np.concatenate([rng.standard_normal(5003) * 4, np.arange(-127.5, 128, 1.0)]).astype(np.float32)
     for got, want in zip(cpu_qops.dynamic_quantize_linear(library, x), dql(x)):
         assert got.dtype == want.dtype
