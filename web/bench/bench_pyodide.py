@@ -13,7 +13,8 @@ try:  # Pyodide
 except ImportError:  # pragma: no cover - only imported in the page
     to_js = js = None
 
-EP_NAMES = {"wasm": "WasmExecutionProvider", "cpu": "CPUExecutionProvider"}
+EP_NAMES = {"wasm": "WasmExecutionProvider", "cpu": "CPUExecutionProvider",
+            "wasm-nochains": ("WasmExecutionProvider", {"chains": "0"})}  # (--eps wasm,wasm-nochains: chains' A/B)
 
 
 def _js(value):

@@ -171,7 +171,7 @@ def render(res, args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--eps", default="wasm,cpu", help="onnxide EPs to time (wasm, cpu)")
+    ap.add_argument("--eps", default="wasm,cpu", help="onnxide EPs to time (wasm, cpu, wasm-nochains)")
     ap.add_argument("--no-gemm", action="store_true")
     ap.add_argument("--profile", action="store_true", help="per-op profile of the WASM EP (one extra session)")
     ap.add_argument("--budget", type=float, default=4.0, help="seconds of warm runs per WASM / ort cell")

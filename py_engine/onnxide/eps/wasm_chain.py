@@ -243,6 +243,23 @@ def _binary(b, step, node, opdef, attrs):
     b.emit("binary", [code, *plan[1]], [b.src(ka), b.src(kb), b.dst(out(step), plan[0])])
 
 
+def _pow(b, step, node, opdef, attrs):
+    """Pow by a constant float32 2 (a spectrum's power: x·x) or 0.5 (sqrt); other exponents stay with numpy."""
+    kx, ke = step.in_keys[:2]
+    e = b.const(ke)
+    if e is None or e.dtype != F32 or e.size != 1 or float(e.reshape(())) not in (2.0, 0.5):
+        raise Decline("Pow exponent")
+    shape = b.shape(kx)
+    if not shape:
+        raise Decline("rank")
+    x = b.src(kx)
+    y = b.dst(out(step), shape)
+    if float(e.reshape(())) == 2.0:
+        b.emit("binary", [W.BINOP["Mul"], *E.broadcast_plan(shape, shape)[1]], [x, x, y])
+    else:
+        b.emit("unary", [math.prod(shape)], [x, y], [], W.ACT["sqrt"])
+
+
 def _resize(b, step, node, opdef, attrs):
     _claimed(X.claim_resize, b, node, opdef, attrs)
     kx, *rest = list(step.in_keys) + [None] * 3
@@ -300,7 +317,7 @@ def _attention(b, step, node, opdef, attrs):
 LOWER = {"MatMul": _matmul, "Gemm": _gemm_node, "Conv": _conv, "MaxPool": _pool(True), "AveragePool": _pool(False),
          "GlobalAveragePool": _global_pool(False), "GlobalMaxPool": _global_pool(True),
          "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "LayerNormalization": _layer_norm,
-         "InstanceNormalization": _instance_norm, "BatchNormalization": _batch_norm, "Resize": _resize,
+         "InstanceNormalization": _instance_norm, "BatchNormalization": _batch_norm, "Resize": _resize, "Pow": _pow,
          **{op: _unary for op in E.UNARY}, **{op: _binary for op in E.BINOP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm_node, "FusedMatMul": _fused_matmul, "Gelu": _ms_gelu,
             "FastGelu": _ms_gelu, "BiasGelu": _ms_gelu, "MultiHeadAttention": _attention}
