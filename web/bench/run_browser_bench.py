@@ -161,8 +161,10 @@ def render(res, args):
               "ConvTranspose, MatMul/Gemm (constant B packed once), MultiHeadAttention, pooling, Resize (nearest, "
               "integer factors), softmax, norms and elementwise ops in the wasm kernels; everything else (shape ops, "
               "If/Loop bodies, LSTM) stays on the CPU EP.",
-              "- Silero VAD is a graph of ~100 tiny ops inside an If: its time is Python dispatch per node, which "
-              "the kernels cannot remove (ort-web runs it in C++).",
+              "- Silero VAD is a graph of ~100 tiny ops inside an If: much of its time is Python dispatch per node. "
+              "Runs of consecutive kernels on fixed shapes run as one ox_chain_run call (WASM chains: its STFT, "
+              "magnitude and conv stack are one call per branch); the LSTM and the shape ops around it still "
+              "dispatch per node (ort-web runs it all in C++). `--eps wasm,wasm-nochains` times chains on / off.",
               "- The machine is shared (2 cores): other jobs can inflate single cells; the round-robin order keeps "
               "the ratios of one run comparable."]
     return "\n".join(lines) + "\n"
