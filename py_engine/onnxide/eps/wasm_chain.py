@@ -11,6 +11,7 @@ import numpy as np
 
 from ..ops import activations, resize
 from ..plan import chains
+from ..runtime import limits
 from ..plan.chain_lower import COPIES, lower_step, out
 from ..plan.chains import F32, Decline
 from . import wasm_ops as W
@@ -359,6 +360,9 @@ class WasmChains(chains.Backend):
     def run(self, chain, prog, nt, inputs):
         if self.backend.shares_memory:  # (Pyodide: the arena is a numpy array, pointers passed as they are)
             return chains.run_in_host_arena(chain, prog, nt, inputs, self._call)
+        if not getattr(prog, "limit_checked", False):  # (the arena grows the module's memory: the session's limit)
+            limits.check(prog.arena_bytes, f"{self.node_type} arena")
+            prog.limit_checked = True
         code, offsets, ext = prog.addresses
         rc, outs = self.backend.run_chain(
             code, prog.n, offsets, ext, prog.arena_bytes, [(off, inputs[i]) for i, off, _ in prog.staged],
