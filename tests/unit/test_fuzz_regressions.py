@@ -540,8 +540,9 @@ def test_load_time_graph_errors_the_campaign_found():
     with pytest.raises(onnxide.Fail, match="not acyclic"):
         onnxide.InferenceSession(_graph([helper.make_node("SequenceMap", ["s"], ["y"], body=body)], [seq],
                                         [helper.make_tensor_sequence_value_info("y", T.FLOAT, [2])]))
-    body = helper.make_graph([helper.make_node("Shape", ["s"], ["o"])], "b", [vi("i", T.FLOAT, [2])],
-                             [vi("o", T.INT64, [1])])
+    body = helper.make_graph([helper.make_node("Shape", ["s"], ["o"])], "b", [vi("i", T.FLOAT, [2]),
+                                                                             vi("j", T.FLOAT, [2])],
+                             [vi("o", T.INT64, [1])])  # (one body input per node input: else that is refused first)
     with pytest.raises(onnxide.InvalidGraph, match=r"Type 'seq\(tensor\(float\)\)' of input parameter \(s\) of "
                                                    r"operator \(Shape\)"):
         onnxide.InferenceSession(_graph([helper.make_node("SequenceMap", ["s", "x"], ["y"], body=body)], [seq, x],

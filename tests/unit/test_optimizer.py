@@ -362,23 +362,34 @@ def test_constant_condition_if_is_replaced_by_its_branch(tmp_path):
 
 
 def test_body_local_value_hides_outer_constant():
-    # (not SSA, so onnxruntime refuses it) the else branch slices its own, input-dependent 'w' with the outer
-    # Constant bounds: folding it with the outer initializer 'w' would silently compute with the wrong matrix
-    m = _if_model(rng.standard_normal((8, 4)).astype(np.float32),
-                  [helper.make_node("Concat", ["x", "x", "x", "x"], ["xx"], axis=0),
-                   helper.make_node("Neg", ["xx"], ["w"]),
-                   helper.make_node("Slice", ["w", "starts", "ends", "axes"], ["ws"]),
-                   helper.make_node("MatMul", ["x", "ws"], ["else_y"])])
+    # a Loop body slicing its own, input-dependent 'w' (a body input named as the outer initializer 'w', which
+    # onnxruntime allows) with the outer Constant bounds: folding it with the outer initializer would silently
+    # compute with the wrong matrix. (A body node defining 'w' again is not SSA: refused at load, as onnxruntime.)
+    consts = [helper.make_node("Constant", [], [n], value=_const(n, np.array([v], np.int64)))
+              for n, v in (("starts", 2), ("ends", 6), ("axes", 0))]
+    body = helper.make_graph([helper.make_node("Slice", ["w", "starts", "ends", "axes"], ["ws"]),
+                              helper.make_node("MatMul", ["x", "ws"], ["b_y"]),
+                              helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Identity", ["w"], ["w_out"])], "body",
+                             [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("w", [8, 4])],
+                             [_vi("cond_out", [], TensorProto.BOOL), _vi("w_out", [8, 4]), _vi("b_y", [2, 4])])
+    nodes = consts + [helper.make_node("Concat", ["x", "x", "x", "x"], ["xx"], axis=0),
+                      helper.make_node("Neg", ["xx"], ["w0"]),
+                      helper.make_node("Loop", ["trips", "", "w0"], ["w_final", "ys"], body=body)]
+    m = _model(nodes, [_vi("x", [2, 4])], [_vi("ys", [1, 2, 4])],
+               [_const("w", rng.standard_normal((8, 4)).astype(np.float32)), _const("trips", np.array(1, np.int64))])
     x = rng.random((2, 4), dtype=np.float32)
-    feeds = {"x": x, "cond": np.array(False)}
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    plain = ort.InferenceSession(m.SerializeToString(), so).run(None, feeds)[0]
+    plain = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0]
     sess = ort.InferenceSession(m.SerializeToString())
-    np.testing.assert_allclose(plain, x @ -np.concatenate([x, x]), rtol=1e-6)
-    np.testing.assert_array_equal(sess.run(None, feeds)[0], plain)
-    else_g = sess._model.graph.nodes[0].attrs["else_branch"]
-    assert [n.op_type for n in else_g.nodes] == ["Concat", "Neg", "Slice", "MatMul"]
+    np.testing.assert_allclose(plain[0], x @ -np.concatenate([x, x]), rtol=1e-6)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], plain)
+    loop = next(n for n in sess._model.graph.nodes if n.op_type == "Loop")
+    assert [n.op_type for n in loop.attrs["body"].nodes if n.op_type in ("Slice", "MatMul")] == ["Slice", "MatMul"]
+    if_model = _if_model(rng.standard_normal((8, 4)).astype(np.float32),
+                         [helper.make_node("Neg", ["x"], ["w"]), helper.make_node("Identity", ["w"], ["else_y"])])
+    with pytest.raises(ort.InvalidGraph, match="single static assignment"):
+        ort.InferenceSession(if_model.SerializeToString())
 
 
 @pytest.mark.parametrize("opset", [17, 20])

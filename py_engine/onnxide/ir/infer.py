@@ -104,6 +104,9 @@ def _infer(model, every_body, check=False):
     _known_types(model, types)
     if check:  # (the graph's declared outputs, every declaration of a name listed twice, and value_info)
         declared = {}
+        for o in list(g.outputs) + list(g.value_info.values()):  # (maps: entry_of has no entry for them)
+            if o.type is not None and o.type.map_type is not None:
+                declared.setdefault(o.name, []).append((_Map(o.type), None))
         for o in g.outputs:
             if o.type is not None:
                 declared.setdefault(o.name, []).append(entry_of(o.type))
@@ -167,8 +170,39 @@ def _known_types(model, types):
             types[vi.name] = k
 
 
+class _Map:
+    """A declared map type in a check of declared outputs (inference gives no map entries: any known one differs)."""
+
+    def __init__(self, tp):
+        self.tp = tp
+
+
+def check_body_inputs(node, types, opsets):
+    """Fail, as onnxruntime's subgraph inference, where a body of `node` declares an input of another element type
+    than the node hands it (Loop's iteration number is int64, ...), or of another rank (Scan's and SequenceMap's);
+    `types`: the value types the node sees (run after the node's input types are checked, as there)."""
+    rule, facts = _facts(node, opsets, types, {}, {})
+    given = _body_inputs(rule, facts) if rule is not None else None
+    for body in subgraphs(node) if given else ():
+        for vi, got in zip(body.inputs, given):
+            want = entry_of(vi.type)
+            if want is None or got is None or vi.inferred or not isinstance(want[0], int) or \
+                    not isinstance(got[0], int):
+                continue
+            where = f"Node ({node.name}) Op ({node.op_type}) [TypeInferenceError] Graph attribute inferencing " \
+                    "failed: Node:"
+            if want[0] and got[0] and want[0] != got[0]:
+                raise Fail(f"{where} Tensor element type mismatch. {got[0]} != {want[0]} (body input '{vi.name}')")
+            if node.op_type != "Loop" and isinstance(want[1], list) and isinstance(got[1], list) and \
+                    len(want[1]) != len(got[1]):  # (Loop hands its body no shapes: they may change per iteration)
+                raise Fail(f"{where} Output:{vi.name} [ShapeInferenceError] Mismatch between number of inferred and "
+                           f"declared dimensions. inferred={len(got[1])} declared={len(want[1])}")
+
+
 def _disagree(declared, inferred):
     """True when two element types (codes, SequenceOf / OptionalOf entries; None: unknown) are known and differ."""
+    if isinstance(declared, _Map):
+        return inferred is not None
     if declared is None or inferred is None:
         return False
     if isinstance(declared, (SequenceOf, OptionalOf)) or isinstance(inferred, (SequenceOf, OptionalOf)):
@@ -186,7 +220,8 @@ def _check_declared(node, res, declared):
         want = next((w for w in declared.get(name, ()) if w is not None and got is not None and
                      _disagree(w[0], got[0])), None)
         if want is not None:
-            raise Fail(f"Type Error: Type ({type_string(type_proto(*want))}) of output arg ({name}) of node "
+            shown = type_string(want[0].tp) if isinstance(want[0], _Map) else type_string(type_proto(*want))
+            raise Fail(f"Type Error: Type ({shown}) of output arg ({name}) of node "
                        f"({node.name}) does not match expected type ({type_string(type_proto(*got))}).")
         ranks = next(((len(w[1]), len(got[1])) for w in declared.get(name, ()) if w is not None and got is not None
                       and isinstance(w[1], list) and isinstance(got[1], list) and len(w[1]) != len(got[1])), None)

@@ -213,11 +213,19 @@ def _node_label(n, i):
     return f"Node '{n.name or n.op_type + str(i)}' ({n.op_type})"
 
 
-def _check_definitions(gp, inits, main):
-    """onnxruntime's load checks of one graph: unique input names, typed main-graph inputs, every value defined
-    once (node outputs never redefine an input, an initializer or another node's output — a body may reuse a name
-    of an enclosing graph, as onnxruntime allows), no node reading its own output, named inputs, unique node names
+def _check_definitions(gp, inits, main, scope=frozenset(), owner=None):
+    """onnxruntime's load checks of one graph: unique input names (and initializer names in a body: onnx's checker
+    runs on each node with a body; the main graph's last initializer of a name counts), typed main-graph inputs, every
+    value defined once (node outputs never redefine an input, an initializer or another node's output, nor, in a
+    body, a name its enclosing graphs define before its node — `scope`, the node `owner`: onnx's SSA rule; a body's
+    inputs and initializers may hide such names), no node reading its own output, named inputs, unique node names
     (Constants aside), declared element types ONNX defines. Returns the names the graph defines."""
+    seen = set()
+    for t in list(gp.initializer) + [st.values for st in gp.sparse_initializer if st.values is not None]:
+        if t.name in seen and owner is not None:  # (the main graph's: onnxruntime keeps the last, with a warning)
+            raise InvalidGraph(f"This is an invalid model. In Node, (\"{owner.name}\", {owner.op_type}, "
+                               f"\"{owner.domain}\", -1) , Error {t.name} initializer name is not unique")
+        seen.add(t.name)
     defined = set(inits)
     for v in gp.input:
         if not v.name:
@@ -232,6 +240,10 @@ def _check_definitions(gp, inits, main):
         for o in n.output:
             if o and o in defined:
                 raise Fail(f"This is an invalid model. Error: Duplicate definition of name ({o}).")
+            if o and o in scope:
+                raise InvalidGraph(f"This is an invalid model. In Node, (\"{owner.name}\", {owner.op_type}, "
+                                   f"\"{owner.domain}\", -1) , Error Graph must be in single static assignment (SSA) "
+                                   f"form, however '{o}' has been used as output names multiple times.")
             if o and o in n.input:
                 raise Fail(f"This is an invalid model. Error: the graph is not acyclic (node {n.name!r} reads its "
                            f"output '{o}').")
@@ -274,24 +286,27 @@ def _check_initializer_inputs(gp):
                            f"Dimension={i}")
 
 
-def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False):
+def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False, scope=frozenset(), owner=None):
     """IR Graph from a GraphProto; checks that every value is defined once and every node input is defined (in
-    this graph, in any order, or in an enclosing one)."""
+    this graph, in any order, or in an enclosing one). A body's `scope`: what its enclosing graphs define before
+    its node `owner` (its node outputs may not redefine those)."""
     inits = {}
     for t in gp.initializer:
         if not t.name:
             raise InvalidGraph(f"Graph '{gp.name}' has an initializer without a name")
         inits[t.name] = to_numpy(t, base_dir)
-    defined = _check_definitions(gp, inits, main)
+    defined = _check_definitions(gp, inits, main, scope if check else frozenset(), owner)
     g = Graph(gp.name, (), _value_infos(gp.input), _value_infos(gp.output), inits,
               {v.name: ValueInfo(v.name, _declared(v.type)) for v in gp.value_info}, gp.doc_string)
     for st in gp.sparse_initializer:
         g.initializers[st.values.name] = sparse_to_numpy(st, base_dir)
         g.sparse_initializer_names.add(st.values.name)
     known = frozenset(outer_names) | defined | set(g.initializers)
+    before = set(scope) | {v.name for v in gp.input} | set(g.initializers)  # (defined before the node at hand)
+    n = None
 
     def sub(sgp):
-        return build_graph(sgp, base_dir, known, check)
+        return build_graph(sgp, base_dir, known, check, scope=frozenset(before), owner=n)
 
     for i, n in enumerate(gp.node):
         if check:
@@ -308,6 +323,7 @@ def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False):
             else:
                 attrs[a.name] = attribute_value(a, base_dir, sub, where)
         g.nodes.append(Node(n.op_type, n.input, n.output, attrs, n.domain, n.name, n.attribute))
+        before.update(o for o in n.output if o)
     if check:
         for o in g.outputs:
             if o.name not in known:

@@ -405,35 +405,40 @@ def causal_conv_with_state(x, w, b=None, past_state=None, *, activation="none", 
 
 # ---------------------------------------------------------------------------------------------------- shape rules
 
-def _check_transpose_attrs(f):
-    """Fail, as onnxruntime's shape inference at load, where X and W have shapes and a ConvTranspose attribute does
-    not have one entry per spatial dim of X (pads two): dilations, strides, kernel_shape, pads, output_shape (N and C
-    listed too: its kernel takes that only where X's rank is unknown at load), output_padding, checked in its order."""
-    x, w, attrs = f.dims(0), f.dims(1), f.node.attrs
-    if x is None or w is None or len(x) < 2:
+_WINDOW_ATTRS = (("dilations", 1), ("strides", 1), ("kernel_shape", 1), ("pads", 2))  # (entries per spatial dim)
+
+
+def check_attr_sizes(f, needs_w=True):
+    """Fail, as onnxruntime's shape inference at load (onnx's convPoolShapeInference), where X (and W, for the convs)
+    have shapes and a Conv / ConvInteger / pool attribute present — an empty list too — does not have one entry per
+    spatial dim of X (pads two): dilations, strides, kernel_shape, pads, checked in that order; ConvTranspose's own
+    list (its output_shape: N and C listed too is taken only where X's rank is unknown at load; output_padding)."""
+    x, w, attrs = f.dims(0), f.dims(1) if needs_w else None, f.node.attrs
+    if x is None or len(x) < 2 or needs_w and w is None:
         return
     nd = len(x) - 2
-    for name, k in (("dilations", nd), ("strides", nd), ("kernel_shape", nd), ("pads", 2 * nd),
-                    ("output_shape", nd), ("output_padding", nd)):
+    checked = list(_WINDOW_ATTRS)
+    if f.node.op_type == "ConvTranspose":
+        checked += [("output_shape", 1), ("output_padding", 1)]
+    for name, per_dim in checked:
         v = attrs.get(name)
         if name == "output_shape" and (not v or any(not isinstance(d, int) for d in attrs.get("kernel_shape", w[2:]))):
             continue  # (as there: the output_shape check needs the kernel)
-        if isinstance(v, list) and len(v) != k:
-            raise Fail(f"Node ({f.node.name}) Op (ConvTranspose) [ShapeInferenceError] Attribute {name} has "
+        if isinstance(v, list) and len(v) != per_dim * nd:
+            raise Fail(f"Node ({f.node.name}) Op ({f.node.op_type}) [ShapeInferenceError] Attribute {name} has "
                        "incorrect size")
 
 
 @rule("Conv", "ConvTranspose")
 def conv_rule(f):
-    """X's type; the window geometry's dims (conv_geometry.conv_output_shape); ConvTranspose's attribute sizes
-    checked."""
-    if f.node.op_type == "ConvTranspose":
-        _check_transpose_attrs(f)
+    """X's type; the window geometry's dims (conv_geometry.conv_output_shape); the attribute sizes checked."""
+    check_attr_sizes(f)
     return [(f.common_type([0, 1]), conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0), f.dims(1)))]
 
 
 @rule("ConvInteger")
 def _conv_integer_rule(f):
+    check_attr_sizes(f)
     return [(dt.INT32, conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0), f.dims(1)))]
 
 

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..errors import Fail, InvalidArgument
+from .inference import rule, same_as_input
 from .math import via_float32
 from .registry import ML_DOMAIN, op
 
@@ -87,6 +88,9 @@ def array_feature_extractor(x, y):
 @via_float32
 def binarizer(x, *, threshold=0.0):
     return (x > np.asarray(threshold, x.dtype)).astype(x.dtype)
+
+
+rule("Binarizer", domain=ML_DOMAIN)(same_as_input)  # (Y is T, as X: a declared Y of another type is refused)
 
 
 @op("Scaler", since=1, domain=ML_DOMAIN)

@@ -7,7 +7,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import InvalidArgument
 from ..runtime import limits
-from .conv import compute_dtype, pad_spatial
+from .conv import check_attr_sizes, compute_dtype, pad_spatial
 from .conv_geometry import ConvGeometry, conv_output_shape
 from .inference import rule, unknown_dims
 from .math import via_float32
@@ -281,7 +281,8 @@ def max_roi_pool(x, rois, *, pooled_shape=None, spatial_scale=1.0, ctx=None):
 
 @rule("MaxPool", "AveragePool", "LpPool")
 def _pool_rule(f):
-    """X's type and the window geometry's dims; MaxPool's indices are int64."""
+    """X's type and the window geometry's dims (the attribute sizes checked); MaxPool's indices are int64."""
+    check_attr_sizes(f, needs_w=False)
     dims = conv_output_shape(f.node.op_type, f.node.attrs, f.dims(0))
     return [(f.type(0), dims)] + [(dt.INT64, dims)] * (f.n_outputs - 1)
 

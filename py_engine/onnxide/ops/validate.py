@@ -9,6 +9,7 @@ from .inference import OptionalOf, SequenceOf, type_proto, type_string
 from .registry import node_opset, normalize_domain, resolve_opdef
 from .schema_nodes import NODES, OUTPUT_COUNTS
 from .schema_types import BINDS, NESTED, TYPES
+from .spec_shapes import check_resize_sizes
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
 _INTS = ("kernel_shape", "strides", "dilations", "pads", "perm", "axes", "output_shape", "output_padding", "split",
@@ -270,12 +271,16 @@ def check_schema(node, opsets):
                            f"-1) , Error {why}")
 
 
-def check_body_counts(node):
-    """Fail, as onnxruntime's type inference, when If's branches give different numbers of outputs or another number
-    than the node has, or a Loop / Scan body gives another number than the node's outputs (plus Loop's condition)."""
+def check_body_counts(node, opsets=None):
+    """Fail, as onnxruntime's type inference, when a body takes another number of inputs than its node hands it, If's
+    branches give different numbers of outputs or another number than the node has, or a Loop / Scan body gives
+    another number than the node's outputs (plus Loop's condition)."""
     op, where = node.op_type, f"Node ({node.name}) Op ({node.op_type}) [TypeInferenceError]"
     n = len(node.outputs)
-    if normalize_domain(node.domain) or op not in ("If", "Loop", "Scan"):
+    if normalize_domain(node.domain) or op not in ("If", "Loop", "Scan", "SequenceMap"):
+        return
+    _check_body_inputs(node, where, opsets)
+    if op == "SequenceMap":
         return
     if op == "If":
         then, other = node.attrs.get("then_branch"), node.attrs.get("else_branch")
@@ -294,6 +299,24 @@ def check_body_counts(node):
                    f"Expected {want}")
 
 
+def _check_body_inputs(node, where, opsets):
+    """Fail, as onnxruntime's subgraph inference, where a body has another number of inputs than its node hands it
+    (If: none; Loop: its inputs, iteration number and condition included; Scan: its inputs, less Scan-8's
+    sequence_lens; SequenceMap: its inputs) and than those not backed by an initializer."""
+    given = 0 if node.op_type == "If" else len(node.inputs)
+    if node.op_type == "Scan" and opsets is not None and node_opset(node, opsets) < 9:
+        given -= 1  # (Scan-8: sequence_lens first)
+    for body in node.attrs.values():
+        if not hasattr(body, "inputs"):
+            continue
+        has = len(body.inputs)
+        required = sum(1 for v in body.inputs if v.name not in body.initializers)
+        if given not in (has, required):
+            raise Fail(f"{where} Graph attribute inferencing failed: Size mismatch validating subgraph inputs. Got "
+                       f"{given} inputs but subgraph has {has} inputs and requires {required} inputs. Either provide "
+                       "all subgraph inputs, or just the required inputs.")
+
+
 def check_graph(graph, opsets):
     """check_schema for every node of `graph` and its bodies, and check_node for those whose op onnxide knows
     (unknown ops are the partition's to report)."""
@@ -301,7 +324,7 @@ def check_graph(graph, opsets):
 
     for node in graph.nodes:
         check_schema(node, opsets)
-        check_body_counts(node)
+        check_body_counts(node, opsets)
         if node.op_type == "Attention" and not normalize_domain(node.domain) and node_opset(node, opsets) >= 25 and \
                 len({bool(i < len(node.outputs) and node.outputs[i]) for i in (1, 2)}) == 2:  # (its schema from 25)
             raise Fail(f"Node ({node.name}) Op (Attention) [ShapeInferenceError] present_key and present_value must "
@@ -377,7 +400,7 @@ def check_input_types(graph, opsets, outer=None):
     where it takes tensors only, or a sparse tensor, as onnxruntime's type check: no kernel of any EP is written for
     one; Fail where inputs of one type parameter differ (run after inference; bodies included, reading their
     enclosing graphs' types)."""
-    from ..ir.infer import value_types
+    from ..ir.infer import check_body_inputs, value_types
     from ..ir.model import subgraphs
 
     types = {**(outer or {}), **value_types(graph)}  # (a body reads its enclosing graphs' values)
@@ -412,5 +435,7 @@ def check_input_types(graph, opsets, outer=None):
             if error is not None:
                 raise error
         _check_bindings(node, types)
+        check_resize_sizes(node, types, graph, opsets)
+        check_body_inputs(node, types, opsets)
         for body in subgraphs(node):
             check_input_types(body, opsets, types)

@@ -5,7 +5,7 @@ from .schema import (  # noqa: F401
     SparseTensorProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoMap,
     TypeProtoOptional, TypeProtoSequence, TypeProtoTensor, ValueInfoProto,
 )
-from .wire import decode, encode  # noqa: F401
+from .wire import decode, encode, has_field  # noqa: F401
 
 
 def parse(cls, data):

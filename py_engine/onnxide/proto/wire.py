@@ -236,6 +236,18 @@ def _skip(buf, pos, end, wt, num, cls):
     return pos
 
 
+def has_field(buf, number):
+    """Whether a message's bytes carry field `number` at their top level (presence, which decoding keeps only for
+    oneof members: onnxruntime refuses a ModelProto without ir_version, not one whose ir_version is 0)."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        key, pos = _read_varint(buf, pos)
+        if key >> 3 == number:
+            return True
+        pos = _skip(buf, pos, end, key & 7, key >> 3, Message)
+    return False
+
+
 MAX_DEPTH = 100  # protobuf's default recursion limit (C++ and upb): deeper messages are refused as there
 
 

@@ -96,6 +96,8 @@ class InferenceSession(SessionAPI):
         mp = P.parse(P.ModelProto, data)
         if mp.graph is None:
             raise InvalidProtobuf("Failed to load model: no graph found (not an ONNX model, or truncated)")
+        if not mp.ir_version and not P.has_field(data, 1):
+            raise Fail("Missing model IR version.")
         self._profiler = self._prepare_load(mp, kwargs)
         self._memory_limit = limits.session_limit(self._sess_options)
         self._custom_ops = session_table(self._sess_options._custom_ops, self._sess_options._custom_library)
