@@ -19,7 +19,7 @@ NX_EXPORT int nx_attention(long B, long S, long T, long N, long H, long HV, cons
                            int threads) {
     NX_CHECK(B >= 1 && S >= 1 && T >= 1 && N >= 1 && H >= 1 && HV >= 1);
     int failed = 0;
-    int nt = threads > 1 && B * N > 1 ? threads : 1;
+    int nt = B * N > 1 ? nx_team(threads, (double)B * N * S * T * (H + HV)) : 1;
     long kt_size = nx_gemm_packed_size(H, T), scores = S * T;
     long g1 = nx_gemm_scratch_size(S, T, H, 1, 0), g2 = nx_gemm_scratch_size(S, HV, T, 1, 1);
     long per_thread = kt_size + scores + (g1 > g2 ? g1 : g2);

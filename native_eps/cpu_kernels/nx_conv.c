@@ -73,7 +73,7 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     long taps = KH * KW;
     long len = OH * WQ;
     long slack = (KW - 1) * DW / SW + 16;  /* the last 2-vector chunk's overrun past its phase plane */
-    int nt = planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1;
+    int nt = nx_team(threads, (double)planes * OH * OW * KH * KW);
     int failed = 0;
 #pragma omp parallel num_threads(nt) reduction(|:failed)
     {
@@ -122,7 +122,7 @@ NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH
     NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1);
     long len = (OW - 1) * SW + (KW - 1) * DW + 1;  /* the padded row the windows read */
     if (len < PL + W) len = PL + W;
-#pragma omp parallel num_threads(planes * OH * OW * KH * KW >= 65536 && threads > 1 ? threads : 1)
+#pragma omp parallel num_threads(nx_team(threads, (double)planes * OH * OW * KH * KW))
     {
         float* rp = malloc(sizeof(float) * len);
 #pragma omp for schedule(static)
@@ -172,7 +172,7 @@ NX_EXPORT void nx_upsample_nearest(long planes, long H, long W, long fh, long fw
                                    int threads) {
     NX_CHECK(planes >= 0 && H >= 0 && W >= 0 && fh >= 1 && fw >= 1);
     long OW = W * fw;
-#pragma omp parallel for schedule(static) num_threads(planes * H * W * fh * fw >= 65536 && threads > 1 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(nx_team(threads, (double)planes * H * W * fh * fw * NX_PASS_WORK))
     for (long p = 0; p < planes; p++) {
         for (long i = 0; i < H; i++) {
             const float* xr = x + (p * H + i) * W;
@@ -187,7 +187,7 @@ NX_EXPORT void nx_upsample_nearest(long planes, long H, long W, long fh, long fw
 /* y[p] = mean of plane p's hw values */
 NX_EXPORT void nx_global_avg(long planes, long hw, const float* x, float* y, int threads) {
     NX_CHECK(planes >= 0 && hw >= 1);
-#pragma omp parallel for schedule(static) num_threads(planes * hw >= 65536 && threads > 1 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(nx_team(threads, (double)planes * hw * NX_PASS_WORK))
     for (long p = 0; p < planes; p++) y[p] = nx_sum(x + p * hw, hw) / (float)hw;
 }
 
@@ -195,7 +195,7 @@ NX_EXPORT void nx_global_avg(long planes, long hw, const float* x, float* y, int
  * (the taps come from one GEMM; numpy's copy through a 5-D transposed view took ~15x longer) */
 NX_EXPORT void nx_place_taps(long M, long KH, long KW, long H, long W, const float* taps, float* y, int threads) {
     NX_CHECK(M >= 0 && KH >= 1 && KW >= 1 && H >= 0 && W >= 0);
-#pragma omp parallel for schedule(static) num_threads(M * KH * KW * H * W >= 65536 && threads > 1 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(nx_team(threads, (double)M * KH * KW * H * W * NX_PASS_WORK))
     for (long m = 0; m < M; m++)
         for (long i = 0; i < H; i++)
             for (long a = 0; a < KH; a++) {
@@ -211,7 +211,7 @@ NX_EXPORT void nx_place_taps(long M, long KH, long KW, long H, long W, const flo
 NX_EXPORT void nx_dw_transpose(long C, long KH, long KW, long H, long W, const float* x, const float* w,
                                const float* bias, float* y, int threads) {
     NX_CHECK(C >= 0 && KH >= 1 && KW >= 1 && H >= 0 && W >= 0);
-#pragma omp parallel for schedule(static) num_threads(C * KH * KW * H * W >= 65536 && threads > 1 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(nx_team(threads, (double)C * KH * KW * H * W * NX_PASS_WORK))
     for (long c = 0; c < C; c++)
         for (long i = 0; i < H; i++)
             for (long a = 0; a < KH; a++) {

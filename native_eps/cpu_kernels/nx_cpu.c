@@ -1,6 +1,16 @@
 /* Which x86-64 micro-architecture level (psABI x86-64-v1..v4) this CPU and OS run, and which one this library was
- * compiled for: onnxide_native/lib.py asks the baseline build first, then loads the best build the CPU runs. */
+ * compiled for: onnxide_native/lib.py asks the baseline build first, then loads the best build the CPU runs. And the
+ * work from which a kernel's loop runs on several threads (nx_team, nx_math.h). */
 #include "nx_math.h"
+
+long nx_parallel_work = 1L << 22;
+
+/* sets nx_parallel_work (>= 0: 0 runs every kernel on the session's threads); returns the previous value */
+NX_EXPORT long nx_set_parallel_work(long work) {
+    long old = nx_parallel_work;
+    if (work >= 0) nx_parallel_work = work;
+    return old;
+}
 
 /* 4: x86-64-v4 (AVX-512 F/BW/CD/DQ/VL), 3: x86-64-v3 (AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE), 2: x86-64-v2
  * (SSE4.2, POPCNT), 1: the baseline (SSE2); 0 off x86-64. libgcc's probe also checks that the OS saves the vector

@@ -23,7 +23,7 @@ void nx_act_row(float* restrict y, long n, int act, float a, float b) {
     }
 }
 
-static int use_threads(int threads, long work) { return work >= 2 * CHUNK && threads > 1 ? threads : 1; }
+static int use_threads(int threads, long elements) { return nx_team(threads, (double)elements * NX_PASS_WORK); }
 
 /* y = act(x + residual) over n flat elements (residual may be NULL; y may alias x) */
 NX_EXPORT void nx_act(long n, const float* x, float* y, const float* residual, int act, float a, float b,

@@ -223,7 +223,7 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
     NX_CHECK(!res || ldr >= N);
     long panels = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
     long kblocks = (K + KC - 1) / KC;
-    int nt = threads > 1 && M * N * K >= (1L << 20) ? threads : 1;
+    int nt = nx_team(threads, (double)M * N * K);
     if (a && bp && M < 4) {
         few_rows(M, N, K, a, lda, bp, c, ldc, bias, row_bias, res, ldr, act, alpha, beta, nt);
         return 0;
@@ -344,7 +344,7 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     float* xs = scratch ? scratch : mine;
     if (!xs) return -1;
     int* off = (int*)(xs + C * SH * SW * plane + slack);
-    int nt = threads > 1 && M * P * K >= (1L << 20) ? threads : 1;
+    int nt = nx_team(threads, (double)M * P * K);
     /* weights larger than ~1 MB stream once (row panels outer, the input planes stay in cache); else the
      * position panels go outer and the weights are re-read from cache */
     int a_outer = M * K * (long)sizeof(float) > (1L << 20);

@@ -144,7 +144,7 @@ static int qgemm(long M, long N, long K, const void* a, int a_signed, const int3
         free(rs);
         return -1;
     }
-    int nt = threads > 1 && M * N * K >= (1L << 18) ? threads : 1;
+    int nt = nx_team(threads, (double)M * N * K);
     long rblocks = (M + QMR - 1) / QMR, panels = (N + QNR - 1) / QNR;
     long esize = a_signed ? (long)sizeof(int8_t) : (long)sizeof(uint8_t);
 #pragma omp parallel num_threads(nt)
@@ -206,7 +206,7 @@ NX_EXPORT int nx_qgemm_f32(long M, long N, long K, const void* a, int a_signed, 
 /* DynamicQuantizeLinear of n float32 values x into uint8 y, *scale, *zero. 0, or 1 when x holds a NaN or an
  * infinity (nothing written: the caller's reference kernel defines those). */
 NX_EXPORT int nx_dynamic_quantize(long n, const float* x, uint8_t* y, float* scale, uint8_t* zero, int threads) {
-    int nt = threads > 1 && n >= (1L << 16) ? threads : 1;
+    int nt = nx_team(threads, (double)n * NX_PASS_WORK);
     float lo = 0.f, hi = 0.f;  /* the range always includes 0 */
     int bad = 0;
 #pragma omp parallel num_threads(nt) reduction(min : lo) reduction(max : hi) reduction(| : bad)

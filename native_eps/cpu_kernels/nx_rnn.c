@@ -12,7 +12,7 @@ NX_EXPORT int nx_lstm(long T, long B, long H, long nd, const float* xw, const fl
                       const float* c0, float* hs, float* hT, float* cT, int threads) {
     NX_CHECK(T >= 0 && B >= 0 && H >= 1 && (nd == 1 || nd == 2));
     long G = 4 * H;
-    int nt = nd == 2 && threads > 1 && T * B * G * H >= 65536 ? 2 : 1;
+    int nt = nd == 2 && nx_team(threads, (double)T * B * G * H * 2) > 1 ? 2 : 1;
     int failed = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(|:failed)
     for (long d = 0; d < nd; d++) {

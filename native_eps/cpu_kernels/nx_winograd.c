@@ -55,14 +55,14 @@ NX_EXPORT int nx_winograd_f4(long N, long C, long H, long W, long M, long PT, lo
     long ua = nx_gemm_packed_a_size(M, C), vb = nx_gemm_packed_size(C, T);
     float* v = scratch;              /* [36] B panels of V[ξ] (C×T): [panel][c][32 tiles] */
     float* p = scratch + 36 * vb;    /* [36][M][T] */
-    int failed = 0;
+    int failed = 0, nt = nx_team(threads, 36.0 * M * C * T);
     if (T % NR)  /* tiles past T in the last panel: zeros, once (the transform writes only real tiles) */
         for (long xi = 0; xi < 36; xi++)
             for (long c = 0; c < C; c++)
                 memset(v + xi * vb + (T / NR) * C * NR + c * NR + T % NR, 0, (NR - T % NR) * sizeof(float));
     for (long n = 0; n < N; n++) {
         const float* xn = x + n * C * H * W;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(nt)
         for (long ct = 0; ct < C * TH; ct++) {
             long c = ct / TH, ti = ct % TH;
             float t[6][6][TWMAX];   /* row r of the tile window, column transform k, tile j */
@@ -93,14 +93,14 @@ NX_EXPORT int nx_winograd_f4(long N, long C, long H, long W, long M, long PT, lo
                     }
             }
         }
-#pragma omp parallel for schedule(static) num_threads(threads) reduction(|:failed)
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(|:failed)
         for (long xi = 0; xi < 36; xi++)
             failed |= nx_gemm(M, T, C, NULL, 0, up + xi * ua, NULL, 0, v + xi * vb, p + xi * M * T, T, NULL, NULL,
                               NULL, 0, 0, 0.f, 0.f, NULL, 1) != 0;
         if (failed) return -1;
         float* yn = y + n * M * OH * OW;
         const float* rn = res ? res + n * M * OH * OW : NULL;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(nt)
         for (long mt = 0; mt < M * TH; mt++) {
             long m = mt / TH, ti = mt % TH;
             float s[6][4][TWMAX];   /* tile-row transform j, column a, tile */

@@ -34,6 +34,7 @@ SIGNATURES = {
     "nx_qgemm_packed_size": "ll",
     "nx_qgemm_pack_b": "llpip",
     "nx_qgemm": "lll" + "pipl" + "ppp" + "i",
+    "nx_set_parallel_work": "l",
     "nx_qgemm_f32": "lll" + "pipl" + "pp" + "plp" + "iff" + "p" + "i",
     "nx_dynamic_quantize": "lppppi",
     "nx_chain_run": "plpppi",
@@ -43,7 +44,8 @@ SIGNATURES = {
 RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted", "nx_attention", "nx_qgemm", "nx_qgemm_f32",
                   "nx_dynamic_quantize", "nx_chain_run", "nx_lstm"}  # (nx_dynamic_quantize: 1 for a NaN / inf)
 RETURNS_LONG = {"nx_gemm_packed_size", "nx_gemm_packed_a_size", "nx_gemm_scratch_size", "nx_winograd_f4_scratch",
-                "nx_conv_shifted_scratch", "nx_qgemm_packed_size"}
+                "nx_conv_shifted_scratch", "nx_qgemm_packed_size",
+                "nx_set_parallel_work"}
 _CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
 FILE = "libonnxide_cpu.so"  # a single build (off x86-64, or the debug build)
 # the per-level builds, by psABI level name: the level number nx_cpu_level() / nx_build_level() report
