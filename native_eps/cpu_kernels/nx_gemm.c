@@ -54,10 +54,14 @@ static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, 
 }
 
 /* acc (MR×NR, row stride ld) = sum over kc of ap[k][i] * B[k][j] (+ the tile already in acc when `add`); B row k
- * is bp + k*NR (a packed panel) or, with `off`, bp + off[k] (a conv's shifted input rows, see nx_conv_shifted) */
+ * is bp + k*NR (a packed panel) or, with `off`, bp + off[k] (a conv's shifted input rows, see nx_conv_shifted).
+ * Only columns below `cols` are needed: strips wholly past them are skipped (left as they were) where the vector
+ * code has strips narrower than NR (silero VAD's convs have 3-5 positions: 32 would be 6-10x the work). */
 #ifdef __AVX512F__
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
-                                                             const int* off, float* acc, long ld, int add) {
+                                                             const int* off, float* acc, long ld, int add,
+                                                             long cols) {
+    (void)cols;
     __m512 c[MR][2];
     for (int i = 0; i < MR; i++) {
         c[i][0] = add ? _mm512_loadu_ps(acc + i * ld) : _mm512_setzero_ps();
@@ -85,8 +89,9 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
  * broadcast A value, 16 registers: no spills); per k 15 loads feed 14 FMAs (the plain-C fallback spilled the whole
  * tile: ResNet-18 ran 2x slower than numpy's BLAS on an AVX2 machine) */
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
-                                                             const int* off, float* acc, long ld, int add) {
-    for (int j = 0; j < NR; j += 8) {
+                                                             const int* off, float* acc, long ld, int add,
+                                                             long cols) {
+    for (int j = 0; j < NR && j < cols; j += 8) {
         __m256 c[MR];
         for (int i = 0; i < MR; i++) c[i] = add ? _mm256_loadu_ps(acc + i * ld + j) : _mm256_setzero_ps();
         for (long k = 0; k < kc; k++) {
@@ -102,7 +107,8 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
 }
 #else
 static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, float* acc, long ld,
-                              int add) {
+                              int add, long cols) {
+    (void)cols;
     float c[MR * NR];
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) c[i * NR + j] = add ? acc[i * ld + j] : 0.f;
@@ -117,12 +123,13 @@ static inline void micro_rows(long kc, const float* ap, const float* bp, const i
 }
 #endif
 
-static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add) {
-    micro_rows(kc, ap, bp, NULL, acc, ld, add);
+static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add, long cols) {
+    micro_rows(kc, ap, bp, NULL, acc, ld, add, cols);
 }
 
-static void micro_shifted(long kc, const float* ap, const float* base, const int* off, float* acc, int add) {
-    micro_rows(kc, ap, base, off, acc, NR, add);
+static void micro_shifted(long kc, const float* ap, const float* base, const int* off, float* acc, int add,
+                          long cols) {
+    micro_rows(kc, ap, base, off, acc, NR, add, cols);
 }
 
 /* row[j] = act(row[j] + bias) over n values; ReLU inline (a call per tile row costs as much as a short K) */
@@ -161,7 +168,7 @@ static void tile_product(long K, long ip, const float* ap, const float* bpanel, 
     long ld = whole ? ldc : NR;
     for (long k0 = 0; k0 < K; k0 += KC) {
         long kc = K - k0 < KC ? K - k0 : KC;
-        micro(kc, ap + ip * MR * K + k0 * MR, bpanel + k0 * NR, acc, ld, k0 > 0);
+        micro(kc, ap + ip * MR * K + k0 * MR, bpanel + k0 * NR, acc, ld, k0 > 0, w);
     }
     for (long i = i0; i < i_end; i++) {
         float* dst = c + i * ldc + n0;
@@ -293,6 +300,9 @@ static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long D
 /* whether some tap of a kernel axis (K taps, dilation D, stride S) reads stride phase ph (a 1×1 stride-2 conv
  * reads one phase of four: the planes nobody reads are not filled) */
 static int phase_used(long ph, long K, long D, long S) {
+    long g = S, d = D % S;
+    while (d) { long t = g % d; g = d; d = t; }  /* g = gcd(D, S): k·D mod S runs over the multiples of g */
+    if (K >= S / g) return ph % g == 0;          /* (a whole period of taps: silero's 256-tap stride-128 STFT) */
     for (long k = 0; k < K; k++)
         if (k * D % S == ph) return 1;
     return 0;
@@ -385,12 +395,13 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
             float tile[MR * NR];
             for (long k0 = 0; k0 < K; k0 += KC) {
                 long kc = K - k0 < KC ? K - k0 : KC;
-                micro_shifted(kc, ap + ip * MR * K + k0 * MR, xs + q0, off + k0, tile, k0 > 0);
+                micro_shifted(kc, ap + ip * MR * K + k0 * MR, xs + q0, off + k0, tile, k0 > 0, Q - q0);
             }
             /* epilogue: the residual into the tile, bias and activation over whole tile rows, then the tile's
              * positions out as runs along output rows (the dropped columns skipped) */
             if (res) shifted_runs(tile, (float*)(res + i0 * P), P, h, q0, Q, ws, OW, 0);  /* read only */
-            for (long i = 0; i < h; i++) row_epilogue(tile + i * NR, NR, bias ? bias[i0 + i] : 0.f, act, alpha, beta);
+            long cols = Q - q0 < NR ? Q - q0 : NR;  /* (the strips computed) */
+            for (long i = 0; i < h; i++) row_epilogue(tile + i * NR, cols, bias ? bias[i0 + i] : 0.f, act, alpha, beta);
             shifted_runs(tile, y + i0 * P, P, h, q0, Q, ws, OW, 1);
         }
     }
