@@ -38,6 +38,19 @@ def _binary(b, step, node, opdef, attrs):
            [b.src(full), b.src(other), b.dst(_out(step), out)])
 
 
+def _pow(b, step, node, opdef, attrs):
+    """Pow by a constant float32 2 (a spectrum's power: x·x, one rounding as pow's); other exponents stay with numpy
+    (x^0.5 is not sqrt(x) at −0 and −inf)."""
+    kx, ke = step.in_keys[:2]
+    e = b.const(ke)
+    if e is None or e.dtype != F32 or e.size != 1 or float(e.reshape(())) != 2.0:
+        raise Decline("Pow exponent")
+    shape = b.shape(kx)
+    out, b_first, plan, b_full = K.binary_plan(shape, shape)
+    x = b.src(kx)
+    b.emit("binary", [K.BINARY["Mul"], int(b_first), *plan, b_full], [x, x, b.dst(_out(step), out)])
+
+
 def _gemm_instr(b, m, n, k, a, lda, y, bp=-1, raw_b=-1, ldb=0, bias=-1, row_bias=-1, res=-1, act=(0, 0.0, 0.0),
                 ap=-1, batch=1, steps=(0, 0, 0, 0)):
     scratch = b.scratch(b.lib.nx_gemm_scratch_size(m, n, k, int(ap == -1), int(bp == -1)))
@@ -294,7 +307,7 @@ def _conv(b, step, node, opdef, attrs):
 
 LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
          "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm, "MaxPool": _max_pool,
-         "GlobalAveragePool": _global_average_pool, "Resize": _resize, **{op: _binary for op in K.BINARY},
+         "GlobalAveragePool": _global_average_pool, "Resize": _resize, "Pow": _pow, **{op: _binary for op in K.BINARY},
          **{op: _unary for op in activations.BY_OP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,
             "MultiHeadAttention": _attention, **{op: _contrib_act for op in activations.CONTRIB}}

@@ -100,11 +100,27 @@ def test_a_broadcast_the_kernels_lack_stays_out():
 
 
 @pytest.mark.parametrize("op,attrs", [("Relu", {}), ("LeakyRelu", {"alpha": 0.2}), ("Tanh", {}), ("Sigmoid", {}),
-                                      ("HardSigmoid", {}), ("HardSwish", {}), ("Erf", {})])
+                                      ("HardSigmoid", {}), ("HardSwish", {}), ("Erf", {}), ("Sqrt", {})])
 def test_activations(op, attrs):
     x = _w(3, 50, scale=2.0)
     nodes = [helper.make_node(op, ["x"], ["t"], **attrs), helper.make_node("Softmax", ["t"], ["y"])]
     _check(_model(nodes, {"x": x}, "y"), {"x": x})
+
+
+def test_pow_by_two_is_a_product():
+    """A spectrum's magnitude (silero VAD's STFT): Pow(re, 2) + Pow(im, 2), then Sqrt, in one chain with the
+    softmax; Pow by another exponent stays out of it (x^0.5 is not sqrt at -0 and -inf)."""
+    x = np.concatenate([_w(2, 40, scale=2.0), np.array([[0.0, -0.0] + [1.5] * 38] * 2, np.float32)])
+    nodes = [helper.make_node("Pow", ["x", "two"], ["sq"]), helper.make_node("Pow", ["x", "two"], ["sq2"]),
+             helper.make_node("Add", ["sq", "sq2"], ["s"]), helper.make_node("Sqrt", ["s"], ["m"]),
+             helper.make_node("Softmax", ["m"], ["y"])]
+    sess, _ = _check(_model(nodes, {"x": x}, "y", [("two", np.array(2, np.float32))]), {"x": x})
+    assert [c.node.name.rsplit("(", 1)[1] for c in _chains(sess)] == ["5 nodes)"]
+    half = [helper.make_node("Pow", ["x", "e"], ["p"]), helper.make_node("Relu", ["p"], ["r"]),
+            helper.make_node("Softmax", ["r"], ["y"])]
+    sess, _ = _check(_model(half, {"x": np.abs(x)}, "y", [("e", np.array(0.5, np.float32))]), {"x": np.abs(x)})
+    assert [c.node.name.rsplit("(", 1)[1] for c in _chains(sess)] == ["2 nodes)"]  # Relu, Softmax
+    assert sess._executor.main_plan.steps[0].node.op_type == "Pow"
 
 
 @pytest.mark.parametrize("opset,axis", [(17, -1), (11, 1), (11, 0)])
@@ -147,6 +163,8 @@ CONVS = {  # (x shape, w shape, attributes): each conv path of cpu_ops.conv_plan
     "1x1": ((2, 6, 7, 7), (9, 6, 1, 1), {}),
     "winograd": ((1, 32, 12, 12), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
     "1-D": ((2, 4, 30), (6, 4, 5), {"strides": [3]}),
+    "STFT-like": ((1, 1, 576), (258, 1, 256), {"strides": [128]}),  # (silero VAD: few positions, long taps)
+    "few positions": ((1, 129, 3), (128, 129, 3), {"pads": [1, 1]}),
 }
 
 

@@ -198,7 +198,7 @@ def test_recurring_input_shapes_get_a_specialized_executor():
     def broken(*_):
         raise ort.RuntimeException("boom")
     ex.run = broken
-    x = rng.standard_normal(dict(key)["x"]).astype(np.float32)
+    x = rng.standard_normal(key[0][1]).astype(np.float32)  # (the key: (name, shape, value) per input)
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0], rtol=1e-6)
     assert executors[key] is None
     key, ex = next((k, e) for k, e in executors.items() if e is not None)  # the same through run_async
@@ -206,7 +206,7 @@ def test_recurring_input_shapes_get_a_specialized_executor():
     async def broken_async(*_):
         raise ort.RuntimeException("boom")
     ex.run_async = broken_async
-    x = rng.standard_normal(dict(key)["x"]).astype(np.float32)
+    x = rng.standard_normal(key[0][1]).astype(np.float32)  # (the key: (name, shape, value) per input)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a thread of its own: pytest may run a loop here
         got = pool.submit(asyncio.run, sess.run_async(None, {"x": x})).result()[0]
     np.testing.assert_allclose(got, ref.run(None, {"x": x})[0], rtol=1e-6)
@@ -215,6 +215,35 @@ def test_recurring_input_shapes_get_a_specialized_executor():
     assert no_if._specialized is None  # nothing to fold: no second optimization
     if "NativeCPUExecutionProvider" in ort.get_available_providers():  # (whose chains need every shape fixed)
         assert ort.InferenceSession(_model().SerializeToString())._specialized is not None
+
+
+def test_a_scalar_input_deciding_an_if_is_specialized_by_value():
+    """An If on a scalar int input (silero VAD's sample rate): each recurring value gets an executor whose model
+    takes it as a constant, so the branch is inlined; other values, and values alternating, give onnxruntime's
+    results."""
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["t"])], "t", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Mul", ["x", "three"], ["e"])], "e", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("Equal", ["sr", "rate"], ["is16k"]),
+             helper.make_node("If", ["is16k"], ["y"], then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                       helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array(16000, np.int64), "rate"),
+                           numpy_helper.from_array(np.array(2, np.float32), "two"),
+                           numpy_helper.from_array(np.array(3, np.float32), "three")])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    sess, ref = ort.InferenceSession(data), onnxruntime.InferenceSession(data)
+    x = np.random.default_rng(4).standard_normal((2, 3)).astype(np.float32)
+    for rate in (16000, 16000, 8000, 8000, 16000, 8000, 44100):
+        feeds = {"x": x, "sr": np.array(rate, np.int64)}
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], ref.run(None, feeds)[0])
+    executors = sess._specialized._executors
+    assert sorted(value for key in executors for name, _, value in key if name == "sr") == [8000, 16000]
+    for ex in executors.values():
+        assert [n.op_type for n in ex.model.graph.nodes] == ["Mul"], [n.op_type for n in ex.model.graph.nodes]
+    assert [n.op_type for n in sess._model.graph.nodes] == ["Equal", "If"]  # the general model keeps its If
 
 
 def test_inferred_output_shapes_match_what_runs_produce():

@@ -181,18 +181,22 @@ class InferenceSession(SessionAPI):
         if self._sess_options.graph_optimization_level <= 0 or not specialize.worthwhile(self._model, helps) or \
                 self._executor.devices:
             return None
-        return specialize.Specializations(self._specialized_executor)
+        return specialize.Specializations(self._specialized_executor, specialize.value_inputs(self._model))
 
-    def _specialized_executor(self, shapes):
+    def _specialized_executor(self, shapes, values):
         with session_ops(self._custom_ops):
-            return self._specialized_build(shapes)
+            return self._specialized_build(shapes, values)
 
-    def _specialized_build(self, shapes):
+    def _specialized_build(self, shapes, values):
         model = load_model(self._proto, self._base_dir)
-        _override_free_dims(model.graph, self._sess_options._free_dims)
-        for vi in model.graph.inputs:  # fresh types: the loaded model shares the proto's with the general one
+        g = model.graph
+        _override_free_dims(g, self._sess_options._free_dims)
+        for vi in g.inputs:  # fresh types: the loaded model shares the proto's with the general one
             if vi.name in shapes and vi.shape is not None and len(vi.shape) == len(shapes[vi.name]):
                 vi.type = tensor_type(vi.elem_type, list(shapes[vi.name]))
+        for vi in [vi for vi in g.inputs if vi.name in values]:  # (the executor reads no feed for these)
+            g.initializers[vi.name] = np.array(values[vi.name], dt.np_dtype(vi.elem_type))
+            g.inputs.remove(vi)
         infer_shapes(model)
         optimize(model, self._sess_options.graph_optimization_level)
         infer_bodies(model)

@@ -1,8 +1,10 @@
 """Executors specialized to input shapes a session keeps seeing. For models whose inputs have symbolic dims and that
 have control flow (If) or run on an EP that gains from fixed shapes (the native EP's chains): once a set of input
 shapes has come twice, the model is optimized again with those dims fixed, so shape-dependent Ifs and their shape
-arithmetic fold away (silero VAD: 230 nodes -> 88) and every value's shape is known, and runs with those shapes use
-that executor. Bounded: a few shape sets per session, models with up to 64 MB of weights."""
+arithmetic fold away and every value's shape is known, and runs with those shapes use that executor. In a model with
+a top-level If, a scalar integer or bool input's value is part of the set too, and the specialized model takes it as
+a constant (silero VAD's If on its sample rate: the branch is inlined, 230 nodes -> 88 with no If left). Bounded: a
+few sets per session, models with up to 64 MB of weights."""
 import numpy as np
 
 from ..ir.model import subgraphs
@@ -13,12 +15,26 @@ MAX_WEIGHT_BYTES = 64 << 20  # folded weights are per executor: bigger models ar
 
 
 def worthwhile(model, fixed_shapes_help=False):
-    """Whether a model could gain: some graph input dim is not static, there is an If (or `fixed_shapes_help`: an
-    EP of the session runs better on fixed shapes), the weights are small."""
+    """Whether a model could gain: some graph input dim is not static (or a value_inputs input decides an If), there
+    is an If (or `fixed_shapes_help`: an EP of the session runs better on fixed shapes), the weights are small."""
     g = model.graph
     symbolic = any(d is None or not isinstance(d, int)
                    for v in g.inputs if v.name not in g.initializers and v.shape is not None for d in v.shape)
-    return symbolic and _weight_bytes(g) <= MAX_WEIGHT_BYTES and (fixed_shapes_help or _has_if(g))
+    return (symbolic or bool(value_inputs(model))) and _weight_bytes(g) <= MAX_WEIGHT_BYTES and \
+        (fixed_shapes_help or _has_if(g))
+
+
+def value_inputs(model):
+    """Names of the graph inputs whose value a specialized executor takes as a constant: 0-d integer or bool inputs of a
+    model with a top-level If."""
+    g = model.graph
+    if not any(n.op_type == "If" for n in g.nodes):
+        return frozenset()
+    return frozenset(v.name for v in g.inputs if v.name not in g.initializers and v.shape == [] and
+                     v.elem_type in _SCALAR_TYPES)
+
+
+_SCALAR_TYPES = {9, 2, 3, 4, 5, 6, 7, 12, 13}  # bool, uint8, int8, uint16, int16, int32, int64, uint32, uint64
 
 
 def _has_if(g):
@@ -32,17 +48,21 @@ def _weight_bytes(g):
 
 
 class Specializations:
-    """`executor_for(feeds)`: a specialized executor for the feeds' shapes, or None (use the general one).
-    `build(shapes)` makes one for {input name: shape}; a failure there leaves that shape set general."""
+    """`executor_for(feeds)`: a specialized executor for the feeds' shapes (and values of `by_value` inputs), or None
+    (use the general one). `build(shapes, values)` makes one for {input name: shape} with {input name: value} taken as
+    constants; a failure there leaves that set general."""
 
-    def __init__(self, build):
+    def __init__(self, build, by_value=frozenset()):
         self._build = build
+        self._by_value = by_value  # (value_inputs)
         self._seen = {}
         self._executors = {}
 
-    @staticmethod
-    def _key(feeds):
-        return tuple(sorted((name, v.shape) for name, v in feeds.items() if isinstance(v, np.ndarray)))
+    def _key(self, feeds):
+        """((name, shape, value or None), ...) of the feeds: a value for the inputs in `by_value`."""
+        by_value = self._by_value
+        return tuple(sorted((name, v.shape, v.item() if name in by_value and v.ndim == 0 else None)
+                            for name, v in feeds.items() if isinstance(v, np.ndarray)))
 
     def give_up(self, feeds):
         """These shapes run on the general executor from now on (their specialized one failed)."""
@@ -58,7 +78,8 @@ class Specializations:
         if runs < RUNS_BEFORE or len(self._seen) > 16 * MAX_SHAPE_SETS:
             return None
         try:
-            executor = self._build(dict(key))
+            executor = self._build({name: shape for name, shape, _ in key},
+                                   {name: value for name, _, value in key if value is not None})
         except Exception:  # noqa: BLE001 - the general executor runs these shapes as before
             executor = None
         self._executors[key] = executor
