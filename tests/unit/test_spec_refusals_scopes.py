@@ -1,6 +1,6 @@
 """Models the ONNX spec or onnx's checker rejects that onnxide ran until the seed-19 campaign's chunk 50,000 found
 them (issue 19): bodies (their inputs, SSA across scopes, initializer names), declared output types, window attribute
-sizes, Resize's sizes, a missing IR version. Each is refused on every EP here, with onnxruntime refusing the same
+sizes, Resize's sizes, static dims that cannot broadcast, a missing IR version. Each is refused on every EP here, with onnxruntime refusing the same
 model as the oracle (its class; onnxide quotes its message)."""
 import numpy as np
 import onnx
@@ -146,6 +146,26 @@ def test_duplicate_initializer_names_in_a_body_are_refused():
     data = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], IO,
                   [vi("y", T.FLOAT, [3])])
     _refused(data, FEEDS, "InvalidGraph", "w initializer name is not unique")
+
+
+def test_a_dead_node_whose_static_dims_cannot_broadcast_is_refused():
+    """onnx's broadcast inference runs on every node (chunk 0's dead Mul of [2, 3, 4, 3] by [5])."""
+    data = _model([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Mul", ["x", "b"], ["dead"])],
+                  [vi("x", T.FLOAT, [2, 3])], [vi("y", T.FLOAT, [2, 3])],
+                  inits=[numpy_helper.from_array(np.ones(5, F), "b")])
+    _refused(data, {"x": np.ones((2, 3), F)}, "Fail", r"Op \(Mul\) \[ShapeInferenceError\] Incompatible dimensions")
+
+
+def test_a_stale_value_info_does_not_count_as_dims_that_cannot_broadcast():
+    """A declared value_info that disagrees with inference: onnxruntime merges leniently (the differing dims unknown)
+    and runs the model; so does onnxide."""
+    data = _model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "b"], ["y"])],
+                  [vi("x", T.FLOAT, [2, 3])], [vi("y", T.FLOAT, [2, 3])],
+                  inits=[numpy_helper.from_array(np.full(3, 2, F), "b")], value_info=[vi("r", T.FLOAT, [2, 5])])
+    feeds = {"x": np.ones((2, 3), F)}
+    want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    for ep in EPS:
+        np.testing.assert_array_equal(onnxide.InferenceSession(data, providers=[ep]).run(None, feeds)[0], want)
 
 
 def test_a_model_without_ir_version_is_refused():

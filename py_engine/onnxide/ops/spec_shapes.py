@@ -1,5 +1,6 @@
-"""Load checks of input shapes that onnx's shape inference (so onnxruntime) refuses and that need the graph, not only
-a node's facts: Resize's `sizes` of another length than its axes or X's rank, or a graph input of no fixed length."""
+"""Load checks of input shapes that onnx's shape inference (so onnxruntime) refuses, on what is known at load (not in
+a node's rule, which also runs on a run's shapes): Resize's `sizes` of another length than its axes or X's rank, or a
+graph input of no fixed length; inputs of ops that broadcast whose static dims cannot broadcast (a dead node too)."""
 import numpy as np
 
 from ..errors import Fail
@@ -43,3 +44,40 @@ def check_resize_sizes(node, types, graph, opsets):
     if not axes and n != rank:
         raise Fail(f"{where} Number of elements of input 'sizes' ({shown}) must be same as rank of input 'X' "
                    f"({rank}).")
+
+
+# ai.onnx ops whose inputs broadcast multidirectionally (numpy) from opset 7 (before, B is broadcast onto A)
+BROADCAST = frozenset(("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Less", "Greater",
+                       "LessOrEqual", "GreaterOrEqual", "Where", "Max", "Min", "Sum", "Mean", "Mod", "BitShift",
+                       "BitwiseAnd", "BitwiseOr", "BitwiseXor"))
+
+
+def _trusted(graph, name):
+    """Whether `name`'s dims are what onnxruntime knows too: an input or initializer of `graph`, or a value whose type
+    inference gave (a declared value_info or output that disagrees with inference is merged leniently there: the
+    differing dims become unknown)."""
+    if name in graph.initializers or any(v.name == name for v in graph.inputs):
+        return True
+    vi = graph.value_info.get(name) or next((o for o in graph.outputs if o.name == name), None)
+    return vi is not None and vi.inferred
+
+
+def check_broadcast(node, types, graph, opsets):
+    """Fail, as onnx's multidirectional broadcast inference, where every input of a broadcasting op has a known rank
+    and, at some axis, two inputs have static sizes other than 1 that differ."""
+    if node.op_type not in BROADCAST or normalize_domain(node.domain) or node_opset(node, opsets) < 7:
+        return
+    shapes = []
+    for x in node.inputs:
+        entry = types.get(x) if x else None
+        if entry is None or not isinstance(entry[0], int) or not isinstance(entry[1], list) or \
+                not _trusted(graph, x):
+            return
+        shapes.append(entry[1])
+    rank = max((len(s) for s in shapes), default=0)
+    for i in range(rank):
+        sizes = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0}
+        static = {d for d in sizes if isinstance(d, int) and d != 1}
+        if len(static) > 1:
+            raise Fail(f"Node ({node.name}) Op ({node.op_type}) [ShapeInferenceError] Incompatible dimensions (inputs "
+                       f"{[list(s) for s in shapes]})")

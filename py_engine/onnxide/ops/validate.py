@@ -9,7 +9,7 @@ from .inference import OptionalOf, SequenceOf, type_proto, type_string
 from .registry import node_opset, normalize_domain, resolve_opdef
 from .schema_nodes import NODES, OUTPUT_COUNTS
 from .schema_types import BINDS, NESTED, TYPES
-from .spec_shapes import check_resize_sizes
+from .spec_shapes import check_broadcast, check_resize_sizes
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
 _INTS = ("kernel_shape", "strides", "dilations", "pads", "perm", "axes", "output_shape", "output_padding", "split",
@@ -436,6 +436,7 @@ def check_input_types(graph, opsets, outer=None):
                 raise error
         _check_bindings(node, types)
         check_resize_sizes(node, types, graph, opsets)
+        check_broadcast(node, types, graph, opsets)
         check_body_inputs(node, types, opsets)
         for body in subgraphs(node):
             check_input_types(body, opsets, types)
