@@ -125,9 +125,13 @@ def _infer(model, every_body, check=False):
         if value is not None and n.outputs:
             sv[n.outputs[0]] = value
         _record(g, n, res, types, previous)
-    for o in g.outputs:
+    for k, o in enumerate(g.outputs):
         if o.type is None and o.name in types:
             o.type, o.inferred = type_proto(*types[o.name]), True
+        elif o.type is not None and not o.inferred and o.name in types:
+            merged = _merged(entry_of(o.type), types[o.name])  # (as a value_info's, in _record)
+            if merged is not None:
+                g.outputs[k] = ValueInfo(o.name, type_proto(*merged), o.doc)
     return types, sv
 
 
@@ -252,13 +256,15 @@ def _record(g, node, res, types, previous):
 
 
 def _merged(declared, inferred):
-    """The declared tensor entry with its non-static dims set to the inferred sizes, or None when that changes
-    nothing (or the two differ in element type or rank)."""
+    """The declared tensor entry with its dims set to the static sizes inference found — a symbolic or unknown one,
+    and a static one that differs (onnxruntime runs such a model, merging leniently; a plan that trusted the declared
+    dims gave outputs of the declared shape) — or None when that changes nothing (or the two differ in element type
+    or rank)."""
     (de, dd), (ie, idims) = declared, inferred
     if de != ie or not isinstance(de, int) or not isinstance(dd, list) or not isinstance(idims, list) or \
             len(dd) != len(idims):
         return None
-    dims = [i if not isinstance(d, int) and isinstance(i, int) else d for d, i in zip(dd, idims)]
+    dims = [i if isinstance(i, int) else d for d, i in zip(dd, idims)]
     return (de, dims) if dims != dd else None
 
 

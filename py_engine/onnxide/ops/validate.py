@@ -242,7 +242,8 @@ def check_schema(node, opsets):
     attribute without a type, or has more or fewer inputs / outputs than the schema allows."""
     for a in node.attr_protos:
         if not a.type and not a.ref_attr_name:
-            why = "Field 'type' of 'attr' is required but missing." if not node.attrs.get(a.name) else \
+            v = node.attrs.get(a.name)  # (the value its set field gave: a tensor's array counts, however many values)
+            why = "Field 'type' of 'attr' is required but missing." if not isinstance(v, np.ndarray) and not v else \
                 f"type field and data field mismatch in attribute {a.name}."
             raise InvalidGraph(f"This is an invalid model. In Node, (\"{node.name}\", {node.op_type}, "
                                f"\"{node.domain}\", -1) , Error {why}")
