@@ -175,3 +175,42 @@ def test_a_model_without_ir_version_is_refused():
     m.ClearField("ir_version")
     _refused(m.SerializeToString(), {"x": np.ones(3, F)}, "Fail", "Missing model IR version")
 
+
+
+def test_a_body_without_a_name_is_refused():
+    """onnx's checker on each node with a body (in onnxruntime): a graph's name is required."""
+    then = helper.make_graph([helper.make_node("Abs", ["x"], ["o"])], "", [], [vi("o", T.FLOAT, [3])])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", T.FLOAT, [3])])
+    data = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other, name="the_if")], IO,
+                  [vi("y", T.FLOAT, [3])])
+    _refused(data, FEEDS, "InvalidGraph", r"\(\"the_if\", If, \"\", -1\) , Error Field 'name' of 'graph' is required")
+
+
+@pytest.mark.parametrize("op, inputs, dims, message", [
+    ("ConstantOfShape", ["s"], {"s": [1, 2]}, "shape input must be 1D tensor"),
+    ("Expand", ["x", "s"], {"x": [1], "s": [1, 2]}, "'shape' input must be 1D tensor"),
+    ("Dropout", ["x", "r"], {"x": [3], "r": [1]}, "Ratio of Dropout must be a scalar"),
+    ("Dropout", ["x", "", "t"], {"x": [3], "t": [1]}, "training_mode of Dropout must be a scalar")])
+def test_shape_and_scalar_inputs_of_another_rank_are_refused(op, inputs, dims, message):
+    """onnx's shape inference (in onnxruntime) checks these inputs' ranks whatever is fed."""
+    types = {"x": T.FLOAT, "s": T.INT64, "r": T.FLOAT, "t": T.BOOL}
+    values = {"x": np.ones(dims.get("x", [1]), F), "s": np.array([[2, 3]], np.int64), "r": np.array([0.5], F),
+              "t": np.array([False])}
+    data = _model([helper.make_node(op, inputs, ["y"])], [vi(n, types[n], dims[n]) for n in inputs if n],
+                  [vi("y", T.FLOAT, None)])
+    _refused(data, {n: values[n] for n in inputs if n}, "Fail", message)
+
+
+def test_an_output_declared_sparse_where_the_node_gives_a_tensor_is_refused():
+    """A Cast's output declared as a sparse tensor (the CI fuzz sample's mutant 585 of seed 20261203, which reached a
+    raw TypeError); a Constant's sparse_value output declared sparse still loads (onnxruntime's sparse tests)."""
+    out = helper.make_sparse_tensor_value_info("y", T.FLOAT, [2])
+    data = _model([helper.make_node("Cast", ["x"], ["y"], to=T.FLOAT)], [vi("x", T.DOUBLE, [2])], [out])
+    _refused(data, {"x": np.ones(2)}, "Fail",
+             r"Type \(sparse_tensor\(float\)\) of output arg \(y\) of node \(\) does not match expected type")
+    sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.array([5.0], F), "v"),
+                                       numpy_helper.from_array(np.array([1], np.int64), "i"), [2])
+    const = _model([helper.make_node("Constant", [], ["y"], sparse_value=sparse)], [], [out])
+    onnxruntime.InferenceSession(const, providers=["CPUExecutionProvider"])
+    for ep in EPS:
+        assert [o.name for o in onnxide.InferenceSession(const, providers=[ep]).get_outputs()] == ["y"]

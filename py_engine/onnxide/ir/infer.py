@@ -104,8 +104,8 @@ def _infer(model, every_body, check=False):
     _known_types(model, types)
     if check:  # (the graph's declared outputs, every declaration of a name listed twice, and value_info)
         declared = {}
-        for o in list(g.outputs) + list(g.value_info.values()):  # (maps: entry_of has no entry for them)
-            if o.type is not None and o.type.map_type is not None:
+        for o in list(g.outputs) + list(g.value_info.values()):  # (maps, sparse tensors: entry_of has no entry)
+            if o.type is not None and (o.type.map_type is not None or o.type.sparse_tensor_type is not None):
                 declared.setdefault(o.name, []).append((_Map(o.type), None))
         for o in g.outputs:
             if o.type is not None:
@@ -175,7 +175,8 @@ def _known_types(model, types):
 
 
 class _Map:
-    """A declared map type in a check of declared outputs (inference gives no map entries: any known one differs)."""
+    """A declared map or sparse tensor type in a check of declared outputs (inference gives no such entries: any known
+    one differs; no ONNX op gives a sparse tensor)."""
 
     def __init__(self, tp):
         self.tp = tp
@@ -259,7 +260,9 @@ def _merged(declared, inferred):
     """The declared tensor entry with its dims set to the static sizes inference found — a symbolic or unknown one,
     and a static one that differs (onnxruntime runs such a model, merging leniently; a plan that trusted the declared
     dims gave outputs of the declared shape) — or None when that changes nothing (or the two differ in element type
-    or rank)."""
+    or rank, or the declared type is no tensor's: a map, a sparse tensor)."""
+    if declared is None:
+        return None
     (de, dd), (ie, idims) = declared, inferred
     if de != ie or not isinstance(de, int) or not isinstance(dd, list) or not isinstance(idims, list) or \
             len(dd) != len(idims):

@@ -220,6 +220,9 @@ def _check_definitions(gp, inits, main, scope=frozenset(), owner=None):
     body, a name its enclosing graphs define before its node — `scope`, the node `owner`: onnx's SSA rule; a body's
     inputs and initializers may hide such names), no node reading its own output, named inputs, unique node names
     (Constants aside), declared element types ONNX defines. Returns the names the graph defines."""
+    if owner is not None and not gp.name:  # (onnx's checker on each node with a body, in onnxruntime)
+        raise InvalidGraph(f"This is an invalid model. In Node, (\"{owner.name}\", {owner.op_type}, \"{owner.domain}\", "
+                           "-1) , Error Field 'name' of 'graph' is required to be non-empty.")
     seen = set()
     for t in list(gp.initializer) + [st.values for st in gp.sparse_initializer if st.values is not None]:
         if t.name in seen and owner is not None:  # (the main graph's: onnxruntime keeps the last, with a warning)

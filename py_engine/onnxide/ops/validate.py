@@ -81,6 +81,10 @@ INPUT_SHAPES = {
                                        "Squeeze")},
     ("", "Unsqueeze"): {1: ((0, 1), False, Fail, "An axes tensor must be a scalar or a 1-D tensor.")},
     ("", "Pad"): {3: ((1,), False, Fail, "Axes tensor should be a 1D tensor")},
+    ("", "ConstantOfShape"): {0: ((1,), False, Fail, "shape input must be 1D tensor")},
+    ("", "Expand"): {1: ((1,), False, Fail, "'shape' input must be 1D tensor")},
+    ("", "Dropout"): {1: ((0,), False, Fail, "Ratio of Dropout must be a scalar."),
+                      2: ((0,), False, Fail, "training_mode of Dropout must be a scalar.")},
     ("", "TopK"): {1: ((1,), True, Fail, "k tensor should be a 1D tensor of size 1")},
     ("", "CumSum"): {1: ((0, 1), True, InvalidArgument, "Axis tensor must be a scalar (0-D) or 1-D tensor with "
                                                         "exactly one element")},
