@@ -1,7 +1,8 @@
 """Models the ONNX spec or onnx's checker rejects that onnxide ran until the seed-19 campaign's chunk 50,000 found
-them (issue 19): bodies (their inputs, SSA across scopes, initializer names), declared output types, window attribute
-sizes, Resize's sizes, static dims that cannot broadcast, a missing IR version. Each is refused on every EP here, with onnxruntime refusing the same
-model as the oracle (its class; onnxide quotes its message)."""
+them (issue 19): bodies (their inputs, SSA across scopes, initializer names, a name), declared output types (maps,
+sparse tensors), window attribute sizes, Resize's sizes, shape and scalar inputs of another rank, static dims that
+cannot broadcast, a missing IR version. Each is refused on every EP here, with onnxruntime refusing the same model as
+the oracle (its class; onnxide quotes its message)."""
 import numpy as np
 import onnx
 import onnxide
