@@ -7,7 +7,8 @@
 #include "nx_kernels.h"
 
 enum { OP_GEMM = 1, OP_ACT, OP_BIAS_ACT, OP_BINARY, OP_SOFTMAX, OP_LAYERNORM, OP_AFFINE, OP_MAXPOOL, OP_GAVG,
-       OP_DWCONV, OP_CONV_SHIFTED, OP_WINOGRAD, OP_COPY, OP_STRIDED, OP_UPSAMPLE, OP_ATTENTION, OP_FILL };
+       OP_DWCONV, OP_CONV_SHIFTED, OP_WINOGRAD, OP_COPY, OP_STRIDED, OP_UPSAMPLE, OP_ATTENTION, OP_FILL,
+       OP_LSTM };
 
 /* one instruction: 40 longs (onnxide_native/chain.py writes them) */
 typedef struct {
@@ -115,6 +116,9 @@ NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* 
         case OP_ATTENTION:  /* p: B S T N H HV bias_b bias_h; t: q k v bias out; f[2]: scale */
             bad = nx_attention(p[0], p[1], p[2], p[3], p[4], p[5], T(0), T(1), T(2), T(3), (int)p[6], (int)p[7],
                                in->f[2], T(4), threads);
+            break;
+        case OP_LSTM:  /* p: T B H nd; t: xw rt h0 c0 hs hT cT (nx_rnn.c's arguments) */
+            bad = nx_lstm(p[0], p[1], p[2], p[3], T(0), T(1), T(2), T(3), T(4), T(5), T(6), threads);
             break;
         default: return -1 - (int)i;
         }

@@ -32,5 +32,7 @@ int nx_winograd_f4(long N, long C, long H, long W, long M, long PT, long PL, lon
 void nx_upsample_nearest(long planes, long H, long W, long fh, long fw, const float* x, float* y, int threads);
 int nx_attention(long B, long S, long T, long N, long H, long HV, const float* q, const float* k, const float* v,
                  const float* bias, int bias_b, int bias_h, float scale, float* out, int threads);
+int nx_lstm(long T, long B, long H, long nd, const float* xw, const float* rt, const float* h0, const float* c0,
+            float* hs, float* hT, float* cT, int threads);
 
 #endif

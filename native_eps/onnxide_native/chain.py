@@ -14,7 +14,7 @@ from .chain_lower import lower
 # nx_chain.c's op codes; its nx_instr is 40 longs
 OPS = {name: i + 1 for i, name in enumerate(("gemm", "act", "bias_act", "binary", "softmax", "layernorm", "affine",
                                              "maxpool", "gavg", "dwconv", "conv_shifted", "winograd", "copy",
-                                             "strided", "upsample", "attention", "fill"))}
+                                             "strided", "upsample", "attention", "fill", "lstm"))}
 
 
 class NativeChains(chains.Backend):

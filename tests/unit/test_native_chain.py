@@ -272,6 +272,7 @@ COPIES = {  # nodes after Relu(x), x of shape (2, 3, 4, 5)
     "concat last": ([helper.make_node("Concat", ["r", "r"], ["t"], axis=-1)], []),
     "resize": ([helper.make_node("Resize", ["r", "", "sc"], ["t"], mode="nearest")],
                [("sc", np.array([1, 1, 2, 3], np.float32))]),
+    "gather": ([helper.make_node("Gather", ["r", "i"], ["t"], axis=2)], [_i64("i", -1)]),
 }
 
 
@@ -281,6 +282,33 @@ def test_copies(case):
     nodes, inits = COPIES[case]
     nodes = [helper.make_node("Relu", ["x"], ["r"])] + nodes + [helper.make_node("Softmax", ["t"], ["y"])]
     sess, _ = _check(_model(nodes, {"x": x}, "y", inits, opset=18), {"x": x})
+    assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("with_state,with_bias", [(True, True), (False, True), (True, False)])
+def test_lstm_joins_the_chain(with_state, with_bias, threads):
+    """silero VAD's decoder: h0 / c0 gathered from one state input, a forward LSTM, its Y through a conv-like GEMM
+    and Y_h / Y_c out as graph outputs; all one chain, onnxruntime's values."""
+    t, batch, i, h = 3, 2, 16, 8
+    x = _w(t, batch, i, scale=1.0)
+    inits = [("W", _w(1, 4 * h, i)), ("R", _w(1, 4 * h, h)), ("proj", _w(h, 5)), _i64("zero", 0), _i64("one", 1)]
+    names = ["x", "W", "R", "B" if with_bias else "", "", "h0" if with_state else "", "c0" if with_state else ""]
+    if with_bias:
+        inits.append(("B", _w(1, 8 * h)))
+    nodes = [helper.make_node("Relu", ["x"], ["xr"]), helper.make_node("LSTM", ["xr"] + names[1:], ["Y", "Yh", "Yc"],
+                                                                       hidden_size=h),
+             helper.make_node("MatMul", ["Y", "proj"], ["y"])]
+    feeds = {"x": x}
+    if with_state:
+        nodes[:0] = [helper.make_node("Gather", ["state", "zero"], ["h0"]),
+                     helper.make_node("Gather", ["state", "one"], ["c0"])]
+        feeds["state"] = _w(2, 1, batch, h, scale=1.0)
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, a.shape) for n, a in feeds.items()],
+                          [helper.make_tensor_value_info(o, F, None) for o in ("y", "Yh", "Yc")],
+                          [numpy_helper.from_array(a, n) for n, a in inits])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    sess, _ = _check(data, feeds, threads)
     assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
 
 

@@ -223,8 +223,10 @@ FORMS = {  # (nodes after Relu(x) -> "r", ending in "t"; initializers; x shape);
                 helper.make_node("Expand", ["cc", "sh"], ["t"])],
                [_i64("st", [1, 0]), _i64("en", [3, -1]), _i64("ax", [1, 2]), _i64("pads", [0, 1, 0, 2, 0, 0]),
                 ("pv", np.array(0.7, np.float32)), _i64("sh", [2, 1, 1, 1])], (1, 4, 5)),
-    "pow 2 and 0.5": ([helper.make_node("Pow", ["r", "two"], ["sq"]), helper.make_node("Pow", ["sq", "half"], ["t"])],
-                      [("two", np.array(2, np.float32)), ("half", np.array(0.5, np.float32))], (3, 7)),
+    "pow 2 and sqrt": ([helper.make_node("Pow", ["r", "two"], ["sq"]), helper.make_node("Sqrt", ["sq"], ["t"])],
+                       [("two", np.array(2, np.float32))], (3, 7)),
+    "gather a scalar index": ([helper.make_node("Gather", ["r", "i"], ["g"], axis=1),
+                               helper.make_node("Relu", ["g"], ["t"])], [_i64("i", -2)], (2, 3, 5)),
     "log softmax opset 11 axis 1": ([helper.make_node("LogSoftmax", ["r"], ["t"], axis=1)], [], (2, 3, 4)),
 }
 

@@ -245,20 +245,17 @@ def _binary(b, step, node, opdef, attrs):
 
 
 def _pow(b, step, node, opdef, attrs):
-    """Pow by a constant float32 2 (a spectrum's power: x·x) or 0.5 (sqrt); other exponents stay with numpy."""
+    """Pow by a constant float32 2 (a spectrum's power: x·x, one rounding as pow's); other exponents stay with numpy
+    (x^0.5 is not sqrt(x) at −0 and −inf)."""
     kx, ke = step.in_keys[:2]
     e = b.const(ke)
-    if e is None or e.dtype != F32 or e.size != 1 or float(e.reshape(())) not in (2.0, 0.5):
+    if e is None or e.dtype != F32 or e.size != 1 or float(e.reshape(())) != 2.0:
         raise Decline("Pow exponent")
     shape = b.shape(kx)
     if not shape:
         raise Decline("rank")
     x = b.src(kx)
-    y = b.dst(out(step), shape)
-    if float(e.reshape(())) == 2.0:
-        b.emit("binary", [W.BINOP["Mul"], *E.broadcast_plan(shape, shape)[1]], [x, x, y])
-    else:
-        b.emit("unary", [math.prod(shape)], [x, y], [], W.ACT["sqrt"])
+    b.emit("binary", [W.BINOP["Mul"], *E.broadcast_plan(shape, shape)[1]], [x, x, b.dst(out(step), shape)])
 
 
 def _resize(b, step, node, opdef, attrs):

@@ -1,7 +1,8 @@
 """Lowerings every chain backend shares (chains.py): the step dispatcher (which steps a chain may take at all) and
-the ops that are only data movement — views as aliases, Transpose / Slice / Expand / Concat as strided copies, Pad as
-a fill and a copy — in the "strided" and "fill" instructions both interpreters implement with the same parameters:
-strided p = rank, x offset, y offset, dims[6], x strides[6], y strides[6] (floats); fill p = n, f[2] = the value."""
+the ops that are only data movement — views as aliases, Transpose / Slice / Expand / Concat / Gather by a constant
+scalar index as strided copies, Pad as a fill and a copy — in the "strided" and "fill" instructions both interpreters
+implement with the same parameters: strided p = rank, x offset, y offset, dims[6], x strides[6], y strides[6]
+(floats); fill p = n, f[2] = the value."""
 import math
 
 import numpy as np
@@ -127,6 +128,24 @@ def _concat(b, step, node, opdef, attrs):
     b.written_to_end(y)  # (written by each copy)
 
 
+def _gather(b, step, node, opdef, attrs):
+    """Gather by a constant scalar index (silero VAD's state halves): a strided copy of one slice along the axis."""
+    shape, index = b.shape(step.in_keys[0]), b.const(step.in_keys[1])
+    axis = attrs.get("axis", 0)
+    if index is None or index.ndim != 0 or index.dtype.kind not in "iu" or not -len(shape) <= axis < len(shape):
+        raise Decline("Gather index")
+    axis %= len(shape)
+    i = int(index)
+    if not -shape[axis] <= i < shape[axis]:
+        raise Decline("Gather index range")  # (the kernel's error)
+    y = shape[:axis] + shape[axis + 1:]
+    if not y:
+        raise Decline("rank")
+    xs = contiguous(shape)
+    strided(b, b.src(step.in_keys[0]), b.dst(out(step), y), y, xs[:axis] + xs[axis + 1:], contiguous(y),
+            x_off=(i % shape[axis]) * xs[axis])
+
+
 def _view(b, step, node, opdef, attrs):
     if node.op_type == "Dropout" and (len([k for k in step.in_keys if k is not None]) != 1 or len(step.out_keys) != 1):
         raise Decline("Dropout")
@@ -138,7 +157,7 @@ def _view(b, step, node, opdef, attrs):
 
 
 COPIES = {"Transpose": _transpose, "Slice": _slice, "Concat": _concat, "Expand": _expand, "Pad": _pad,
-          **{op: _view for op in VIEWS}}
+          "Gather": _gather, **{op: _view for op in VIEWS}}
 
 
 def lower_step(b, step, host_eps, lower, ms_lower):
