@@ -8,7 +8,7 @@ import numpy as np
 from onnxide.errors import InvalidArgument
 from onnxide.ops import activations, resize
 from onnxide.ops.conv_geometry import ConvGeometry
-from onnxide.plan.chain_lower import COPIES, lower_step, out as _out
+from onnxide.plan.chain_lower import COPIES, lower_step, out as _out, trailing_mean
 from onnxide.plan.chains import F32, Decline
 
 from . import cpu_ops as K
@@ -288,6 +288,11 @@ def _global_average_pool(b, step, node, opdef, attrs):
            [b.src(step.in_keys[0]), b.dst(_out(step), shape[:2] + (1,) * (len(shape) - 2))])
 
 
+def _reduce_mean(b, step, node, opdef, attrs):
+    planes, count, y = trailing_mean(b, step, opdef, attrs)
+    b.emit("gavg", [planes, count], [b.src(step.in_keys[0]), b.dst(_out(step), y)])
+
+
 def _max_pool(b, step, node, opdef, attrs):
     shape = b.shape(step.in_keys[0])
     if len(shape) not in (3, 4) or not attrs.get("kernel_shape") or set(attrs) - {
@@ -343,6 +348,7 @@ def _conv(b, step, node, opdef, attrs):
 LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
          "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm, "MaxPool": _max_pool,
          "GlobalAveragePool": _global_average_pool, "Resize": _resize, "Pow": _pow, "LSTM": _lstm,
+         "ReduceMean": _reduce_mean,
          **{op: _binary for op in K.BINARY},
          **{op: _unary for op in activations.BY_OP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,

@@ -273,6 +273,13 @@ COPIES = {  # nodes after Relu(x), x of shape (2, 3, 4, 5)
     "resize": ([helper.make_node("Resize", ["r", "", "sc"], ["t"], mode="nearest")],
                [("sc", np.array([1, 1, 2, 3], np.float32))]),
     "gather": ([helper.make_node("Gather", ["r", "i"], ["t"], axis=2)], [_i64("i", -1)]),
+    "pad reflect": ([helper.make_node("Pad", ["r", "pads"], ["t"], mode="reflect")],
+                    [_i64("pads", [0, 2, 3, 1, 0, 1, 0, 4])]),
+    "pad edge": ([helper.make_node("Pad", ["r", "pads"], ["t"], mode="edge")], [_i64("pads", [1, 0, 5, 0, 0, 2, 1, 7])]),
+    "pad wrap": ([helper.make_node("Pad", ["r", "pads"], ["t"], mode="wrap")], [_i64("pads", [0, 0, 2, 3, 0, 3, 1, 0])]),
+    "reduce mean last axes": ([helper.make_node("ReduceMean", ["r", "ax"], ["t"])], [_i64("ax", [-1, 2])]),
+    "reduce mean keepdims 0": ([helper.make_node("ReduceMean", ["r", "ax"], ["m"], keepdims=0),
+                                helper.make_node("Unsqueeze", ["m", "ax1"], ["t"])], [_i64("ax", [3]), _i64("ax1", [0])]),
 }
 
 

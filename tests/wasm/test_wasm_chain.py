@@ -227,6 +227,13 @@ FORMS = {  # (nodes after Relu(x) -> "r", ending in "t"; initializers; x shape);
                        [("two", np.array(2, np.float32))], (3, 7)),
     "gather a scalar index": ([helper.make_node("Gather", ["r", "i"], ["g"], axis=1),
                                helper.make_node("Relu", ["g"], ["t"])], [_i64("i", -2)], (2, 3, 5)),
+    "pad reflect, edge, wrap": ([helper.make_node("Pad", ["r", "p1"], ["a"], mode="reflect"),
+                                 helper.make_node("Pad", ["a", "p2"], ["b"], mode="edge"),
+                                 helper.make_node("Pad", ["b", "p3"], ["t"], mode="wrap")],
+                                [_i64("p1", [0, 2, 1, 3]), _i64("p2", [1, 0, 0, 6]), _i64("p3", [0, 4, 2, 1])], (2, 4)),
+    "reduce mean trailing axes": ([helper.make_node("ReduceMean", ["r", "ax"], ["m"], keepdims=0),
+                                   helper.make_node("Unsqueeze", ["m", "ax1"], ["t"])],
+                                  [_i64("ax", [2, -1]), _i64("ax1", [1])], (2, 3, 4, 5)),
     "log softmax opset 11 axis 1": ([helper.make_node("LogSoftmax", ["r"], ["t"], axis=1)], [], (2, 3, 4)),
 }
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..ops import activations, resize
 from ..plan import chains
 from ..runtime import limits
-from ..plan.chain_lower import COPIES, lower_step, out
+from ..plan.chain_lower import COPIES, lower_step, out, trailing_mean
 from ..plan.chains import F32, Decline
 from . import wasm_ops as W
 from . import wasm_ops_elem as E
@@ -135,6 +135,11 @@ def _pool(is_max):
         geometry, scratch, y_shape = pa
         b.emit("pool", geometry, [b.src(step.in_keys[0]), b.dst(out(step), y_shape), b.scratch(scratch)])
     return lower
+
+
+def _reduce_mean(b, step, node, opdef, attrs):
+    planes, count, y = trailing_mean(b, step, opdef, attrs)
+    b.emit("gpool", [planes, count, 0], [b.src(step.in_keys[0]), b.dst(out(step), y)])
 
 
 def _global_pool(is_max):
@@ -316,7 +321,7 @@ LOWER = {"MatMul": _matmul, "Gemm": _gemm_node, "Conv": _conv, "MaxPool": _pool(
          "GlobalAveragePool": _global_pool(False), "GlobalMaxPool": _global_pool(True),
          "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "LayerNormalization": _layer_norm,
          "InstanceNormalization": _instance_norm, "BatchNormalization": _batch_norm, "Resize": _resize, "Pow": _pow,
-         **{op: _unary for op in E.UNARY}, **{op: _binary for op in E.BINOP}, **COPIES}
+         "ReduceMean": _reduce_mean, **{op: _unary for op in E.UNARY}, **{op: _binary for op in E.BINOP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm_node, "FusedMatMul": _fused_matmul, "Gelu": _ms_gelu,
             "FastGelu": _ms_gelu, "BiasGelu": _ms_gelu, "MultiHeadAttention": _attention}
 

@@ -47,11 +47,11 @@ def _pad(data, pads, mode, value, axes=None):
             d = data.shape[a]
             if d == 0:
                 raise InvalidArgument(f"Pad: cannot {mode}-pad the empty axis {a}")
-            data = np.take(data, _pad_indices(mode, d, b, e), axis=a)
+            data = np.take(data, pad_indices(mode, d, b, e), axis=a)
     return data
 
 
-def _pad_indices(mode, d, b, e):
+def pad_indices(mode, d, b, e):
     """Source index of each position of an axis of length d padded by b before and e after (numpy.pad's rules,
     which ONNX follows, pads longer than the axis included); one gather per padded axis."""
     i = np.arange(-b, d + e)

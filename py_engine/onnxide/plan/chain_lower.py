@@ -1,13 +1,16 @@
-"""Lowerings every chain backend shares (chains.py): the step dispatcher (which steps a chain may take at all) and
-the ops that are only data movement — views as aliases, Transpose / Slice / Expand / Concat / Gather by a constant
-scalar index as strided copies, Pad as a fill and a copy — in the "strided" and "fill" instructions both interpreters
-implement with the same parameters: strided p = rank, x offset, y offset, dims[6], x strides[6], y strides[6]
-(floats); fill p = n, f[2] = the value."""
+"""Lowerings every chain backend shares (chains.py): the step dispatcher (which steps a chain may take at all), the
+ops that are only data movement — views as aliases, Transpose / Slice / Expand / Concat / Gather by a constant scalar
+index as strided copies, Pad as a fill and a copy (constant mode) or strided copies (reflect, edge, wrap) — in the
+"strided" and "fill" instructions both interpreters implement with the same parameters: strided p = rank, x offset,
+y offset, dims[6], x strides[6], y strides[6] (floats); fill p = n, f[2] = the value — and the geometry of a
+ReduceMean over trailing axes (each backend's global-average instruction)."""
+import itertools
 import math
 
 import numpy as np
 
 from ..errors import OnnxideError
+from ..ops import pad as pad_ops
 from ..ops import registry
 from .chains import VIEWS, Decline
 
@@ -89,9 +92,12 @@ def _expand(b, step, node, opdef, attrs):
 
 
 def _pad(b, step, node, opdef, attrs):
-    """Constant-mode Pad with constant, non-negative pads (and value): fill, then the input copied inside."""
+    """Pad with constant, non-negative pads: constant mode as a fill and the input copied inside; reflect / edge /
+    wrap as strided copies, one per combination of the padded axes' runs (ops.pad's source indices split into
+    runs of one stride: reflect's are −1, edge's 0)."""
     shape = b.shape(step.in_keys[0])
-    if opdef.since < 11 or attrs.get("mode", "constant") != "constant" or len(step.in_keys) > 3:
+    mode = attrs.get("mode", "constant")
+    if opdef.since < 11 or mode not in ("constant", "reflect", "edge", "wrap") or len(step.in_keys) > 3 or not shape:
         raise Decline("Pad form")
     pads = b.const(step.in_keys[1])
     value = b.const(step.in_keys[2]) if len(step.in_keys) > 2 and step.in_keys[2] is not None else np.zeros(1)
@@ -99,11 +105,64 @@ def _pad(b, step, node, opdef, attrs):
         raise Decline("Pad arguments")
     begin, end = [int(v) for v in np.ravel(pads)[:len(shape)]], [int(v) for v in np.ravel(pads)[len(shape):]]
     shape_y = tuple(d + p + q for d, p, q in zip(shape, begin, end))
-    ys = contiguous(shape_y)
-    y = b.dst(out(step), shape_y)
-    b.emit("fill", [math.prod(shape_y)], [y], [0.0, 0.0, float(np.ravel(value)[0])])
-    strided(b, b.src(step.in_keys[0]), y, shape, contiguous(shape), ys, y_off=sum(p * s for p, s in zip(begin, ys)))
+    xs, ys = contiguous(shape), contiguous(shape_y)
+    x, y = b.src(step.in_keys[0]), b.dst(out(step), shape_y)
+    if mode == "constant":
+        b.emit("fill", [math.prod(shape_y)], [y], [0.0, 0.0, float(np.ravel(value)[0])])
+        strided(b, x, y, shape, xs, ys, y_off=sum(p * s for p, s in zip(begin, ys)))
+        b.written_to_end(y)
+        return
+    if 0 in shape:
+        raise Decline("Pad of an empty axis")  # (the kernel's error)
+    axes_runs = [_runs(pad_ops.pad_indices(mode, d, p, q)) for d, p, q in zip(shape, begin, end)]
+    if math.prod(len(r) for r in axes_runs) > 64:
+        raise Decline("Pad runs")
+    for combo in itertools.product(*axes_runs):  # (out start, source start, stride, length) per axis
+        strided(b, x, y, [r[3] for r in combo], [r[2] * s for r, s in zip(combo, xs)], ys,
+                x_off=sum(r[1] * s for r, s in zip(combo, xs)), y_off=sum(r[0] * s for r, s in zip(combo, ys)))
     b.written_to_end(y)
+
+
+def _runs(index):
+    """[(out start, source start, stride, length)] covering an axis's source indices with runs of one stride."""
+    runs, i = [], 0
+    while i < len(index):
+        step = int(index[i + 1] - index[i]) if i + 1 < len(index) else 1
+        j = i + 1
+        while j < len(index) and index[j] - index[j - 1] == step:
+            j += 1
+        runs.append((i, int(index[i]), step, j - i))
+        i = j
+    return runs
+
+
+def trailing_mean(b, step, opdef, attrs):
+    """(planes, count, output shape) of a ReduceMean over trailing axes (constant axes): one mean of `count`
+    values per plane, each backend's global-average instruction."""
+    shape = b.shape(step.in_keys[0])
+    rank = len(shape)
+    if opdef.since >= 18:
+        k = step.in_keys[1] if len(step.in_keys) > 1 else None
+        axes = None if k is None else b.const(k)
+        if k is not None and axes is None:
+            raise Decline("ReduceMean axes not constant")
+        axes = None if axes is None else [int(a) for a in np.ravel(axes)]
+    else:
+        axes = attrs.get("axes")
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            raise Decline("ReduceMean noop")
+        axes = list(range(rank))
+    if not all(-rank <= a < rank for a in axes):
+        raise Decline("ReduceMean axes")
+    axes = sorted({a % rank for a in axes})
+    lead = rank - len(axes)
+    if axes != list(range(lead, rank)) or 0 in shape:
+        raise Decline("ReduceMean axes not trailing")
+    y = shape[:lead] + ((1,) * len(axes) if attrs.get("keepdims", 1) else ())
+    if not y:
+        raise Decline("rank")
+    return math.prod(shape[:lead]), math.prod(shape[lead:]), y
 
 
 def _concat(b, step, node, opdef, attrs):
