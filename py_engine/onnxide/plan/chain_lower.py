@@ -153,9 +153,9 @@ def trailing_mean(b, step, opdef, attrs):
         if attrs.get("noop_with_empty_axes", 0):
             raise Decline("ReduceMean noop")
         axes = list(range(rank))
-    if not all(-rank <= a < rank for a in axes):
-        raise Decline("ReduceMean axes")
-    axes = sorted({a % rank for a in axes})
+    if not all(-rank <= a < rank for a in axes) or len({a % rank for a in axes}) != len(axes):
+        raise Decline("ReduceMean axes")  # (the kernel's error)
+    axes = sorted(a % rank for a in axes)
     lead = rank - len(axes)
     if axes != list(range(lead, rank)) or 0 in shape:
         raise Decline("ReduceMean axes not trailing")
