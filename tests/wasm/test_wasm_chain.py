@@ -292,3 +292,16 @@ def test_dropped_sessions_free_their_pinned_constants():
     assert _pinned_blocks(backend) > before
     del sess
     assert _pinned_blocks(backend) == before
+
+
+def test_sizes_past_int32_are_left_to_the_kernels():
+    """A declared dim of 2**31 (seed 19's mutant 69285): ox_binary's int32 plan cannot hold it, so the chain declines
+    (it raised a raw OverflowError at session creation) and the run reports the feed's shape as the CPU EP does."""
+    big = [2, 2 ** 31, 3, 8]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "r"], ["s"]),
+             helper.make_node("Add", ["s", "b"], ["y"])]
+    data = _model(nodes, {"x": big}, ["y"], [("b", _w(8))])
+    feeds = {"x": _w(2, 4, 3, 8)}
+    for ep in (WASM, "CPUExecutionProvider"):
+        with pytest.raises(onnxide.InvalidArgument, match="index: 1 Got: 4 Expected: 2147483648"):
+            onnxide.InferenceSession(data, providers=[ep]).run(None, feeds)

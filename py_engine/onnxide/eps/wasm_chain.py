@@ -121,7 +121,7 @@ def _conv(b, step, node, opdef, attrs):
     first = (0, 0.0, 0.0) if z != -1 else act  # (with Z: conv, + Z, then the activation, as conv_sum_fast)
     b.emit("winograd" if wino else "conv", geometry, [x, w, bias, y, b.scratch(scratch)], first[1:], first[0])
     if z != -1:
-        b.emit("binary", [W.BINOP["Add"], *E.broadcast_plan(y_shape, y_shape)[1]], [y, z, y])
+        b.emit("binary", [W.BINOP["Add"], *_same_plan(y_shape, y_shape)], [y, z, y])
         if act[0]:
             b.emit("unary", [math.prod(y_shape)], [y, y], act[1:], act[0])
 
@@ -249,6 +249,14 @@ def _binary(b, step, node, opdef, attrs):
     b.emit("binary", [code, *plan[1]], [b.src(ka), b.src(kb), b.dst(out(step), plan[0])])
 
 
+def _same_plan(sa, sb):
+    """ox_binary's dims / strides for shapes the lowering already knows broadcast (Decline past int32 sizes)."""
+    plan = E.broadcast_plan(sa, sb)
+    if plan is None:
+        raise Decline("binary sizes")
+    return plan[1]
+
+
 def _pow(b, step, node, opdef, attrs):
     """Pow by a constant float32 2 (a spectrum's power: x·x, one rounding as pow's); other exponents stay with numpy
     (x^0.5 is not sqrt(x) at −0 and −inf)."""
@@ -260,7 +268,7 @@ def _pow(b, step, node, opdef, attrs):
     if not shape:
         raise Decline("rank")
     x = b.src(kx)
-    b.emit("binary", [W.BINOP["Mul"], *E.broadcast_plan(shape, shape)[1]], [x, x, b.dst(out(step), shape)])
+    b.emit("binary", [W.BINOP["Mul"], *_same_plan(shape, shape)], [x, x, b.dst(out(step), shape)])
 
 
 def _resize(b, step, node, opdef, attrs):
@@ -289,7 +297,7 @@ def _ms_gelu(b, step, node, opdef, attrs):
     if kbias is not None:
         if not shape or b.shape(kbias) != shape[-1:]:
             raise Decline("bias shape")
-        b.emit("binary", [W.BINOP["Add"], *E.broadcast_plan(shape, shape[-1:])[1]], [x, b.src(kbias), y])
+        b.emit("binary", [W.BINOP["Add"], *_same_plan(shape, shape[-1:])], [x, b.src(kbias), y])
         x = y
     b.emit("unary", [math.prod(shape)], [x, y], [], act)
 

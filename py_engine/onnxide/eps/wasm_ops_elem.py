@@ -240,6 +240,8 @@ def _broadcast_plan(sa, sb):
     if len(dims) > 4:
         return None
     dims = [(1, 0, 0)] * (4 - len(dims)) + dims
+    if max(max(d) for d in dims) > 0x7FFFFFFF:
+        return None  # (sizes wasm32's int32 parameters cannot hold: the numpy kernel reports them)
     p = np.array([d[0] for d in dims] + [d[1] for d in dims] + [d[2] for d in dims], dtype=np.int32)
     return out, p
 
