@@ -58,32 +58,31 @@ def _lstm(b, step, node, opdef, attrs):
     outputs go (Y [T, 1, B, H] is its step outputs in order)."""
     keys = (list(step.in_keys) + [None] * 8)[:8]
     kx, kw, kr, kb = keys[:4]
-    w, r = b.const(kw), b.const(kr)
-    bias = b.const(kb) if kb is not None else np.zeros((1, 1), np.float32)
-    if attrs.get("direction", "forward") != "forward" or attrs.get("layout", 0) or keys[4] is not None or \
-            keys[7] is not None or not K_rnn.plain(attrs.get("activations"), attrs.get("clip"),
-                                                   attrs.get("input_forget", 0), step.node.inputs):
+    w, r, bias = b.const(kw), b.const(kr), b.const(kb)
+    if attrs.get("direction", "forward") != "forward" or attrs.get("layout", 0) or not K_rnn.plain(
+            attrs.get("activations"), attrs.get("clip"), attrs.get("input_forget", 0), node.inputs):
         raise Decline("LSTM form")
     sx = b.shape(kx)
-    if w is None or r is None or bias is None or len(sx) != 3 or w.dtype != F32 or r.dtype != F32:
+    if w is None or r is None or (kb is not None and bias is None) or len(sx) != 3 or w.dtype != F32 or \
+            r.dtype != F32:
         raise Decline("LSTM weights")
     t, batch, i = sx
     h = attrs.get("hidden_size") or r.shape[-1]
-    if w.shape != (1, 4 * h, i) or r.shape != (1, 4 * h, h) or (kb is not None and bias.shape != (1, 8 * h)):
+    if w.shape != (1, 4 * h, i) or r.shape != (1, 4 * h, h) or (bias is not None and bias.shape != (1, 8 * h)):
         raise Decline("LSTM shapes")
     for k in keys[5:7]:
         if k is not None and b.shape(k) != (1, batch, h):
             raise Decline("LSTM state shape")
-    both = (bias[0, :4 * h] + bias[0, 4 * h:]).astype(F32) if kb is not None else None
-    xw_key = ("lstm input projection", step.out_keys[0] or step.node.name)
+    both = None if bias is None else (bias[0, :4 * h] + bias[0, 4 * h:]).astype(F32)
+    xw_key = ("lstm input projection", step.out_keys[0] or node.name)
     xw = b.dst(xw_key, (t * batch, 4 * h))
     _gemm_instr(b, t * batch, 4 * h, i, b.src(kx), i, xw, bp=b.fixed(K.packed_b(b.lib, w[0], True)),
                 bias=-1 if both is None else b.fixed(both))
     outs = (list(step.out_keys) + [None] * 3)[:3]
     ys = [b.dst(k, shape) if k else b.scratch(math.prod(shape))
           for k, shape in zip(outs, ((t, 1, batch, h), (1, batch, h), (1, batch, h)))]
-    rt = b.fixed(np.ascontiguousarray(r[0].T))
-    b.emit("lstm", [t, batch, h, 1], [b.src(xw_key), rt, b.src(keys[5]), b.src(keys[6]), *ys])
+    b.emit("lstm", [t, batch, h, 1],
+           [b.src(xw_key), b.fixed(K_rnn.transposed_r(r)), b.src(keys[5]), b.src(keys[6]), *ys])
 
 
 def _gemm_instr(b, m, n, k, a, lda, y, bp=-1, raw_b=-1, ldb=0, bias=-1, row_bias=-1, res=-1, act=(0, 0.0, 0.0),

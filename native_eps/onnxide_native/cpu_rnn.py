@@ -17,6 +17,11 @@ def plain(activations, clip, input_forget, node_inputs):
     return rnn._default_lstm(activations, clip, input_forget, None, None) and not given[4] and not given[7]
 
 
+def transposed_r(R):
+    """R (nd, 4H, H) as nx_lstm reads it, (nd, H, 4H): once per weight."""
+    return _once_or_cached(R, "nx_lstm_rt", lambda r: np.ascontiguousarray(r.transpose(0, 2, 1)))
+
+
 def lstm(lib, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
          activation_beta=None, activations=None, clip=None, direction="forward", hidden_size=None, input_forget=0,
          layout=0, ctx=None):
@@ -25,7 +30,7 @@ def lstm(lib, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=Non
         return FALLBACK
     _, xw, h0, c0, reverse, H = rnn.lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction)
     nd, T, Bn = xw.shape[:3]
-    rt = _once_or_cached(R, "nx_lstm_rt", lambda r: np.ascontiguousarray(r.transpose(0, 2, 1)))
+    rt = transposed_r(R)
     h0 = None if initial_h is None else np.ascontiguousarray(h0)
     c0 = None if initial_c is None else np.ascontiguousarray(c0)
     hs = np.empty((T, nd, Bn, H), F32)

@@ -106,7 +106,7 @@ def _infer(model, every_body, check=False):
         declared = {}
         for o in list(g.outputs) + list(g.value_info.values()):  # (maps, sparse tensors: entry_of has no entry)
             if o.type is not None and (o.type.map_type is not None or o.type.sparse_tensor_type is not None):
-                declared.setdefault(o.name, []).append((_Map(o.type), None))
+                declared.setdefault(o.name, []).append((_NotTensor(o.type), None))
         for o in g.outputs:
             if o.type is not None:
                 declared.setdefault(o.name, []).append(entry_of(o.type))
@@ -174,7 +174,7 @@ def _known_types(model, types):
             types[vi.name] = k
 
 
-class _Map:
+class _NotTensor:
     """A declared map or sparse tensor type in a check of declared outputs (inference gives no such entries: any known
     one differs; no ONNX op gives a sparse tensor)."""
 
@@ -206,7 +206,7 @@ def check_body_inputs(node, types, opsets):
 
 def _disagree(declared, inferred):
     """True when two element types (codes, SequenceOf / OptionalOf entries; None: unknown) are known and differ."""
-    if isinstance(declared, _Map):
+    if isinstance(declared, _NotTensor):
         return inferred is not None
     if declared is None or inferred is None:
         return False
@@ -225,7 +225,7 @@ def _check_declared(node, res, declared):
         want = next((w for w in declared.get(name, ()) if w is not None and got is not None and
                      _disagree(w[0], got[0])), None)
         if want is not None:
-            shown = type_string(want[0].tp) if isinstance(want[0], _Map) else type_string(type_proto(*want))
+            shown = type_string(want[0].tp) if isinstance(want[0], _NotTensor) else type_string(type_proto(*want))
             raise Fail(f"Type Error: Type ({shown}) of output arg ({name}) of node "
                        f"({node.name}) does not match expected type ({type_string(type_proto(*got))}).")
         ranks = next(((len(w[1]), len(got[1])) for w in declared.get(name, ()) if w is not None and got is not None

@@ -15,11 +15,11 @@ def _work_dtype(dt):
     return dt
 
 
-def _norm_axes(data, axes, noop, name):
-    """Tuple of normalized axes to reduce, or None when the reduction is the identity (noop_with_empty_axes)."""
+def norm_axes(r, axes, noop, name):
+    """Tuple of normalized axes to reduce over a rank-`r` input, or None when the reduction is the identity
+    (noop_with_empty_axes)."""
     if axes is None or len(axes) == 0:
-        return None if noop else tuple(range(data.ndim))
-    r = data.ndim
+        return None if noop else tuple(range(r))
     out = []
     for a in axes:
         a = int(a)
@@ -36,7 +36,7 @@ def _finish(res, dtype):
 
 
 def _reduce(kind, data, axes, keepdims, noop, name):
-    ax = _norm_axes(data, axes, noop, name)
+    ax = norm_axes(data.ndim, axes, noop, name)
     if ax is None:
         return data
     kd = bool(keepdims)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import OnnxideError
 from ..ops import pad as pad_ops
+from ..ops import reduce as reduce_ops
 from ..ops import registry
 from .chains import VIEWS, Decline
 
@@ -138,26 +139,21 @@ def _runs(index):
 
 def trailing_mean(b, step, opdef, attrs):
     """(planes, count, output shape) of a ReduceMean over trailing axes (constant axes): one mean of `count`
-    values per plane, each backend's global-average instruction."""
+    values per plane, each backend's global-average instruction. Axes ops.reduce refuses decline (its error)."""
     shape = b.shape(step.in_keys[0])
-    rank = len(shape)
     if opdef.since >= 18:
         k = step.in_keys[1] if len(step.in_keys) > 1 else None
         axes = None if k is None else b.const(k)
         if k is not None and axes is None:
             raise Decline("ReduceMean axes not constant")
-        axes = None if axes is None else [int(a) for a in np.ravel(axes)]
+        axes = None if axes is None else np.ravel(axes)
     else:
         axes = attrs.get("axes")
-    if not axes:
-        if attrs.get("noop_with_empty_axes", 0):
-            raise Decline("ReduceMean noop")
-        axes = list(range(rank))
-    if not all(-rank <= a < rank for a in axes) or len({a % rank for a in axes}) != len(axes):
-        raise Decline("ReduceMean axes")  # (the kernel's error)
-    axes = sorted(a % rank for a in axes)
-    lead = rank - len(axes)
-    if axes != list(range(lead, rank)) or 0 in shape:
+    axes = reduce_ops.norm_axes(len(shape), axes, attrs.get("noop_with_empty_axes", 0), "ReduceMean")
+    if axes is None:
+        raise Decline("ReduceMean noop")
+    lead = len(shape) - len(axes)
+    if sorted(axes) != list(range(lead, len(shape))) or 0 in shape:
         raise Decline("ReduceMean axes not trailing")
     y = shape[:lead] + ((1,) * len(axes) if attrs.get("keepdims", 1) else ())
     if not y:

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ...errors import InvalidArgument
-from ...ops.reduce import _norm_axes
+from ...ops.reduce import norm_axes
 from ...ops.util import ints, norm_axis
 from . import programs as P
 from .claims import CLAIMS, F16, FLOAT, I64
@@ -133,7 +133,7 @@ def _reduce_body(op, y_dtype):
 
 
 def reduce(device, op, x, axes, keepdims, noop):
-    ax = _norm_axes(x, axes, noop, op)
+    ax = norm_axes(len(x.shape), axes, noop, op)
     if ax is None:
         return device.view(x, x.shape)
     kept = [d for i, d in enumerate(x.shape) if i not in ax]
