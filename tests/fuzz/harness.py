@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from .worker import clip
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DEBUG_NATIVE = os.path.join(ROOT, "build", "native-debug")
@@ -268,7 +270,7 @@ class Tally:
             self.pairs[key] += 1
             if key != "both run" and key != "both refuse":
                 self.findings[("ort", key)].append((case_id, ort.get("etype", cpu.get("etype", "")),
-                                                    ort.get("msg", cpu.get("msg", ""))[:300], ""))
+                                                    clip(ort.get("msg", cpu.get("msg", "")), 600), ""))
 
     def failing(self):
         """Findings that fail the campaign: crashes, hangs, raw or wrapped-internal exceptions, and EPs disagreeing

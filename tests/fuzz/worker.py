@@ -85,10 +85,15 @@ class Engine:
         except BaseException as e:  # noqa: BLE001 - every outcome is reported
             status = "error" if isinstance(e, self.clean) else "raw"
             where = "".join(traceback.format_exception(e)[-6:]) if status == "raw" else ""
-            return {"status": status, "phase": phase, "etype": type(e).__name__, "msg": str(e)[:600],
+            return {"status": status, "phase": phase, "etype": type(e).__name__, "msg": clip(str(e), 1200),
                     "where": where}
         size = _size(outs)
         return {"status": "ok", "phase": "run", "outs": outs if size <= MAX_OUT else _summary(outs)}
+
+
+def clip(text, n):
+    """`text`, or its first and last n / 2 characters where longer (a nested error's cause comes last)."""
+    return text if len(text) <= n else f"{text[:n // 2]} ... {text[-n // 2:]}"
 
 
 def main():
