@@ -222,6 +222,9 @@ class Program:
         offsets, size = arena_offsets({i: tuple(v) for i, v in enumerate(b.life)},
                                       dict(enumerate(b.buffers)), alignment=64)
         layout = backend.layout
+        top = np.iinfo(layout.word).max
+        if size + 64 > top or any(abs(int(v)) > top for _, p, *_ in b.code for v in p):
+            raise Decline(f"sizes past the interpreter's {layout.word} words")  # (the kernels report them)
         self.arena_bytes = size + 64
         self.offsets = np.array([offsets[ref] if kind == "buf" else -ref - 1 for kind, ref in b.tensors] or [0],
                                 layout.word)
@@ -263,7 +266,10 @@ class Chain:
 
     def __call__(self, *inputs):
         nt = self.backend.threads()
-        prog = self.programs.get(nt) or self.program(nt)
+        try:
+            prog = self.programs.get(nt) or self.program(nt)
+        except Decline:
+            return self.stepwise(inputs)
         for x, shape in zip(inputs, prog.in_shapes):
             if type(x) is not np.ndarray or x.dtype != F32 or x.shape != shape:
                 return self.stepwise(inputs)
