@@ -269,7 +269,7 @@ def binary_op(node, opdef, attrs):
     if op_type in ("Add", "Sub", "Mul", "Div") and opdef.since < 7:
         return None
     if op_type in ("Max", "Min"):
-        if opdef.since < 6 or len(node.inputs) != 2 or not all(node.inputs):
+        if opdef.since < 8 or len(node.inputs) != 2 or not all(node.inputs):
             return None
     if op_type == "PRelu" and opdef.since < 6:
         return None

@@ -121,6 +121,21 @@ def _check_attribute(a, t, where):
         raise InvalidGraph(f"{where}type field and data field mismatch in attribute {a.name}")
 
 
+_TENSOR_DATA = ("float_data", "int32_data", "string_data", "int64_data", "raw_data", "double_data", "uint64_data")
+
+
+def _check_tensor_fields(t, where):
+    """onnx's checker rule for a tensor stored in the model: one data field (none when it has no elements). Applied
+    to node attributes but Constant's (onnxruntime makes a Constant an initializer before its checker runs)."""
+    if t is None or getattr(t, "data_location", 0) == 1:
+        return
+    fields = sum(_present(getattr(t, f, None)) for f in _TENSOR_DATA)
+    empty = any(d == 0 for d in t.dims)
+    if fields != (0 if empty else 1):
+        why = "is 0-element but contains data!" if empty else "should contain one and only one value field."
+        raise InvalidGraph(f"This is an invalid model. {where}Error TensorProto (tensor name: {t.name}) {why}")
+
+
 def attribute_value(a, base_dir, build_graph, where=""):
     """Convert an AttributeProto to a Python value (see ops/registry.py for the mapping); `where` names its node in
     errors."""
@@ -291,8 +306,9 @@ def _check_initializer_inputs(gp):
 
 def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False, scope=frozenset(), owner=None):
     """IR Graph from a GraphProto; checks that every value is defined once and every node input is defined (in
-    this graph, in any order, or in an enclosing one). A body's `scope`: what its enclosing graphs define before
-    its node `owner` (its node outputs may not redefine those)."""
+    this graph — in any order in the main graph, before the node in a body, as onnx's checker — or in an enclosing
+    one). A body's `scope`: what its enclosing graphs define before its node `owner` (its node outputs may not
+    redefine those)."""
     inits = {}
     for t in gp.initializer:
         if not t.name:
@@ -317,6 +333,10 @@ def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False, s
                 if name and name not in known:
                     raise InvalidGraph(
                         f"{_node_label(n, i)} input '{name}' is not a graph input, initializer, or output of a node")
+                if name and not main and name not in before and name not in outer_names:  # (as onnx's checker)
+                    raise InvalidGraph(f"This is an invalid model. Error: Nodes in a graph must be topologically "
+                                       f"sorted, however input '{name}' of node: name: {n.name} OpType: {n.op_type} "
+                                       "is not output of any previous nodes.")
         attrs, where = {}, f"{_node_label(n, i)}: "
         for a in n.attribute:
             if a.name in attrs:
@@ -325,6 +345,8 @@ def build_graph(gp, base_dir, outer_names=frozenset(), check=True, main=False, s
                 attrs[a.name] = AttrRef(a.ref_attr_name)
             else:
                 attrs[a.name] = attribute_value(a, base_dir, sub, where)
+                if n.op_type != "Constant" or n.domain not in ("", "ai.onnx"):
+                    _check_tensor_fields(a.t, where)
         g.nodes.append(Node(n.op_type, n.input, n.output, attrs, n.domain, n.name, n.attribute))
         before.update(o for o in n.output if o)
     if check:
@@ -407,6 +429,14 @@ def load_model(mp, base_dir=None):
         if newest is not None and version > newest:
             raise Fail(f"Opset {version} of domain {domain or 'ai.onnx'} is newer than the newest released one "
                        f"(onnxide and onnxruntime support it till opset {newest})")
+    if mp.ir_version < 4:  # (onnx's checker: before IR 4 every initializer is a graph input, of one name)
+        inputs, seen = {v.name for v in mp.graph.input}, set()
+        for t in mp.graph.initializer:
+            why = "in initializer but not in graph input" if t.name not in inputs else \
+                "initializer name is not unique" if t.name in seen else None
+            if why:
+                raise InvalidGraph(f"This is an invalid model. Error: {t.name} {why} (IR version {mp.ir_version})")
+            seen.add(t.name)
     graph = build_graph(mp.graph, base_dir, check=not mp.functions, main=True)
     model = Model(graph, opsets, mp.ir_version, mp.producer_name, mp.producer_version, mp.domain,
                   mp.model_version, mp.doc_string, {e.key: e.value for e in mp.metadata_props}, mp.functions)

@@ -3,6 +3,7 @@ import inspect
 
 import numpy as np
 
+from ..errors import Fail
 from .inference import rule, same_as_input
 from .math import erf_array, half_erfc_single, lift32, lower
 from .registry import op
@@ -156,29 +157,44 @@ def gelu(x, *, approximate="none"):
     return lower(y, dt)
 
 
-def _prelu(x, slope):
+def _prelu(x, slope, legacy=False):
     x = np.asarray(x)
     slope = np.asarray(slope)
     xf, dt = lift32(x)
     sf, _ = lift32(slope)
     sf = sf.astype(xf.dtype, copy=False)
-    try:
-        np.broadcast_shapes(sf.shape, xf.shape)
-    except ValueError:
-        # legacy (opset < 7) per-channel slope of shape (C,) applied along axis 1
-        if sf.ndim == 1 and xf.ndim >= 2 and sf.shape[0] == xf.shape[1]:
-            sf = sf.reshape((-1,) + (1,) * (xf.ndim - 2))
+    if legacy and sf.ndim == 1 and xf.ndim >= 2 and sf.shape[0] == xf.shape[1] != xf.shape[-1]:
+        sf = sf.reshape((-1,) + (1,) * (xf.ndim - 2))  # (before opset 7: a per-channel slope of shape (C,))
+    check_prelu_slope(xf.shape, sf.shape)
     y = np.where(xf < 0, xf * sf, xf)
     return lower(y.astype(xf.dtype, copy=False), dt)
+
+
+def check_prelu_slope(x_shape, slope_shape):
+    """Fail unless the slope broadcasts onto X without growing it (the spec's unidirectional broadcast, as
+    onnxruntime's kernel requires)."""
+    try:
+        fits = tuple(np.broadcast_shapes(tuple(slope_shape), tuple(x_shape))) == tuple(x_shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise Fail(f"PRelu: slope of shape {list(slope_shape)} is not unidirectionally broadcastable to X of shape "
+                   f"{list(x_shape)}")
 
 
 @op("PRelu", since=1)
 @broadcasting("PRelu")
 def prelu_v1(x, slope, *, consumed_inputs=None):
-    return _prelu(x, slope)
+    return _prelu(x, slope, legacy=True)
 
 
 @op("PRelu", since=6)
+@broadcasting("PRelu")
+def prelu_v6(x, slope):
+    return _prelu(x, slope, legacy=True)
+
+
+@op("PRelu", since=7)
 @broadcasting("PRelu")
 def prelu(x, slope):
     return _prelu(x, slope)

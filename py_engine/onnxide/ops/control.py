@@ -322,8 +322,10 @@ def _loop_rule(f):
 
 
 def _loop_body_inputs(f):
-    """Loop's body reads the iteration number, the condition and the loop-carried values."""
-    return [(dtypes.INT64, []), (dtypes.BOOL, [])] + [(f.type(2 + i), None) for i in range(max(len(f.ins) - 2, 0))]
+    """Loop's body reads the iteration number, the condition (of the node's condition's dims, as onnx's inference)
+    and the loop-carried values."""
+    return [(dtypes.INT64, []), (dtypes.BOOL, f.dims(1) if f.has(1) else [])] + \
+        [(f.type(2 + i), None) for i in range(max(len(f.ins) - 2, 0))]
 
 
 def _scan_states(f):
@@ -349,10 +351,12 @@ def _scan_rule(f):
 
 
 def _scan_body_inputs(f):
-    """Scan's body reads the state variables and one slice of each scan input (without its scan axis)."""
+    """Scan's body reads the state variables and one slice of each scan input (without its scan axis; Scan-8's
+    without the batch axis too)."""
     first, states = _scan_states(f)
-    if f.opset < 9:
-        return [(f.type(first + i), None) for i in range(len(f.ins) - first)]
+    if f.opset < 9:  # (Scan-8: inputs lead with the batch axis, scan inputs then with the sequence axis)
+        cut = lambda i, d: None if d is None or len(d) < 1 + (i >= states) else d[1 + (i >= states):]  # noqa: E731
+        return [(t, cut(i, d)) for i, (t, d) in enumerate(f.ins[first:])]
     in_axes = f.attr("scan_input_axes") or [0] * (len(f.ins) - states)
     sliced = []
     for j, a in enumerate(in_axes):

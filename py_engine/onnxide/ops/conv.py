@@ -341,11 +341,17 @@ def deform_conv(x, w, offset, b=None, mask=None, *, dilations=None, group=1, ker
     if offset.ndim != nd + 2 or offset.shape[0] != n:
         raise InvalidArgument(f"{name}: offset shape {offset.shape} must be (N, offset_group * kernel taps * "
                               f"{nd}, output dims...) with N = {n}")
-    out = list(offset.shape[2:])
+    out = list(g.out)
     kp = math.prod(ks)
     og = offset_group
     if og <= 0 or c % og or offset.shape[1] != og * kp * nd:
         raise InvalidArgument(f"{name}: offset shape {offset.shape} inconsistent with offset_group {og}, kernel {ks}")
+    if list(offset.shape[2:]) != out:
+        raise InvalidArgument(f"{name}: offset's spatial dims {list(offset.shape[2:])} must be the output's {out}")
+    if mask is not None and tuple(mask.shape) != (n, og * kp, *out):
+        raise InvalidArgument(f"{name}: mask shape {list(mask.shape)} must be {[n, og * kp, *out]}")
+    if b is not None and tuple(b.shape) != (w.shape[0],):
+        raise InvalidArgument(f"{name}: B shape {list(b.shape)} must be [{w.shape[0]}]")
     m = w.shape[0]
     xf = _float_in(x)
     ct = xf.dtype

@@ -4,7 +4,7 @@ rejects — and the output-shape rule type / shape inference uses."""
 import math
 from dataclasses import dataclass
 
-from ..errors import InvalidArgument
+from ..errors import Fail, InvalidArgument
 from ..runtime import limits
 
 
@@ -121,6 +121,11 @@ class ConvGeometry:
             raise InvalidArgument(f"{name}: X must be at least 3-D, got shape {tuple(x_shape)}")
         if not kernel_shape:
             raise InvalidArgument(f"{name}: attribute 'kernel_shape' is required")
+        nd = len(kernel_shape)
+        if pads and (not auto_pad or auto_pad == "NOTSET") and len(pads) == 2 * nd and \
+                any(p >= kernel_shape[i % nd] > 0 for i, p in enumerate(pads)):
+            raise Fail(f"{name}: pads {list(pads)} must be smaller than kernel_shape {list(kernel_shape)} (onnxruntime: "
+                       "Pad should be smaller than kernel.)")
         return cls.window(x_shape[2:], kernel_shape, name, auto_pad=auto_pad, strides=strides, dilations=dilations,
                           pads=pads, ceil_mode=bool(ceil_mode))._checked(x_shape[0], x_shape[1], name, size_check)
 

@@ -514,11 +514,18 @@ def _variadic(name, fn, finish=None):
                 out = finish(out, len(arrs))
         return _as(out, dt)
 
-    def kernel_v1(*inputs, consumed_inputs=None):
+    def same_shapes(*inputs):  # (before opset 8 the inputs do not broadcast)
+        if len({np.shape(x) for x in inputs}) > 1:
+            raise Fail(f"{name}: all inputs must have the same shape before opset 8, got "
+                       f"{[list(np.shape(x)) for x in inputs]}")
         return kernel(*inputs)
 
+    def kernel_v1(*inputs, consumed_inputs=None):
+        return same_shapes(*inputs)
+
     op(name, since=1, infer=elementwise)(kernel_v1)
-    op(name, since=6, infer=elementwise)(kernel)
+    op(name, since=6, infer=elementwise)(same_shapes)
+    op(name, since=8, infer=elementwise)(kernel)
     return kernel
 
 

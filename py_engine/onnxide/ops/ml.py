@@ -1,6 +1,7 @@
 """ai.onnx.ml ops other than tree ensembles: encoders, scalers, linear and SVM models, ZipMap, vectorizers."""
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument
 from .inference import rule, same_as_input
 from .math import via_float32
@@ -78,10 +79,21 @@ def array_feature_extractor(x, y):
     idx = np.asarray(y).astype(np.int64).ravel()
     if x.ndim == 0:
         raise InvalidArgument("ArrayFeatureExtractor: input must have rank >= 1")
-    if idx.size and (idx.min() < 0 or idx.max() >= x.shape[-1]):
+    if not idx.size:
+        raise InvalidArgument("Invalid Y argument: num_indices = 0")  # (onnxruntime's check)
+    if idx.min() < 0 or idx.max() >= x.shape[-1]:
         raise InvalidArgument(f"ArrayFeatureExtractor: index out of range for last dimension {x.shape[-1]}")
     z = np.take(x, idx.astype(np.intp), axis=-1)  # intp: np.take refuses int64 on wasm32
     return z.reshape(1, -1) if x.ndim == 1 else z
+
+
+@rule("ArrayFeatureExtractor", domain=ML_DOMAIN)
+def _array_feature_extractor_rule(f):
+    """Z of X's type: X's dims with the last one the number of indices (for a vector X, as onnx's inference, no
+    dims: the kernel gives one row)."""
+    x, y = f.dims(0), f.dims(1)
+    n = int(np.prod(y)) if y is not None and all(isinstance(d, int) for d in y) else None
+    return [(f.type(0), x[:-1] + [n] if x is not None and len(x) > 1 else None)]
 
 
 @op("Binarizer", since=1, domain=ML_DOMAIN)
@@ -348,6 +360,33 @@ def label_encoder_4(x, *, default_float=-0.0, default_int64=-1, default_string="
                            "values_strings": values_strings},
                           {"default_float": default_float, "default_int64": default_int64,
                            "default_string": default_string}, values_tensor, default_tensor)
+
+
+_VALUE_TYPES = {"values_strings": dt.STRING, "values_int64s": dt.INT64, "values_floats": dt.FLOAT}
+
+
+@rule("LabelEncoder", domain=ML_DOMAIN)
+def _label_encoder_rule(f):
+    """Y of X's dims and the values' type (opset 1: strings for integers, int64 for strings); Fail, as onnx's
+    inference, where default_tensor's type is not the values' ."""
+    if f.opset < 2:
+        t = f.type(0)
+        return [(None if t is None else dt.STRING if t == dt.INT64 else dt.INT64, f.dims(0))]
+    values, default = f.attr("values_tensor"), f.attr("default_tensor")
+    kinds = [_VALUE_TYPES[k] for k in _VALUE_TYPES if f.attr(k) is not None]
+    t = _tensor_code(values) if values is not None else kinds[0] if len(kinds) == 1 else None
+    d = _tensor_code(default)
+    if t is not None and d is not None and d != t:
+        raise Fail(f"Node ({f.node.name}) Op (LabelEncoder) [ShapeInferenceError] The default tensor type {d} and the "
+                   f"value type {t} must be the same in the LabelEncoder.")
+    return [(t, f.dims(0))]
+
+
+def _tensor_code(v):
+    try:
+        return dt.code_of(v.dtype) if isinstance(v, np.ndarray) else None
+    except KeyError:
+        return None
 
 
 # ------------------------------------------------------------------------------------------- linear models

@@ -179,15 +179,16 @@ def _layer_norm_rule(f):
 
 
 @op("RMSNormalization", since=23)
-@via_float32
+@via_float32(outputs={0: 1})
 def rms_norm(x, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
+    """Y in the scale's type (the schema's V; X's type T may differ)."""
     a = norm_axis(axis, x.ndim, "RMSNormalization")
     _check_params(x.shape[a:], "RMSNormalization", scale=scale)
     _, cd = _stash(stash_type, x.dtype, "RMSNormalization")
     xf = x.astype(cd, copy=False)
     ms = np.mean(np.square(xf), axis=tuple(range(a, x.ndim)), keepdims=True)
     y = (xf / np.sqrt(ms + cd.type(epsilon))).astype(x.dtype, copy=False)
-    return np.asarray(y * scale).astype(x.dtype, copy=False)
+    return np.asarray(y * scale).astype(np.result_type(scale), copy=False)
 
 
 @op("InstanceNormalization", since=1)
@@ -247,7 +248,8 @@ def group_norm_21(x, scale, b, *, epsilon=1e-5, num_groups, stash_type=1):
     return _group_norm(x, scale, b, epsilon, num_groups, cd, per_channel=True)
 
 
-rule("RMSNormalization", "InstanceNormalization", "GroupNormalization")(same_as_input)
+rule("InstanceNormalization", "GroupNormalization")(same_as_input)
+rule("RMSNormalization")(lambda f: [(f.type(1), f.dims(0))])  # (Y is V, the scale's type)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -135,6 +135,12 @@ def node_opset(node, opsets):
     return DEFAULT_OPSETS.get(domain, 1) if version is None else version
 
 
+def known_domain(domain):
+    """Whether onnxide has ops of the (normalized) `domain` or reads it by default (ONNX, ONNX-ML, com.microsoft, the
+    preview ones); a session's custom ops resolve before this is asked."""
+    return domain == "" or domain in _DOMAINS or domain in DEFAULT_OPSETS
+
+
 def resolve_opdef(node, opsets):
     """(OpDef, opset version) for `node` under the model's opsets (a node may carry its own opset from a function
     body). An op of a domain onnxide has no ops of is onnxruntime's Fail for an unregistered op."""
@@ -143,7 +149,7 @@ def resolve_opdef(node, opsets):
     custom = _SESSION_OPS.get()
     if custom is not None and (domain, node.op_type) in custom:
         return custom[(domain, node.op_type)], version
-    if (domain not in _DOMAINS and domain not in DEFAULT_OPSETS) or (
+    if not known_domain(domain) or (
             domain == MS_DOMAIN and (domain, node.op_type) not in _REGISTRY and node.op_type not in SCHEMA_NAMES):
         raise Fail(f"Fatal error: {domain}:{node.op_type}(-1) is not a registered function/op")
     return lookup(domain, node.op_type, version), version

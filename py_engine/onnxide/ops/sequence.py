@@ -179,6 +179,8 @@ def split_to_sequence(input, split=None, *, axis=0, keepdims=1):
         if k <= 0:
             raise InvalidArgument(f"SplitToSequence: split size must be positive, got {k}")
         bounds = list(range(k, dim, k))
+        if not dim:
+            return []  # (no chunks of an empty axis)
     elif s.ndim == 1:
         sizes = [int(v) for v in s]
         if any(v < 0 for v in sizes) or sum(sizes) != dim:

@@ -202,8 +202,7 @@ def _split(x, axis, split, num_outputs, n_out, name="Split"):
         n = num_outputs if num_outputs is not None else n_out
         if n <= 0:
             raise InvalidArgument(f"{name}: invalid number of outputs {n}")
-        chunk = -(-dim // n)
-        sizes = [min(chunk, max(dim - i * chunk, 0)) for i in range(n)]
+        sizes = _even_split(dim, n)
         if num_outputs is None and dim % n:
             raise InvalidArgument(f"{name}: dimension {dim} is not divisible into {n} equal parts")
     bounds = np.cumsum([0] + sizes)
@@ -213,6 +212,15 @@ def _split(x, axis, split, num_outputs, n_out, name="Split"):
         idx[a] = slice(int(bounds[i]), int(bounds[i + 1]))
         outs.append(x[tuple(idx)])
     return tuple(outs)
+
+
+def _even_split(dim, parts):
+    """Sizes of `parts` chunks of ceil(dim / parts), the last one smaller; Fail, as onnxruntime's kernel, where that
+    would leave the last one negative."""
+    chunk = -(-dim // parts)
+    if chunk * (parts - 1) > dim:
+        raise Fail(f"Invalid num_outputs value of {parts}. Split sizes would produce a negative final split.")
+    return [min(chunk, dim - i * chunk) for i in range(parts)]
 
 
 @op("Split", since=1, host_inputs=(1,))
@@ -252,7 +260,7 @@ def _split_sizes(f, dim):
         return [None] * n
     parts = f.attr("num_outputs") or n
     chunk = -(-dim // parts)
-    return [min(chunk, max(dim - i * chunk, 0)) for i in range(parts)]
+    return [min(chunk, max(dim - i * chunk, 0)) for i in range(parts)]  # (the kernel refuses a negative last one)
 
 
 @rule("Split")

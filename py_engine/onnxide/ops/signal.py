@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..dtypes import np_dtype
-from ..errors import InvalidArgument
+from ..errors import Fail, InvalidArgument
 from ..runtime import limits
 from .inference import rule, unknown_dims
 from .math import lower, via_float32
@@ -32,9 +32,17 @@ def _from_complex(z, dtype):
     return np.stack([z.real, z.imag], axis=-1).astype(dtype)
 
 
+def _check_onesided(last, inverse, onesided, where="DFT:"):
+    """Fail, as onnx's inference, where a one-sided DFT gets complex input (or an inverse one real input)."""
+    if onesided and isinstance(last, int) and last != (2 if inverse else 1):
+        raise Fail(f"{where} {'inverse one-sided DFT requires complex' if inverse else 'one-sided DFT requires real'} "
+                   f"input (last dimension must be {2 if inverse else 1})")
+
+
 def _dft(x, dft_length, axis, inverse, onesided):
     if x.ndim < 3:
         raise InvalidArgument(f"DFT: input must have rank >= 3, got {x.ndim}")
+    _check_onesided(x.shape[-1], inverse, onesided)
     r = x.ndim
     if axis < 0:
         axis += r
@@ -116,13 +124,11 @@ def _window(size, periodic, output_datatype, coeffs, what):
     n = _scalar_int(size, what + ": size")
     if n < 0:
         raise InvalidArgument(f"{what}: size must be non-negative")
-    denom = n if periodic else n - 1
+    denom = float(n if periodic else n - 1)
     k = np.arange(n, dtype=np.float64)
     w = np.zeros(n)
-    for i, a in enumerate(coeffs):
-        if denom == 0:
-            w = w + (a if i == 0 else a)
-        else:
+    with np.errstate(divide="ignore", invalid="ignore"):  # (a symmetric window of size 1 is 0 / 0: NaN, as the spec)
+        for i, a in enumerate(coeffs):
             w = w + ((-1) ** i) * a * np.cos(2 * np.pi * i * k / denom)
     return lower(w, np_dtype(output_datatype))
 
@@ -175,6 +181,9 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
 @rule("DFT")
 def _dft_rule(f):
     """The input's type and rank."""
+    d = f.dims(0)
+    _check_onesided(d[-1] if d else None, f.attr("inverse", 0), f.attr("onesided", 0),
+                    f"Node ({f.node.name}) Op (DFT) [ShapeInferenceError]")
     return [(f.type(0), unknown_dims(f.rank(0)))]
 
 

@@ -1,6 +1,7 @@
 """Load checks of input shapes that onnx's shape inference (so onnxruntime) refuses, on what is known at load (not in
 a node's rule, which also runs on a run's shapes): Resize's `sizes` of another length than its axes or X's rank, or a
-graph input of no fixed length; inputs of ops that broadcast whose static dims cannot broadcast (a dead node too)."""
+graph input of no fixed length; inputs of ops that broadcast whose static dims cannot broadcast (a dead node too);
+StringNormalizer's X not of shape [C] or [1, C]."""
 import numpy as np
 
 from ..errors import Fail
@@ -11,7 +12,7 @@ def check_resize_sizes(node, types, graph, opsets):
     """Fail, as onnxruntime, where a Resize (opset 11 on) with a `sizes` input and X of known rank gets sizes whose
     length is not that rank (or the number of `axes`): a known length, or a graph input declaring none (onnx's
     inference then counts 0 elements, so onnxruntime refuses it whatever is fed); a length of 0 counts as no sizes,
-    refused unless scales are given."""
+    refused unless scales are given; sizes of a known length and scales both given."""
     if node.op_type != "Resize" or normalize_domain(node.domain) or node_opset(node, opsets) < 11 or \
             len(node.inputs) < 4 or not node.inputs[3]:
         return
@@ -31,10 +32,11 @@ def check_resize_sizes(node, types, graph, opsets):
     else:
         return  # (a value whose length inference here does not know: the kernel checks it)
     where = f"Node ({node.name}) Op (Resize) [ShapeInferenceError]"
-    if n == 0:
-        scales = node.inputs[2] if len(node.inputs) > 2 else ""
-        if scales and not (scales in graph.initializers and np.size(graph.initializers[scales]) == 0):
-            return  # (the spec's form: sizes empty, scales given)
+    scales = node.inputs[2] if len(node.inputs) > 2 else ""
+    with_scales = bool(scales) and not (scales in graph.initializers and np.size(graph.initializers[scales]) == 0)
+    if n == 0 and with_scales:
+        return  # (the spec's form: sizes empty, scales given)
+    if n == 0 or n and with_scales and (types.get(scales) or (None, None))[1] != [0]:
         raise Fail(f"{where} Either `sizes` or `scales` must be provided, but not both of them")
     shown = 0 if n is None else n
     axes = node.attrs.get("axes")
@@ -81,3 +83,16 @@ def check_broadcast(node, types, graph, opsets):
         if len(static) > 1:
             raise Fail(f"Node ({node.name}) Op ({node.op_type}) [ShapeInferenceError] Incompatible dimensions (inputs "
                        f"{[list(s) for s in shapes]})")
+
+
+def check_string_normalizer(node, types, graph, opsets):
+    """Fail, as onnx's inference, where StringNormalizer's X has a known rank other than 1 or 2, or rank 2 with a
+    first dim that is not a static 1."""
+    if node.op_type != "StringNormalizer" or normalize_domain(node.domain) or not node.inputs:
+        return
+    entry = types.get(node.inputs[0])
+    dims = entry[1] if entry and isinstance(entry[1], list) and _trusted(graph, node.inputs[0]) else None
+    if dims is None or len(dims) == 1 or len(dims) == 2 and dims[0] == 1:
+        return
+    raise Fail(f"Node ({node.name}) Op (StringNormalizer) [ShapeInferenceError] Input shape must have either [C] or "
+               "[1,C] dimensions where C > 0")

@@ -128,6 +128,9 @@ def tfidf_vectorizer(x, *, max_gram_length, max_skip_count, min_gram_length, mod
         if not 0 <= starts[n - 1] <= starts[n] or (starts[n] - starts[n - 1]) % n:
             raise Fail(f"TfIdfVectorizer: ngram_counts {list(ngram_counts)} do not split the pool of {len(pool)} into "
                        "whole n-grams")
+    for what, v in (("min_gram_length", min_gram_length), ("max_gram_length", max_gram_length)):
+        if v > len(ngram_counts):  # (onnxruntime's check: the pool has no n-grams that long)
+            raise Fail(f"TfIdfVectorizer: {what} must be inbounds of ngram_counts: {v} <= {len(ngram_counts)}")
     out_idx = np.asarray(ngram_indexes, np.int64)
     for n in range(max(min_gram_length, 1), max_gram_length + 1):
         if n > len(ngram_counts):

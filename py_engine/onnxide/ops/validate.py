@@ -6,10 +6,10 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument, InvalidGraph, OnnxideError
 from .inference import OptionalOf, SequenceOf, type_proto, type_string
-from .registry import node_opset, normalize_domain, resolve_opdef
+from .registry import known_domain, node_opset, normalize_domain, resolve_opdef
 from .schema_nodes import NODES, OUTPUT_COUNTS
 from .schema_types import BINDS, NESTED, TYPES
-from .spec_shapes import check_broadcast, check_resize_sizes
+from .spec_shapes import check_broadcast, check_resize_sizes, check_string_normalizer
 
 # attribute kinds where a kernel's default (None, or none: required) does not say; per op where names collide
 _INTS = ("kernel_shape", "strides", "dilations", "pads", "perm", "axes", "output_shape", "output_padding", "split",
@@ -47,6 +47,8 @@ OP_KINDS = {("ai.onnx.ml", "Scaler"): {"scale": "floats", "offset": "floats"}, (
             ("ai.onnx.ml", "TreeEnsemble"): {n: "tensor" for n in ("nodes_modes", "nodes_splits", "leaf_weights",
                                                                    "membership_values")},
             ("", "Optional"): {"type": "type"}}
+# kinds that only some versions of an op have: (domain, op_type, since) -> {attribute: kind}
+VERSION_KINDS = {("", "Cast", 1): {"to": "str"}}  # (Cast-1 names the type: to="FLOAT")
 
 
 # flags the spec defines as 0 or 1 (onnxruntime reads some as `== 1`, refuses others: any other value is refused)
@@ -85,15 +87,31 @@ INPUT_SHAPES = {
     ("", "Expand"): {1: ((1,), False, Fail, "'shape' input must be 1D tensor")},
     ("", "Dropout"): {1: ((0,), False, Fail, "Ratio of Dropout must be a scalar."),
                       2: ((0,), False, Fail, "training_mode of Dropout must be a scalar.")},
+    ("", "Slice"): {1: ((1,), False, Fail, "Starts must be a 1-D array"),
+                    2: ((1,), False, Fail, "Ends must be a 1-D array"),
+                    3: ((1,), False, Fail, "Axes must be a 1-D array"),
+                    4: ((1,), False, Fail, "Steps must be a 1-D array")},
     ("", "TopK"): {1: ((1,), True, Fail, "k tensor should be a 1D tensor of size 1")},
     ("", "CumSum"): {1: ((0, 1), True, InvalidArgument, "Axis tensor must be a scalar (0-D) or 1-D tensor with "
                                                         "exactly one element")},
     ("", "CumProd"): {1: ((0, 1), True, InvalidArgument, "Axis tensor must be a scalar (0-D) or 1-D tensor with "
                                                          "exactly one element")},
-    ("", "QLinearMatMul"): {6: ((0, 1), True, Fail, "QLinearMatmul : result scale must be a scalar or 1D tensor of "
+    ("", "QLinearMatMul"): {1: ((0, 1), False, Fail, "QLinearMatmul : a_scale must be a scalar or a 1-D tensor"),
+                            2: ((0, 1), False, Fail, "QLinearMatmul : a_zero_point must be a scalar or a 1-D tensor"),
+                            4: ((0, 1), False, Fail, "QLinearMatmul : b_scale must be a scalar or a 1-D tensor"),
+                            5: ((0, 1), False, Fail, "QLinearMatmul : b_zero_point must be a scalar or a 1-D tensor"),
+                            6: ((0, 1), True, Fail, "QLinearMatmul : result scale must be a scalar or 1D tensor of "
                                                     "size 1"),
                             7: ((0, 1), True, Fail, "QLinearMatmul : result zero point must be a scalar or 1D tensor "
                                                     "of size 1")},
+    ("", "QLinearConv"): {1: ((0, 1), True, Fail, "QLinearConv : input scale must be a scalar or 1D tensor of size 1"),
+                          2: ((0, 1), True, Fail, "QLinearConv : input zero point must be a scalar or 1D tensor of "
+                                                  "size 1"),
+                          4: ((0, 1), False, Fail, "QLinearConv : filter scale shape invalid"),
+                          5: ((0, 1), False, Fail, "QLinearConv : filter zero point shape invalid"),
+                          6: ((0, 1), True, Fail, "QLinearConv : result scale must be a scalar or 1D tensor of size 1"),
+                          7: ((0, 1), True, Fail, "QLinearConv : result zero point must be a scalar or 1D tensor of "
+                                                  "size 1")},
 }
 
 
@@ -187,7 +205,8 @@ def check_node(node, opdef):
     if opdef.custom is not None:  # (a custom op checks a node against its own declaration)
         return opdef.custom.check_node(node)
     label = f"{node.op_type} node. Name:'{node.name}'"
-    overrides = OP_KINDS.get((opdef.domain, opdef.op_type), {})
+    overrides = {**OP_KINDS.get((opdef.domain, opdef.op_type), {}),
+                 **VERSION_KINDS.get((opdef.domain, opdef.op_type, opdef.since), {})}
     for name, value in node.attrs.items():
         kind = overrides.get(name) or (_kind_of_default(opdef.attrs[name]) if name in opdef.attrs else None) or \
             KINDS.get(name)
@@ -243,7 +262,8 @@ def _count_error(node, since, what, n, bounds, allowed=None):
 def check_schema(node, opsets):
     """InvalidGraph, as onnx's checker and onnxruntime, when a node of an ONNX / ONNX-ML op has an attribute its schema
     version does not define (names starting with `__` are internal symbols, allowed), lacks a required one, has an
-    attribute without a type, or has more or fewer inputs / outputs than the schema allows."""
+    attribute without a type, has more or fewer inputs / outputs than the schema allows, or leaves one of its
+    required outputs unnamed."""
     for a in node.attr_protos:
         if not a.type and not a.ref_attr_name:
             v = node.attrs.get(a.name)  # (the value its set field gave: a tensor's array counts, however many values)
@@ -269,6 +289,9 @@ def check_schema(node, opsets):
             why = _count_error(node, since, "output", n_out, outs)
         elif allowed and n_out not in allowed:
             why = _count_error(node, since, "output", n_out, outs, allowed)
+        elif outs[1] is not None and not all(node.outputs[:outs[0]]):  # (the schema's single, not optional, ones)
+            i = node.outputs.index("")
+            why = f"Node ({node.name})'s output {i} is marked single but has an empty string in the graph"
         else:
             why = next((f"Required attribute '{a}' is missing." for a in required if a not in node.attrs), None)
     if why is not None:
@@ -279,14 +302,12 @@ def check_schema(node, opsets):
 def check_body_counts(node, opsets=None):
     """Fail, as onnxruntime's type inference, when a body takes another number of inputs than its node hands it, If's
     branches give different numbers of outputs or another number than the node has, or a Loop / Scan body gives
-    another number than the node's outputs (plus Loop's condition)."""
+    another number than the node's outputs (plus Loop's condition; SequenceMap's body as many as the node)."""
     op, where = node.op_type, f"Node ({node.name}) Op ({node.op_type}) [TypeInferenceError]"
     n = len(node.outputs)
     if normalize_domain(node.domain) or op not in ("If", "Loop", "Scan", "SequenceMap"):
         return
     _check_body_inputs(node, where, opsets)
-    if op == "SequenceMap":
-        return
     if op == "If":
         then, other = node.attrs.get("then_branch"), node.attrs.get("else_branch")
         if not hasattr(then, "outputs") or not hasattr(other, "outputs"):
@@ -336,9 +357,15 @@ def check_graph(graph, opsets):
                        "be requested together.")
         try:
             opdef, _ = resolve_opdef(node, opsets)
-        except OnnxideError:
+        except OnnxideError as e:
             opdef = None
             domain = normalize_domain(node.domain)
+            if not known_domain(domain):  # (in an untaken branch too: onnxruntime checks every node at load)
+                if domain not in opsets:
+                    raise InvalidGraph(f"This is an invalid model. In Node, (\"{node.name}\", {node.op_type}, "
+                                       f"\"{node.domain}\", -1) , Error No opset import for domain "
+                                       f"'{node.domain}'") from None
+                raise e from None
             if domain in ("", "ai.onnx.ml") and _schema_rule(node, opsets) is None:  # (a dead node's too)
                 raise InvalidGraph(f"This is an invalid model. In Node, (\"{node.name}\", {node.op_type}, "
                                    f"\"{node.domain}\", -1) , Error No Op registered for {node.op_type} with "
@@ -442,6 +469,7 @@ def check_input_types(graph, opsets, outer=None):
         _check_bindings(node, types)
         check_resize_sizes(node, types, graph, opsets)
         check_broadcast(node, types, graph, opsets)
+        check_string_normalizer(node, types, graph, opsets)
         check_body_inputs(node, types, opsets)
         for body in subgraphs(node):
             check_input_types(body, opsets, types)

@@ -18,7 +18,7 @@ def remove_identity_like(model):
     outputs = graph_output_names(g)
     for n in list(g.nodes):
         if n.domain not in ("", "ai.onnx") or not n.inputs or not n.inputs[0] or not (
-                _is_identity_like(n) or _is_noop_cast(g, n)):
+                _is_identity_like(g, n) or _is_noop_cast(g, n)):
             continue
         src, dst = n.inputs[0], n.outputs[0]
         if dst not in outputs:
@@ -80,12 +80,16 @@ def merge_reshape_chains(model):
     return changed
 
 
-def _is_identity_like(n):
+def _is_identity_like(g, n):
     if n.op_type == "Identity":
         return True
     if n.op_type != "Dropout" or (len(n.outputs) > 1 and n.outputs[1]):
         return False
-    return not (len(n.inputs) >= 3 and n.inputs[2])  # a training_mode input may be true at run time
+    if len(n.inputs) >= 3 and n.inputs[2]:
+        return False  # a training_mode input may be true at run time
+    # a ratio known only at run time, or out of [0, 1), is left to the kernel, which refuses one out of range
+    ratio = g.initializers.get(n.inputs[1]) if len(n.inputs) >= 2 and n.inputs[1] else 0.5
+    return isinstance(ratio, (float, np.ndarray)) and np.size(ratio) == 1 and 0 <= float(np.ravel(ratio)[0]) < 1
 
 
 def remove_dead_nodes(model):

@@ -7,6 +7,7 @@ from .. import dtypes as dt
 from .. import proto as P
 from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
 from ..ir import load_model
+from ..ir.model import ValueInfo
 from ..ir.infer import infer_bodies, infer_shapes
 from ..ops.inference import tensor_type, type_string
 from ..optimizer import optimize
@@ -405,8 +406,12 @@ def _check_feed(vi, value, session_devices=()):
         return sparse_feed(value)
     if tp is not None and tp.map_type is not None:
         return map_feed(tp.map_type, value)
+    if tp is not None and tp.optional_type is not None and value is not None:
+        elem = tp.optional_type.elem_type
+        if elem is not None and elem.tensor_type is not None:  # (a present optional tensor: checked as a tensor)
+            return _check_feed(ValueInfo(vi.name, elem), value, session_devices)
     if tp is None or tp.tensor_type is None:
-        return value  # sequences, maps, optionals: passed as given
+        return value  # sequences, maps, optional sequences, absent optionals: passed as given
     code = tp.tensor_type.elem_type
     on_device = not isinstance(value, np.ndarray) and devices.owner_of(value) is not None
     if not on_device:

@@ -156,14 +156,13 @@ def _layer_norm_claim(device, spec):
     if spec.attrs.get("stash_type", 1) != 1:
         return None
     n, op = _outputs(spec), spec.op_type
-    rms = op in ("RMSNormalization", "SimplifiedLayerNormalization")
-    if op == "SimplifiedLayerNormalization":  # (onnxruntime's: y has the scale's type)
+    if op in ("SimplifiedLayerNormalization", "RMSNormalization"):  # (y has the scale's type)
         def simplified(x, scale, *, axis=-1, epsilon=1e-5, **kw):
             return layer_norm(device, op, x, scale, None, axis, epsilon, True, n, y_dtype=scale.dtype)
         return simplified
 
     def kernel(x, scale, bias=None, *, axis=-1, epsilon=1e-5, **kw):
-        return layer_norm(device, op, x, scale, bias, axis, epsilon, rms, n)
+        return layer_norm(device, op, x, scale, bias, axis, epsilon, False, n)
     return kernel
 
 
