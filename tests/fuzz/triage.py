@@ -66,12 +66,25 @@ def rerun(case_id):
         return f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
 
 
+def ort_message(case_id):
+    """onnxruntime's whole error message on the case in this process ('' where it runs it)."""
+    import onnxruntime
+    from fuzz import campaign
+
+    data, feeds = campaign.case_by_id(case_id)
+    try:
+        onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+        return ""
+    except Exception as e:  # (its verdict, whatever it is)
+        return str(e)
+
+
 def triage(findings, checker=False, again=False):
     """(Counter of gap labels, [(case id, onnxruntime's class, message, checker verdict or None, onnxide now or
-    None)] for the rest)."""
+    None)] for the rest). `again`: each case is run again here (onnxide now, onnxruntime's whole message)."""
     gaps, rest = collections.Counter(), []
     for case_id, etype, message, _ in findings:
-        label = gap_of(message)
+        label = gap_of(message) or (gap_of(ort_message(case_id)) if again else None)
         if label:
             gaps[label] += 1
         else:
