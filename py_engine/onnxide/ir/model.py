@@ -429,14 +429,6 @@ def load_model(mp, base_dir=None):
         if newest is not None and version > newest:
             raise Fail(f"Opset {version} of domain {domain or 'ai.onnx'} is newer than the newest released one "
                        f"(onnxide and onnxruntime support it till opset {newest})")
-    if mp.ir_version < 4:  # (onnx's checker: before IR 4 every initializer is a graph input, of one name)
-        inputs, seen = {v.name for v in mp.graph.input}, set()
-        for t in mp.graph.initializer:
-            why = "in initializer but not in graph input" if t.name not in inputs else \
-                "initializer name is not unique" if t.name in seen else None
-            if why:
-                raise InvalidGraph(f"This is an invalid model. Error: {t.name} {why} (IR version {mp.ir_version})")
-            seen.add(t.name)
     graph = build_graph(mp.graph, base_dir, check=not mp.functions, main=True)
     model = Model(graph, opsets, mp.ir_version, mp.producer_name, mp.producer_version, mp.domain,
                   mp.model_version, mp.doc_string, {e.key: e.value for e in mp.metadata_props}, mp.functions)

@@ -89,11 +89,8 @@ def array_feature_extractor(x, y):
 
 @rule("ArrayFeatureExtractor", domain=ML_DOMAIN)
 def _array_feature_extractor_rule(f):
-    """Z of X's type: X's dims with the last one the number of indices (for a vector X, as onnx's inference, no
-    dims: the kernel gives one row)."""
-    x, y = f.dims(0), f.dims(1)
-    n = int(np.prod(y)) if y is not None and all(isinstance(d, int) for d in y) else None
-    return [(f.type(0), x[:-1] + [n] if x is not None and len(x) > 1 else None)]
+    """Z of X's type; no dims (onnxruntime runs a Z declared of another rank than the kernel gives)."""
+    return [(f.type(0), None)]
 
 
 @op("Binarizer", since=1, domain=ML_DOMAIN)
@@ -367,11 +364,11 @@ _VALUE_TYPES = {"values_strings": dt.STRING, "values_int64s": dt.INT64, "values_
 
 @rule("LabelEncoder", domain=ML_DOMAIN)
 def _label_encoder_rule(f):
-    """Y of X's dims and the values' type (opset 1: strings for integers, int64 for strings); Fail, as onnx's
-    inference, where default_tensor's type is not the values' ."""
+    """Y of the values' type (opset 1: strings for integers, int64 for strings), no dims (onnxruntime runs a Y declared
+    of another rank than X); Fail, as onnx's inference, where default_tensor's type is not the values'."""
     if f.opset < 2:
         t = f.type(0)
-        return [(None if t is None else dt.STRING if t == dt.INT64 else dt.INT64, f.dims(0))]
+        return [(None if t is None else dt.STRING if t == dt.INT64 else dt.INT64, None)]
     values, default = f.attr("values_tensor"), f.attr("default_tensor")
     kinds = [_VALUE_TYPES[k] for k in _VALUE_TYPES if f.attr(k) is not None]
     t = _tensor_code(values) if values is not None else kinds[0] if len(kinds) == 1 else None
@@ -379,7 +376,7 @@ def _label_encoder_rule(f):
     if t is not None and d is not None and d != t:
         raise Fail(f"Node ({f.node.name}) Op (LabelEncoder) [ShapeInferenceError] The default tensor type {d} and the "
                    f"value type {t} must be the same in the LabelEncoder.")
-    return [(t, f.dims(0))]
+    return [(t, None)]
 
 
 def _tensor_code(v):
