@@ -60,8 +60,8 @@ static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, 
 #ifdef __AVX512F__
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
                                                              const int* off, float* acc, long ld, int add,
-                                                             long cols) {
-    (void)cols;
+                                                             long cols, long rows) {
+    (void)cols, (void)rows;
     __m512 c[MR][2];
     for (int i = 0; i < MR; i++) {
         c[i][0] = add ? _mm512_loadu_ps(acc + i * ld) : _mm512_setzero_ps();
@@ -87,28 +87,37 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
 #elif defined(__AVX2__) && defined(__FMA__)
 /* AVX2: the 14×32 tile as four 14×8 column strips, each kept in 14 ymm accumulators (with the B strip and the
  * broadcast A value, 16 registers: no spills); per k 15 loads feed 14 FMAs (the plain-C fallback spilled the whole
- * tile: ResNet-18 ran 2x slower than numpy's BLAS on an AVX2 machine) */
-static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
-                                                             const int* off, float* acc, long ld, int add,
-                                                             long cols) {
+ * tile: ResNet-18 ran 2x slower than numpy's BLAS on an AVX2 machine). The first R rows only (R = 14, 8 or 4):
+ * a last row panel of a few real rows (M = 16, 32, 64: 2, 4, 8 of 14) does not compute the zero rows. */
+static inline __attribute__((always_inline)) void micro_rows_of(const int R, long kc, const float* ap,
+                                                                const float* bp, const int* off, float* acc,
+                                                                long ld, int add, long cols) {
     for (int j = 0; j < NR && j < cols; j += 8) {
         __m256 c[MR];
-        for (int i = 0; i < MR; i++) c[i] = add ? _mm256_loadu_ps(acc + i * ld + j) : _mm256_setzero_ps();
+        for (int i = 0; i < R; i++) c[i] = add ? _mm256_loadu_ps(acc + i * ld + j) : _mm256_setzero_ps();
         for (long k = 0; k < kc; k++) {
             const float* brow = off ? bp + off[k] : bp + k * NR;
             __m256 b = _mm256_loadu_ps(brow + j);
             const float* a = ap + k * MR;
             if (j == 0) _mm_prefetch((const char*)(a + PF_STEPS * MR), _MM_HINT_T0);
 #pragma GCC unroll 14
-            for (int i = 0; i < MR; i++) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i), b, c[i]);
+            for (int i = 0; i < R; i++) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i), b, c[i]);
         }
-        for (int i = 0; i < MR; i++) _mm256_storeu_ps(acc + i * ld + j, c[i]);
+        for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + i * ld + j, c[i]);
     }
+}
+
+static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
+                                                             const int* off, float* acc, long ld, int add,
+                                                             long cols, long rows) {
+    if (rows <= 4) micro_rows_of(4, kc, ap, bp, off, acc, ld, add, cols);
+    else if (rows <= 8) micro_rows_of(8, kc, ap, bp, off, acc, ld, add, cols);
+    else micro_rows_of(MR, kc, ap, bp, off, acc, ld, add, cols);
 }
 #else
 static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, float* acc, long ld,
-                              int add, long cols) {
-    (void)cols;
+                              int add, long cols, long rows) {
+    (void)cols, (void)rows;
     float c[MR * NR];
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) c[i * NR + j] = add ? acc[i * ld + j] : 0.f;
@@ -123,13 +132,14 @@ static inline void micro_rows(long kc, const float* ap, const float* bp, const i
 }
 #endif
 
-static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add, long cols) {
-    micro_rows(kc, ap, bp, NULL, acc, ld, add, cols);
+/* `rows`: the tile rows that are wanted (the others may be left as they were where the vector code can) */
+static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add, long cols, long rows) {
+    micro_rows(kc, ap, bp, NULL, acc, ld, add, cols, rows);
 }
 
 static void micro_shifted(long kc, const float* ap, const float* base, const int* off, float* acc, int add,
-                          long cols) {
-    micro_rows(kc, ap, base, off, acc, NR, add, cols);
+                          long cols, long rows) {
+    micro_rows(kc, ap, base, off, acc, NR, add, cols, rows);
 }
 
 /* row[j] = act(row[j] + bias) over n values; ReLU inline (a call per tile row costs as much as a short K) */
@@ -168,7 +178,7 @@ static void tile_product(long K, long ip, const float* ap, const float* bpanel, 
     long ld = whole ? ldc : NR;
     for (long k0 = 0; k0 < K; k0 += KC) {
         long kc = K - k0 < KC ? K - k0 : KC;
-        micro(kc, ap + ip * MR * K + k0 * MR, bpanel + k0 * NR, acc, ld, k0 > 0, w);
+        micro(kc, ap + ip * MR * K + k0 * MR, bpanel + k0 * NR, acc, ld, k0 > 0, w, i_end - i0);
     }
     for (long i = i0; i < i_end; i++) {
         float* dst = c + i * ldc + n0;
@@ -395,7 +405,7 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
             float tile[MR * NR];
             for (long k0 = 0; k0 < K; k0 += KC) {
                 long kc = K - k0 < KC ? K - k0 : KC;
-                micro_shifted(kc, ap + ip * MR * K + k0 * MR, xs + q0, off + k0, tile, k0 > 0, Q - q0);
+                micro_shifted(kc, ap + ip * MR * K + k0 * MR, xs + q0, off + k0, tile, k0 > 0, Q - q0, h);
             }
             /* epilogue: the residual into the tile, bias and activation over whole tile rows, then the tile's
              * positions out as runs along output rows (the dropped columns skipped) */

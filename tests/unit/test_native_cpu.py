@@ -358,3 +358,14 @@ def test_small_work_stays_in_numpy():
     # much work but three output positions (silero VAD's STFT): the kernel would decline it on every run
     assert planned("Conv", [_x(1, 1, 576), _x(258, 1, 256)], 11, strides=[128]) == "CPUExecutionProvider"
 
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 9, 13, 14, 15, 16, 18, 22, 28, 29, 32, 46])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_row_panel_heights(rows, threads):
+    """A GEMM's and a conv's last 14-row panel computes only its real rows (4, 8 or 14 of them): every height of the
+    last panel gives the CPU EP's result."""
+    if rows >= 4:  # (fewer rows take the EP's row-by-row path or numpy)
+        _check("MatMul", [_x(rows, 37), _x(37, 45)], threads=threads, rtol=1e-4, atol=1e-4)
+    _check("Conv", [_x(1, 5, 9, 11), _x(rows, 5, 3, 3)], {"pads": [1, 1, 1, 1]}, threads=threads, rtol=1e-4,
+           atol=1e-4)
