@@ -313,3 +313,19 @@ def test_outputs_onnxruntime_and_the_spec_give(build, ep):
     want = _ort(model, feeds)
     got = onnxide.InferenceSession(model, providers=[ep]).run(None, feeds)
     np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("ep", EPS)
+def test_reshape_target_known_only_at_run_time_is_checked(ep):
+    """Seed 19's mutant 10359: a Reshape target built from another tensor's shape (Shape → Gather → Concat) of an entry
+    inference does not know was rewritten as a constant with -1, so a reshape to a wrong size succeeded; the node keeps
+    its target now (the -1 form only guides the attention fusion) and fails as onnxruntime's."""
+    nodes = [helper.make_node("Shape", ["q"], ["qs"], start=0, end=1), helper.make_node("Shape", ["x"], ["xs"], start=1),
+             helper.make_node("Concat", ["qs", "xs"], ["t"], axis=0), helper.make_node("Reshape", ["x", "t"], ["y"])]
+    model = _model(nodes, [vi("x", T.FLOAT, [None, 4]), vi("q", T.FLOAT, [None, 2])])
+    feeds = {"x": np.ones((2, 4), np.float32), "q": np.ones((1, 2), np.float32)}
+    assert isinstance(_ort(model, feeds), Exception)
+    with pytest.raises(OnnxideError, match="cannot reshape"):
+        onnxide.InferenceSession(model, providers=[ep]).run(None, feeds)
+    feeds["q"] = np.ones((2, 2), np.float32)
+    np.testing.assert_array_equal(onnxide.InferenceSession(model, providers=[ep]).run(None, feeds)[0], feeds["x"])

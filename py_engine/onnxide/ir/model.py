@@ -71,6 +71,7 @@ class Graph:
         self.initializers = dict(initializers or {})
         self.value_info = dict(value_info or {})
         self.sparse_initializer_names = set()
+        self.reshape_hints = {}  # Reshape output -> its target as a constant with one -1 (optimizer/shape_values.py)
 
     def value_type(self, name):
         for vi in self.inputs:

@@ -32,11 +32,17 @@ def _keeps_leading(g, reshape, target):
             and all(isinstance(d, int) for d in rest) and int(np.prod(rest)) == int(np.prod(target[2:])))
 
 
+def _target(g, reshape):
+    """A Reshape's target as a constant: its initializer, or the form with one -1 shape_values found for it."""
+    target = constant_value(g, reshape.inputs[1])
+    return target if target is not None else g.reshape_hints.get(reshape.outputs[0])
+
+
 def _heads(g, reshape, prod):
     """(3-D input, N, H) when `reshape` splits the last dim into [N, H] keeping dims 0 and 1, else None."""
     if not _is(reshape, "Reshape") or reshape.attrs.get("allowzero", 0):
         return None
-    target = constant_value(g, reshape.inputs[1])
+    target = _target(g, reshape)
     if target is None or target.size != 4 or not _keeps_leading(g, reshape, target):
         return None
     n, h = int(target[2]), int(target[3])
@@ -102,7 +108,7 @@ def fuse_attention(model):
                 and _is(ro, "Reshape")):
             continue
         hq, hk, hv = (_heads(g, prod.get(t.inputs[0]), prod) for t in (tq, tk, tv))
-        target = constant_value(g, ro.inputs[1])
+        target = _target(g, ro)
         if None in (hq, hk, hv) or target is None or target.size != 3 or not _keeps_leading(g, ro, target) \
                 or ro.attrs.get("allowzero", 0):
             continue

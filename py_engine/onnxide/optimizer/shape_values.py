@@ -1,6 +1,7 @@
-"""Reshape targets from shape arithmetic: Shape→Gather→Unsqueeze→Concat chains whose entries are the input's own
-(symbolic) dims become constant targets with 0 (copy the dim, allowzero off) and at most one -1, so the chain is
-dead code."""
+"""Reshape targets from shape arithmetic: Shape→Gather→Unsqueeze→Concat chains whose entries are constants or the
+input's own (symbolic) dims become constant targets with 0 (copy the dim, allowzero off), so the chain is dead code.
+A target with one entry known only at run time stays (a -1 there would let a reshape to a wrong size succeed); the
+constant form with that -1 goes to `graph.reshape_hints` for the fusions, which consume the node."""
 import numpy as np
 
 from ..ir.infer import dims_of, infer_shapes
@@ -22,7 +23,7 @@ def simplify_reshape_targets(model):
         if n.attrs.get("allowzero", 0) and 0 in entries:
             continue  # a literal 0 means an empty dim there; the constant target below uses 0 as "copy"
         dims = dims_of(g, n.inputs[0]) or []
-        target, free = [], 0
+        target, free, guessed = [], 0, False
         for i, e in enumerate(entries):
             if isinstance(e, int):
                 target.append(e)
@@ -32,7 +33,11 @@ def simplify_reshape_targets(model):
             else:
                 target.append(-1)
                 free += 1
+                guessed = True
         if free > 1:
+            continue
+        if guessed:  # (an entry known only at run time: the node keeps its target, which the kernel checks)
+            g.reshape_hints[n.outputs[0]] = np.asarray(target, dtype=np.int64)
             continue
         name = fresh_name(g, n.inputs[1] + "_const")
         g.initializers[name] = np.asarray(target, dtype=np.int64)
