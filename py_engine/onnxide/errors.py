@@ -1,4 +1,5 @@
 """onnxruntime's exception names, raised with one-line messages that name the offending thing."""
+import builtins
 
 
 class OnnxideError(Exception):
@@ -11,6 +12,10 @@ class Fail(OnnxideError):
 
 class InvalidArgument(OnnxideError):
     pass
+
+
+class ValueError(OnnxideError, builtins.ValueError):  # noqa: A001 - onnxruntime's name
+    """A feed without a required input: onnxruntime's Python layer raises a ValueError; this one is also onnxide's."""
 
 
 class NoSuchFile(OnnxideError):

@@ -65,7 +65,7 @@ def test_saved_model_loads_in_onnxruntime_with_equal_outputs(tmp_path):
     ({"x": np.ones((2, 4), np.float64)}, ort.InvalidArgument, "Unexpected input data type"),
     ({"x": np.ones((2, 4, 1), np.float32)}, ort.InvalidArgument, "Invalid rank for input: x"),
     ({"x": np.ones((2, 5), np.float32)}, ort.InvalidArgument, "invalid dimensions for input: x"),
-    ({}, ValueError, "Required inputs (['x']) are missing"),  # a plain ValueError, as onnxruntime's
+    ({}, ValueError, "Required inputs (['x']) are missing"),  # a ValueError, as onnxruntime's (an onnxide error too)
     ({"x": np.ones((2, 4), np.float32), "z": np.ones(1)}, ort.InvalidArgument, "Invalid input name: z"),
 ])
 def test_wrong_feeds_give_one_line_errors(feed, exc, text):

@@ -6,6 +6,7 @@ import numpy as np
 from .. import dtypes as dt
 from .. import proto as P
 from ..errors import (EPFail, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, OnnxideError)
+from ..errors import ValueError as MissingInputs  # (onnxruntime's class name, and an onnxide error)
 from ..ir import load_model
 from ..ir.model import ValueInfo
 from ..ir.infer import infer_bodies, infer_shapes
@@ -301,8 +302,8 @@ class InferenceSession(SessionAPI):
                 return dict(input_feed)
         missing = [v.name for v in self._inputs
                    if v.name not in input_feed and (v.type is None or v.type.optional_type is None)]
-        if missing:  # a plain ValueError, as onnxruntime's
-            raise ValueError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
+        if missing:  # (a ValueError, as onnxruntime's)
+            raise MissingInputs(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
         feeds = {}
         for name, value in input_feed.items():
             vi = self._input_by_name.get(name)
