@@ -50,33 +50,35 @@ def checker_verdict(case_id):
         return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}" if str(e).strip() else type(e).__name__
 
 
-def rerun(case_id):
-    """'runs' or the error class and message of the onnxide CPU EP in this process on the case (the tree as it is
-    now: the campaign may have run an older one)."""
-    import onnxide
+def run_here(engine, case_id):
+    """The exception `engine` (the onnxide or onnxruntime module) raises on the case in this process (the tree as it
+    is now: the campaign may have run an older one), or None where it runs it."""
     from fuzz import campaign
 
     data, feeds = campaign.case_by_id(case_id)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            onnxide.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-        return "runs"
+            engine.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
     except Exception as e:  # (the verdict, whatever it is)
-        return f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
+        return e
+    return None
+
+
+def rerun(case_id):
+    """'runs', or the class and message of the onnxide CPU EP's error on the case."""
+    import onnxide
+
+    e = run_here(onnxide, case_id)
+    return "runs" if e is None else f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
 
 
 def ort_message(case_id):
-    """onnxruntime's whole error message on the case in this process ('' where it runs it)."""
+    """onnxruntime's whole error message on the case ('' where it runs it)."""
     import onnxruntime
-    from fuzz import campaign
 
-    data, feeds = campaign.case_by_id(case_id)
-    try:
-        onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-        return ""
-    except Exception as e:  # (its verdict, whatever it is)
-        return str(e)
+    e = run_here(onnxruntime, case_id)
+    return "" if e is None else str(e)
 
 
 def triage(findings, checker=False, again=False):

@@ -329,3 +329,12 @@ def test_reshape_target_known_only_at_run_time_is_checked(ep):
         onnxide.InferenceSession(model, providers=[ep]).run(None, feeds)
     feeds["q"] = np.ones((2, 2), np.float32)
     np.testing.assert_array_equal(onnxide.InferenceSession(model, providers=[ep]).run(None, feeds)[0], feeds["x"])
+
+
+@pytest.mark.parametrize("ep", EPS + [p for p in ("WebGpuExecutionProvider",) if p in onnxide.get_available_providers()])
+def test_prelu_slope_is_checked_before_any_eps_kernel(ep):
+    """The PRelu slope rule is a step input guard (ops.validate.INPUT_RELATIONS), so an EP with its own PRelu kernel
+    (WebGPU) refuses a slope that grows X as the CPU EP does."""
+    model, feeds = _prelu(True)
+    with pytest.raises(onnxide.Fail, match="not unidirectionally broadcastable"):
+        onnxide.InferenceSession(model, providers=[ep]).run(None, feeds)

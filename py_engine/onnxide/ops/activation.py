@@ -163,9 +163,10 @@ def _prelu(x, slope, legacy=False):
     xf, dt = lift32(x)
     sf, _ = lift32(slope)
     sf = sf.astype(xf.dtype, copy=False)
-    if legacy and sf.ndim == 1 and xf.ndim >= 2 and sf.shape[0] == xf.shape[1] != xf.shape[-1]:
-        sf = sf.reshape((-1,) + (1,) * (xf.ndim - 2))  # (before opset 7: a per-channel slope of shape (C,))
-    check_prelu_slope(xf.shape, sf.shape)
+    if legacy:  # (from opset 7 the step's input guard checks the slope: ops.validate.INPUT_RELATIONS)
+        if sf.ndim == 1 and xf.ndim >= 2 and sf.shape[0] == xf.shape[1] != xf.shape[-1]:
+            sf = sf.reshape((-1,) + (1,) * (xf.ndim - 2))  # (before opset 7: a per-channel slope of shape (C,))
+        check_prelu_slope(xf.shape, sf.shape)
     y = np.where(xf < 0, xf * sf, xf)
     return lower(y.astype(xf.dtype, copy=False), dt)
 

@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument
+from .cast import elem_code
 from .inference import rule, same_as_input
 from .math import via_float32
 from .registry import ML_DOMAIN, op
@@ -371,19 +372,12 @@ def _label_encoder_rule(f):
         return [(None if t is None else dt.STRING if t == dt.INT64 else dt.INT64, None)]
     values, default = f.attr("values_tensor"), f.attr("default_tensor")
     kinds = [_VALUE_TYPES[k] for k in _VALUE_TYPES if f.attr(k) is not None]
-    t = _tensor_code(values) if values is not None else kinds[0] if len(kinds) == 1 else None
-    d = _tensor_code(default)
+    t = elem_code(values) if values is not None else kinds[0] if len(kinds) == 1 else None
+    d = elem_code(default) if default is not None else None
     if t is not None and d is not None and d != t:
         raise Fail(f"Node ({f.node.name}) Op (LabelEncoder) [ShapeInferenceError] The default tensor type {d} and the "
                    f"value type {t} must be the same in the LabelEncoder.")
     return [(t, None)]
-
-
-def _tensor_code(v):
-    try:
-        return dt.code_of(v.dtype) if isinstance(v, np.ndarray) else None
-    except KeyError:
-        return None
 
 
 # ------------------------------------------------------------------------------------------- linear models

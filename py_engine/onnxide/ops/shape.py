@@ -203,6 +203,8 @@ def _split(x, axis, split, num_outputs, n_out, name="Split"):
         if n <= 0:
             raise InvalidArgument(f"{name}: invalid number of outputs {n}")
         sizes = _even_split(dim, n)
+        if sizes[-1] < 0:
+            raise Fail(f"Invalid num_outputs value of {n}. Split sizes would produce a negative final split.")
         if num_outputs is None and dim % n:
             raise InvalidArgument(f"{name}: dimension {dim} is not divisible into {n} equal parts")
     bounds = np.cumsum([0] + sizes)
@@ -215,11 +217,9 @@ def _split(x, axis, split, num_outputs, n_out, name="Split"):
 
 
 def _even_split(dim, parts):
-    """Sizes of `parts` chunks of ceil(dim / parts), the last one smaller; Fail, as onnxruntime's kernel, where that
-    would leave the last one negative."""
+    """Sizes of `parts` chunks of ceil(dim / parts), what is left in the last ones (negative where `parts` is too many:
+    the kernel refuses a negative last one, as onnxruntime's; the shape rule reads them as 0)."""
     chunk = -(-dim // parts)
-    if chunk * (parts - 1) > dim:
-        raise Fail(f"Invalid num_outputs value of {parts}. Split sizes would produce a negative final split.")
     return [min(chunk, dim - i * chunk) for i in range(parts)]
 
 
@@ -258,9 +258,7 @@ def _split_sizes(f, dim):
         return list(split)
     if not isinstance(dim, int):
         return [None] * n
-    parts = f.attr("num_outputs") or n
-    chunk = -(-dim // parts)
-    return [min(chunk, max(dim - i * chunk, 0)) for i in range(parts)]  # (the kernel refuses a negative last one)
+    return [max(size, 0) for size in _even_split(dim, f.attr("num_outputs") or n)]
 
 
 @rule("Split")

@@ -132,9 +132,7 @@ def tfidf_vectorizer(x, *, max_gram_length, max_skip_count, min_gram_length, mod
         if v > len(ngram_counts):  # (onnxruntime's check: the pool has no n-grams that long)
             raise Fail(f"TfIdfVectorizer: {what} must be inbounds of ngram_counts: {v} <= {len(ngram_counts)}")
     out_idx = np.asarray(ngram_indexes, np.int64)
-    for n in range(max(min_gram_length, 1), max_gram_length + 1):
-        if n > len(ngram_counts):
-            break
+    for n in range(max(min_gram_length, 1), max_gram_length + 1):  # (n <= len(ngram_counts): checked above)
         lo, hi = int(starts[n - 1]), int(starts[n])
         if hi <= lo:
             continue

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import Fail, InvalidArgument, InvalidGraph, OnnxideError
+from .activation import check_prelu_slope
 from .inference import OptionalOf, SequenceOf, type_proto, type_string
 from .registry import known_domain, node_opset, normalize_domain, resolve_opdef
 from .schema_nodes import NODES, OUTPUT_COUNTS
@@ -129,14 +130,21 @@ def _shape_error(node, i, dims):
     return None
 
 
-def input_guard(node, kernel):
-    """`kernel` checking, before it runs, the inputs INPUT_SHAPES has a rule for (on any EP: host-side values or
-    device tensors with a shape); `kernel` itself for other ops."""
-    rules = INPUT_SHAPES.get((normalize_domain(node.domain), node.op_type))
-    if rules is None:
-        return kernel
+# relations between inputs' shapes the spec states (checked, like INPUT_SHAPES, before the kernel of any EP):
+# (domain, op) -> (the first opset it holds in, check(shapes) raising the op's error)
+INPUT_RELATIONS = {("", "PRelu"): (7, lambda shapes: check_prelu_slope(shapes[0], shapes[1]))}
+
+
+def input_guard(node, kernel, opset=None):
+    """`kernel` checking, before it runs, the inputs INPUT_SHAPES has a rule for and the INPUT_RELATIONS of its op
+    (on any EP: host-side values or device tensors with a shape); `kernel` itself for other ops."""
+    key = normalize_domain(node.domain), node.op_type
+    rules = INPUT_SHAPES.get(key, {})
+    since, relation = INPUT_RELATIONS.get(key, (None, None))
+    if relation is not None and (opset is None or opset < since):
+        relation = None
     positions = [i for i in rules if i < len(node.inputs) and node.inputs[i]]
-    if not positions:
+    if not positions and relation is None:
         return kernel
 
     def guarded(*args, **kwargs):
@@ -145,6 +153,10 @@ def input_guard(node, kernel):
             error = None if shape is None else _shape_error(node, i, [int(d) for d in shape])
             if error is not None:
                 raise error
+        if relation is not None:
+            shapes = [getattr(a, "shape", None) for a in args]
+            if None not in shapes:
+                relation(shapes)
         return kernel(*args, **kwargs)
 
     return guarded

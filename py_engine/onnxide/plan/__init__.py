@@ -219,7 +219,7 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
         if not step.is_transfer and step.device.is_host:
             step.kernel = _unwrapped(step, pc.plain)
         if not step.is_transfer:
-            step.kernel = input_guard(step.node, step.kernel)
+            step.kernel = input_guard(step.node, step.kernel, step.opset)
     for ep in pc.providers:
         plan.steps = ep.fuse_steps(plan)
     _plan_releases(plan)

@@ -254,21 +254,24 @@ class Chain:
             give_context(s)
         self.programs = {}
         self.local = threading.local()
-        first = self.program(backend.threads())
+        nt = backend.threads()
+        self.programs[nt] = first = Program(backend, steps, types, consts, nt, outputs, known)  # (Decline: no chain)
         self.inputs, self.in_shapes = first.inputs, first.in_shapes
 
     def program(self, nt):
-        p = self.programs.get(nt)
-        if p is None:
-            p = self.programs[nt] = Program(self.backend, self.steps, self.types, self.consts, nt, self.outputs,
+        """The program for `nt` threads (built once), or None where it declines (its steps then run one by one)."""
+        if nt not in self.programs:
+            try:
+                self.programs[nt] = Program(self.backend, self.steps, self.types, self.consts, nt, self.outputs,
                                             self.known)
-        return p
+            except Decline:
+                self.programs[nt] = None
+        return self.programs[nt]
 
     def __call__(self, *inputs):
         nt = self.backend.threads()
-        try:
-            prog = self.programs.get(nt) or self.program(nt)
-        except Decline:
+        prog = self.programs.get(nt) or self.program(nt)
+        if prog is None:
             return self.stepwise(inputs)
         for x, shape in zip(inputs, prog.in_shapes):
             if type(x) is not np.ndarray or x.dtype != F32 or x.shape != shape:

@@ -5,7 +5,6 @@ import numpy as np
 
 from ... import dtypes as dt
 from ...ops import registry
-from ...ops.activation import check_prelu_slope
 from ...partition.spec import type_entry
 from ...runtime.devices import get_device
 from ...runtime.providers import ExecutionProvider
@@ -33,8 +32,6 @@ def _binary(device, spec):
         return None
     if op == "Mod" and (t in ARITH_INT or not spec.attrs.get("fmod", 0)):
         return None  # (Python-style remainders and their inf / nan cases stay with the CPU EP)
-    if op == "PRelu":
-        return lambda a, b, **kw: (check_prelu_slope(a.shape, b.shape), E.binary(device, op, a, b))[1]
     return lambda a, b, **kw: E.binary(device, op, a, b)
 
 
