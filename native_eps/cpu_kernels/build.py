@@ -15,7 +15,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TABLE = os.path.join(ROOT, "py_engine", "onnxide", "ops", "activations.py")
-COMMON = ["-fno-math-errno", "-fno-trapping-math", "-fopenmp", "-fPIC", "-shared", "-fvisibility=hidden", "-std=gnu11",
+COMMON = ["-fno-math-errno", "-fno-trapping-math", "-pthread", "-fPIC", "-shared", "-fvisibility=hidden", "-std=gnu11",
           "-Wall", "-Wextra"]
 RELEASE = ["-O3"]
 DEBUG = ["-O1", "-g", "-fno-omit-frame-pointer", "-DNX_DEBUG", "-fsanitize=address", "-march=native"]

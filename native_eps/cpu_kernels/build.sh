@@ -22,8 +22,8 @@ PYTHON="${PYTHON:-python3}"
 if ! command -v "$CC" >/dev/null 2>&1; then
     if [ "$NO_INSTALL" = 1 ]; then echo "build.sh: $CC not found" >&2; exit 1; fi
     SUDO=""; [ "$(id -u)" != "0" ] && SUDO="sudo"
-    $SUDO apt-get install -y -q gcc libgomp1 >/dev/null || { $SUDO apt-get update -q >/dev/null && \
-        $SUDO apt-get install -y -q gcc libgomp1 >/dev/null; }
+    $SUDO apt-get install -y -q gcc >/dev/null || { $SUDO apt-get update -q >/dev/null && \
+        $SUDO apt-get install -y -q gcc >/dev/null; }
 fi
 export CC
 if [ "$DEBUG" = 1 ]; then

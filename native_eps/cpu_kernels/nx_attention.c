@@ -1,9 +1,10 @@
-/* Scaled dot-product attention for the native CPU EP: (batch, head) pairs split over OpenMP threads; per head the
- * scores Q Kᵀ and the output P V are nx_gemm calls on one thread (K's head packed transposed straight from its
- * strided columns, Q and V read in place through their row strides), the softmax with scale and additive bias on
- * each score row in between. */
+/* Scaled dot-product attention for the native CPU EP: (batch, head) pairs split over the pool's threads
+ * (nx_pool.h); per head the scores Q Kᵀ and the output P V are nx_gemm calls on one thread (K's head packed
+ * transposed straight from its strided columns, Q and V read in place through their row strides), the softmax with
+ * scale and additive bias on each score row in between. */
 #include <stdlib.h>
 #include "nx_math.h"
+#include "nx_pool.h"
 
 int nx_gemm(long M, long N, long K, const float* a, long lda, const float* ap, const float* b, long ldb,
             const float* bp, float* c, long ldc, const float* bias, const float* row_bias, const float* res, long ldr,
@@ -12,36 +13,67 @@ long nx_gemm_packed_size(long K, long N);
 long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw);
 void nx_gemm_pack_b(long K, long N, const float* b, long sk, long sn, float* bp);
 
+/* heads bn = b * N + n; each participant's scratch buf (Kᵀ, the scores, nx_gemm's scratch) allocated the first time
+ * it runs a chunk */
+struct attention_job {
+    long S, T, N, H, HV, kt_size, scores, per_thread;
+    const float* q;
+    const float* k;
+    const float* v;
+    const float* bias;
+    int bias_b, bias_h;
+    float scale;
+    float* out;
+    int failed;
+    float* buf[NX_POOL_MAX];
+};
+
+static void attention_chunks(void* ctx, long lo, long hi, int who) {
+    struct attention_job* job = (struct attention_job*)ctx;
+    long S = job->S, T = job->T, N = job->N, H = job->H, HV = job->HV, kt_size = job->kt_size, scores = job->scores;
+    const float* q = job->q;
+    const float* k = job->k;
+    const float* v = job->v;
+    const float* bias = job->bias;
+    int bias_b = job->bias_b, bias_h = job->bias_h;
+    float scale = job->scale;
+    float* out = job->out;
+    float* buf = job->buf[who];
+    if (!buf) buf = job->buf[who] = malloc(sizeof(float) * job->per_thread);
+    if (!buf) {
+        __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (long bn = lo; bn < hi; bn++) {
+        long b = bn / N, n = bn % N;
+        float *kt = buf, *p = kt + kt_size, *scratch = p + scores;
+        int failed = 0;
+        /* Kᵀ (H × T): element (d, j) at k[(b*T + j)*N*H + n*H + d] */
+        nx_gemm_pack_b(H, T, k + b * T * N * H + n * H, 1, N * H, kt);
+        failed |= nx_gemm(S, T, H, q + b * S * N * H + n * H, N * H, NULL, NULL, 0, kt, p, T, NULL, NULL, NULL,
+                          0, 0, 0.f, 0.f, scratch, 1) != 0;
+        const float* bh = bias ? bias + ((bias_b ? b : 0) * (bias_h ? N : 1) + (bias_h ? n : 0)) * S * T : NULL;
+        for (long i = 0; i < S; i++) nx_softmax_row(p + i * T, p + i * T, T, scale, bh ? bh + i * T : NULL, 0);
+        failed |= nx_gemm(S, HV, T, p, T, NULL, v + b * T * N * HV + n * HV, N * HV, NULL,
+                          out + b * S * N * HV + n * HV, N * HV, NULL, NULL, NULL, 0, 0, 0.f, 0.f, scratch, 1) != 0;
+        if (failed) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+    }
+}
+
 /* out (B, S, N*HV) = softmax(scale · Q Kᵀ + bias) V per head; q (B, S, N*H), k (B, T, N*H), v (B, T, N*HV) row-major;
  * bias (or NULL): (B or 1, N or 1, S, T) as bias_b / bias_h say. Returns 0, or -1 when scratch could not be had. */
 NX_EXPORT int nx_attention(long B, long S, long T, long N, long H, long HV, const float* q, const float* k,
                            const float* v, const float* bias, int bias_b, int bias_h, float scale, float* out,
                            int threads) {
     NX_CHECK(B >= 1 && S >= 1 && T >= 1 && N >= 1 && H >= 1 && HV >= 1);
-    int failed = 0;
     int nt = B * N > 1 ? nx_team(threads, (double)B * N * S * T * (H + HV)) : 1;
     long kt_size = nx_gemm_packed_size(H, T), scores = S * T;
     long g1 = nx_gemm_scratch_size(S, T, H, 1, 0), g2 = nx_gemm_scratch_size(S, HV, T, 1, 1);
     long per_thread = kt_size + scores + (g1 > g2 ? g1 : g2);
-#pragma omp parallel num_threads(nt) reduction(|:failed)
-    {
-        float* buf = malloc(sizeof(float) * per_thread);
-        if (!buf) failed = 1;
-#pragma omp for schedule(static)
-        for (long bn = 0; bn < B * N; bn++) {
-            if (!buf) continue;
-            long b = bn / N, n = bn % N;
-            float *kt = buf, *p = kt + kt_size, *scratch = p + scores;
-            /* Kᵀ (H × T): element (d, j) at k[(b*T + j)*N*H + n*H + d] */
-            nx_gemm_pack_b(H, T, k + b * T * N * H + n * H, 1, N * H, kt);
-            failed |= nx_gemm(S, T, H, q + b * S * N * H + n * H, N * H, NULL, NULL, 0, kt, p, T, NULL, NULL, NULL,
-                              0, 0, 0.f, 0.f, scratch, 1);
-            const float* bh = bias ? bias + ((bias_b ? b : 0) * (bias_h ? N : 1) + (bias_h ? n : 0)) * S * T : NULL;
-            for (long i = 0; i < S; i++) nx_softmax_row(p + i * T, p + i * T, T, scale, bh ? bh + i * T : NULL, 0);
-            failed |= nx_gemm(S, HV, T, p, T, NULL, v + b * T * N * HV + n * HV, N * HV, NULL,
-                              out + b * S * N * HV + n * HV, N * HV, NULL, NULL, NULL, 0, 0, 0.f, 0.f, scratch, 1);
-        }
-        free(buf);
-    }
-    return failed ? -1 : 0;
+    struct attention_job job = {.S = S, .T = T, .N = N, .H = H, .HV = HV, .kt_size = kt_size, .scores = scores,
+                                .per_thread = per_thread, .q = q, .k = k, .v = v, .bias = bias, .bias_b = bias_b,
+                                .bias_h = bias_h, .scale = scale, .out = out, .failed = 0};  /* buf: all NULL */
+    nx_for(nt, B * N, attention_chunks, &job);
+    for (int w = 0; w < NX_POOL_MAX; w++) free(job.buf[w]);
+    return job.failed ? -1 : 0;
 }

@@ -1,11 +1,12 @@
 /* 2-D convolution helpers on NCHW float32: depthwise convolution with a fused bias + activation epilogue, max and
  * global average pooling, nearest upsampling, ConvTranspose (kernel == stride) tap placement. Planes are split over
- * OpenMP threads. */
+ * the pool's threads (nx_pool.h). */
 #include <stddef.h>
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nx_math.h"
+#include "nx_pool.h"
 
 void nx_act_row(float* y, long n, int act, float a, float b);
 
@@ -54,6 +55,66 @@ typedef float nx_vf __attribute__((vector_size(NX_VL * 4), aligned(4), may_alias
         _Pragma("GCC unroll 8") for (int v = 0; v < V; v++) *(nx_vf*)(acc + i0 + NX_VL * v) = ac[v]; \
     } while (0)
 
+struct dwconv_job {
+    long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, RQ, WQ, taps, len, slack;
+    const float *x, *w, *bias;
+    float* y;
+    int act;
+    float a, b;
+    int failed;                /* a participant's scratch could not be allocated */
+    float* xq[NX_POOL_MAX];    /* per participant: the phase-split plane, */
+    float* acc[NX_POOL_MAX];   /* the outputs of OH rows of width WQ, */
+    long* off[NX_POOL_MAX];    /* each tap's offset into xq (allocated with its first chunk, freed by nx_dwconv) */
+};
+
+static void dwconv_chunks(void* ctx, long lo, long hi, int who) {
+    struct dwconv_job* job = ctx;
+    long C = job->C, H = job->H, W = job->W, KH = job->KH, KW = job->KW, SH = job->SH, SW = job->SW;
+    long DH = job->DH, DW = job->DW, PT = job->PT, PL = job->PL, OH = job->OH, OW = job->OW;
+    long RQ = job->RQ, WQ = job->WQ, taps = job->taps, len = job->len, slack = job->slack;
+    const float *x = job->x, *w = job->w, *bias = job->bias;
+    float* y = job->y;
+    int act = job->act;
+    float a = job->a, b = job->b;
+    if (!job->off[who]) {  /* the participant's first chunk */
+        float* xq = malloc((SH * SW * RQ * WQ + slack) * sizeof(float));
+        float* acc = malloc((len + 2 * NX_VL) * sizeof(float));
+        long* off = malloc(taps * sizeof(long));
+        if (!xq || !acc || !off) {
+            free(xq);
+            free(acc);
+            free(off);
+            __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        for (long kh = 0; kh < KH; kh++)
+            for (long kw = 0; kw < KW; kw++) {
+                long r = kh * DH, col = kw * DW;
+                off[kh * KW + kw] = (((r % SH) * SW + col % SW) * RQ + r / SH) * WQ + col / SW;
+            }
+        job->xq[who] = xq;
+        job->acc[who] = acc;
+        job->off[who] = off;
+    }
+    float* xq = job->xq[who];
+    float* acc = job->acc[who];
+    const long* off = job->off[who];
+    for (long p = lo; p < hi; p++) {
+        long c = p % C;
+        const float* wc = w + c * taps;
+        float* yp = y + p * OH * OW;
+        float b0 = bias ? bias[c] : 0.f;
+        padded_phases(x + p * H * W, H, W, PT, PL, SH, SW, RQ, WQ, xq, slack);
+        long i0 = 0;
+        for (; i0 + 8 * NX_VL <= len; i0 += 8 * NX_VL) NX_DW_CHUNK(8);
+        for (; i0 < len; i0 += 2 * NX_VL) NX_DW_CHUNK(2);
+        for (long oh = 0; oh < OH; oh++) {
+            memcpy(yp + oh * OW, acc + oh * WQ, OW * sizeof(float));
+            nx_act_row(yp + oh * OW, OW, act, a, b);
+        }
+    }
+}
+
 /* depthwise (returns 0, or -1 when its scratch could not be allocated): y[n, c] = act(bias[c] + sum_kh,kw w[c, kh, kw] * x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]).
  * Over the phase-split plane every tap is one flat multiply-add over OH rows of width WQ (each tap's phase plane
  * and offset precomputed; the extra columns are dropped at the end), in chunks of 8 vectors of outputs, the rest in
@@ -74,43 +135,73 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     long len = OH * WQ;
     long slack = (KW - 1) * DW / SW + 16;  /* the last 2-vector chunk's overrun past its phase plane */
     int nt = nx_team(threads, (double)planes * OH * OW * KH * KW);
-    int failed = 0;
-#pragma omp parallel num_threads(nt) reduction(|:failed)
-    {
-        float* xq = malloc((SH * SW * RQ * WQ + slack) * sizeof(float));
-        float* acc = malloc((len + 2 * NX_VL) * sizeof(float));
-        long* off = malloc(taps * sizeof(long));
-        failed = !xq || !acc || !off;
-        if (!failed)
-            for (long kh = 0; kh < KH; kh++)
-                for (long kw = 0; kw < KW; kw++) {
-                    long r = kh * DH, col = kw * DW;
-                    off[kh * KW + kw] = (((r % SH) * SW + col % SW) * RQ + r / SH) * WQ + col / SW;
-                }
-#pragma omp for schedule(static)
-        for (long p = 0; p < planes; p++) {
-            if (failed) continue;
-            long c = p % C;
-            const float* wc = w + c * taps;
-            float* yp = y + p * OH * OW;
-            float b0 = bias ? bias[c] : 0.f;
-            padded_phases(x + p * H * W, H, W, PT, PL, SH, SW, RQ, WQ, xq, slack);
-            long i0 = 0;
-            for (; i0 + 8 * NX_VL <= len; i0 += 8 * NX_VL) NX_DW_CHUNK(8);
-            for (; i0 < len; i0 += 2 * NX_VL) NX_DW_CHUNK(2);
-            for (long oh = 0; oh < OH; oh++) {
-                memcpy(yp + oh * OW, acc + oh * WQ, OW * sizeof(float));
-                nx_act_row(yp + oh * OW, OW, act, a, b);
-            }
-        }
-        free(xq);
-        free(acc);
-        free(off);
+    struct dwconv_job job = {.C = C, .H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW,
+                             .PT = PT, .PL = PL, .OH = OH, .OW = OW, .RQ = RQ, .WQ = WQ, .taps = taps, .len = len,
+                             .slack = slack, .x = x, .w = w, .bias = bias, .y = y, .act = act, .a = a, .b = b};
+    nx_for(nt, planes, dwconv_chunks, &job);
+    for (int i = 0; i < NX_POOL_MAX; i++) {
+        free(job.xq[i]);
+        free(job.acc[i]);
+        free(job.off[i]);
     }
-    return failed ? -1 : 0;
+    return job.failed ? -1 : 0;
 }
 
 static inline float max_nan(float o, float v) { return (v > o || v != v) ? v : o; }  /* NaN propagates */
+
+struct maxpool_job {
+    long H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, len;
+    const float* x;
+    float* y;
+    float* rp[NX_POOL_MAX];  /* per participant: the padded row (allocated with its first chunk, freed by nx_maxpool) */
+};
+
+static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
+    struct maxpool_job* job = ctx;
+    long H = job->H, W = job->W, KH = job->KH, KW = job->KW, SH = job->SH, SW = job->SW, DH = job->DH;
+    long DW = job->DW, PT = job->PT, PL = job->PL, OH = job->OH, OW = job->OW, len = job->len;
+    const float* x = job->x;
+    float* y = job->y;
+    if (!job->rp[who]) job->rp[who] = malloc(sizeof(float) * len);
+    float* rp = job->rp[who];
+    if (!rp) return;
+    for (long p = lo; p < hi; p++) {
+        const float* xp = x + p * H * W;
+        float* yp = y + p * OH * OW;
+        for (long j = 0; j < len; j++) rp[j] = -FLT_MAX;  /* the numpy kernel pads with the lowest float */
+        float* row = rp + PL;
+        for (long oh = 0; oh < OH; oh++) {
+            float* o = yp + oh * OW;
+            const float* in[16];
+            long n = 0;
+            for (long kh = 0; kh < KH; kh++) {
+                long ih = oh * SH - PT + kh * DH;
+                if (ih >= 0 && ih < H && n < 16) in[n++] = xp + ih * W;
+            }
+            if (n == 3) {
+                const float *a = in[0], *b = in[1], *c = in[2];
+                for (long w = 0; w < W; w++) row[w] = max_nan(max_nan(a[w], b[w]), c[w]);
+            } else {
+                for (long w = 0; w < W; w++) row[w] = n ? in[0][w] : -FLT_MAX;
+                for (long i = 1; i < n; i++)
+                    for (long w = 0; w < W; w++) row[w] = max_nan(row[w], in[i][w]);
+                for (long kh = 16; kh < KH; kh++) {  /* (windows taller than 16 rows) */
+                    long ih = oh * SH - PT + kh * DH;
+                    if (ih >= 0 && ih < H)
+                        for (long w = 0; w < W; w++) row[w] = max_nan(row[w], xp[ih * W + w]);
+                }
+            }
+            if (KW == 3 && SW == 2 && DW == 1) {
+                for (long ow = 0; ow < OW; ow++)
+                    o[ow] = max_nan(max_nan(rp[2 * ow], rp[2 * ow + 1]), rp[2 * ow + 2]);
+            } else {
+                for (long ow = 0; ow < OW; ow++) o[ow] = rp[ow * SW];
+                for (long kw = 1; kw < KW; kw++)
+                    for (long ow = 0; ow < OW; ow++) o[ow] = max_nan(o[ow], rp[ow * SW + kw * DW]);
+            }
+        }
+    }
+}
 
 /* max pooling over planes (pads are ignored positions; NaN propagates); dilation DH, DW. Per output row: the
  * column-wise max over the window's input rows into a row padded with the lowest float (one pass, vectorised), then
@@ -122,58 +213,25 @@ NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH
     NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1);
     long len = (OW - 1) * SW + (KW - 1) * DW + 1;  /* the padded row the windows read */
     if (len < PL + W) len = PL + W;
-#pragma omp parallel num_threads(nx_team(threads, (double)planes * OH * OW * KH * KW))
-    {
-        float* rp = malloc(sizeof(float) * len);
-#pragma omp for schedule(static)
-        for (long p = 0; p < planes; p++) {
-            if (!rp) continue;
-            const float* xp = x + p * H * W;
-            float* yp = y + p * OH * OW;
-            for (long j = 0; j < len; j++) rp[j] = -FLT_MAX;  /* the numpy kernel pads with the lowest float */
-            float* row = rp + PL;
-            for (long oh = 0; oh < OH; oh++) {
-                float* o = yp + oh * OW;
-                const float* in[16];
-                long n = 0;
-                for (long kh = 0; kh < KH; kh++) {
-                    long ih = oh * SH - PT + kh * DH;
-                    if (ih >= 0 && ih < H && n < 16) in[n++] = xp + ih * W;
-                }
-                if (n == 3) {
-                    const float *a = in[0], *b = in[1], *c = in[2];
-                    for (long w = 0; w < W; w++) row[w] = max_nan(max_nan(a[w], b[w]), c[w]);
-                } else {
-                    for (long w = 0; w < W; w++) row[w] = n ? in[0][w] : -FLT_MAX;
-                    for (long i = 1; i < n; i++)
-                        for (long w = 0; w < W; w++) row[w] = max_nan(row[w], in[i][w]);
-                    for (long kh = 16; kh < KH; kh++) {  /* (windows taller than 16 rows) */
-                        long ih = oh * SH - PT + kh * DH;
-                        if (ih >= 0 && ih < H)
-                            for (long w = 0; w < W; w++) row[w] = max_nan(row[w], xp[ih * W + w]);
-                    }
-                }
-                if (KW == 3 && SW == 2 && DW == 1) {
-                    for (long ow = 0; ow < OW; ow++)
-                        o[ow] = max_nan(max_nan(rp[2 * ow], rp[2 * ow + 1]), rp[2 * ow + 2]);
-                } else {
-                    for (long ow = 0; ow < OW; ow++) o[ow] = rp[ow * SW];
-                    for (long kw = 1; kw < KW; kw++)
-                        for (long ow = 0; ow < OW; ow++) o[ow] = max_nan(o[ow], rp[ow * SW + kw * DW]);
-                }
-            }
-        }
-        free(rp);
-    }
+    struct maxpool_job job = {.H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW, .PT = PT,
+                              .PL = PL, .OH = OH, .OW = OW, .len = len, .x = x, .y = y};
+    nx_for(nx_team(threads, (double)planes * OH * OW * KH * KW), planes, maxpool_chunks, &job);
+    for (int i = 0; i < NX_POOL_MAX; i++) free(job.rp[i]);
 }
 
-/* nearest upsampling of planes by whole factors: y[p][i][j] = x[p][i / fh][j / fw] */
-NX_EXPORT void nx_upsample_nearest(long planes, long H, long W, long fh, long fw, const float* x, float* y,
-                                   int threads) {
-    NX_CHECK(planes >= 0 && H >= 0 && W >= 0 && fh >= 1 && fw >= 1);
-    long OW = W * fw;
-#pragma omp parallel for schedule(static) num_threads(nx_team(threads, (double)planes * H * W * fh * fw * NX_PASS_WORK))
-    for (long p = 0; p < planes; p++) {
+struct upsample_nearest_job {
+    long H, W, fh, fw, OW;
+    const float* x;
+    float* y;
+};
+
+static void upsample_nearest_chunks(void* ctx, long lo, long hi, int who) {
+    (void)who;
+    const struct upsample_nearest_job* job = ctx;
+    long H = job->H, W = job->W, fh = job->fh, fw = job->fw, OW = job->OW;
+    const float* x = job->x;
+    float* y = job->y;
+    for (long p = lo; p < hi; p++) {
         for (long i = 0; i < H; i++) {
             const float* xr = x + (p * H + i) * W;
             float* o = y + (p * H + i) * fh * OW;
@@ -184,19 +242,51 @@ NX_EXPORT void nx_upsample_nearest(long planes, long H, long W, long fh, long fw
     }
 }
 
+/* nearest upsampling of planes by whole factors: y[p][i][j] = x[p][i / fh][j / fw] */
+NX_EXPORT void nx_upsample_nearest(long planes, long H, long W, long fh, long fw, const float* x, float* y,
+                                   int threads) {
+    NX_CHECK(planes >= 0 && H >= 0 && W >= 0 && fh >= 1 && fw >= 1);
+    long OW = W * fw;
+    struct upsample_nearest_job job = {.H = H, .W = W, .fh = fh, .fw = fw, .OW = OW, .x = x, .y = y};
+    nx_for(nx_team(threads, (double)planes * H * W * fh * fw * NX_PASS_WORK), planes, upsample_nearest_chunks,
+           &job);
+}
+
+struct global_avg_job {
+    long hw;
+    const float* x;
+    float* y;
+};
+
+static void global_avg_chunks(void* ctx, long lo, long hi, int who) {
+    (void)who;
+    const struct global_avg_job* job = ctx;
+    long hw = job->hw;
+    const float* x = job->x;
+    float* y = job->y;
+    for (long p = lo; p < hi; p++) y[p] = nx_sum(x + p * hw, hw) / (float)hw;
+}
+
 /* y[p] = mean of plane p's hw values */
 NX_EXPORT void nx_global_avg(long planes, long hw, const float* x, float* y, int threads) {
     NX_CHECK(planes >= 0 && hw >= 1);
-#pragma omp parallel for schedule(static) num_threads(nx_team(threads, (double)planes * hw * NX_PASS_WORK))
-    for (long p = 0; p < planes; p++) y[p] = nx_sum(x + p * hw, hw) / (float)hw;
+    struct global_avg_job job = {.hw = hw, .x = x, .y = y};
+    nx_for(nx_team(threads, (double)planes * hw * NX_PASS_WORK), planes, global_avg_chunks, &job);
 }
 
-/* ConvTranspose with kernel == stride, from per-tap planes: y[m][i*KH + a][j*KW + b] = taps[(m*KH + a)*KW + b][i*W + j]
- * (the taps come from one GEMM; numpy's copy through a 5-D transposed view took ~15x longer) */
-NX_EXPORT void nx_place_taps(long M, long KH, long KW, long H, long W, const float* taps, float* y, int threads) {
-    NX_CHECK(M >= 0 && KH >= 1 && KW >= 1 && H >= 0 && W >= 0);
-#pragma omp parallel for schedule(static) num_threads(nx_team(threads, (double)M * KH * KW * H * W * NX_PASS_WORK))
-    for (long m = 0; m < M; m++)
+struct place_taps_job {
+    long KH, KW, H, W;
+    const float* taps;
+    float* y;
+};
+
+static void place_taps_chunks(void* ctx, long lo, long hi, int who) {
+    (void)who;
+    const struct place_taps_job* job = ctx;
+    long KH = job->KH, KW = job->KW, H = job->H, W = job->W;
+    const float* taps = job->taps;
+    float* y = job->y;
+    for (long m = lo; m < hi; m++)
         for (long i = 0; i < H; i++)
             for (long a = 0; a < KH; a++) {
                 float* dst = y + ((m * H + i) * KH + a) * W * KW;
@@ -207,12 +297,27 @@ NX_EXPORT void nx_place_taps(long M, long KH, long KW, long H, long W, const flo
             }
 }
 
-/* depthwise ConvTranspose with kernel == stride: y[c][i*KH + a][j*KW + b] = x[c][i][j] * w[c][a][b] + bias[c] */
-NX_EXPORT void nx_dw_transpose(long C, long KH, long KW, long H, long W, const float* x, const float* w,
-                               const float* bias, float* y, int threads) {
-    NX_CHECK(C >= 0 && KH >= 1 && KW >= 1 && H >= 0 && W >= 0);
-#pragma omp parallel for schedule(static) num_threads(nx_team(threads, (double)C * KH * KW * H * W * NX_PASS_WORK))
-    for (long c = 0; c < C; c++)
+/* ConvTranspose with kernel == stride, from per-tap planes: y[m][i*KH + a][j*KW + b] = taps[(m*KH + a)*KW + b][i*W + j]
+ * (the taps come from one GEMM; numpy's copy through a 5-D transposed view took ~15x longer) */
+NX_EXPORT void nx_place_taps(long M, long KH, long KW, long H, long W, const float* taps, float* y, int threads) {
+    NX_CHECK(M >= 0 && KH >= 1 && KW >= 1 && H >= 0 && W >= 0);
+    struct place_taps_job job = {.KH = KH, .KW = KW, .H = H, .W = W, .taps = taps, .y = y};
+    nx_for(nx_team(threads, (double)M * KH * KW * H * W * NX_PASS_WORK), M, place_taps_chunks, &job);
+}
+
+struct dw_transpose_job {
+    long KH, KW, H, W;
+    const float *x, *w, *bias;
+    float* y;
+};
+
+static void dw_transpose_chunks(void* ctx, long lo, long hi, int who) {
+    (void)who;
+    const struct dw_transpose_job* job = ctx;
+    long KH = job->KH, KW = job->KW, H = job->H, W = job->W;
+    const float *x = job->x, *w = job->w, *bias = job->bias;
+    float* y = job->y;
+    for (long c = lo; c < hi; c++)
         for (long i = 0; i < H; i++)
             for (long a = 0; a < KH; a++) {
                 float* dst = y + ((c * H + i) * KH + a) * W * KW;
@@ -223,4 +328,12 @@ NX_EXPORT void nx_dw_transpose(long C, long KH, long KW, long H, long W, const f
                     for (long j = 0; j < W; j++) dst[j * KW + b] = src[j] * k + bb;
                 }
             }
+}
+
+/* depthwise ConvTranspose with kernel == stride: y[c][i*KH + a][j*KW + b] = x[c][i][j] * w[c][a][b] + bias[c] */
+NX_EXPORT void nx_dw_transpose(long C, long KH, long KW, long H, long W, const float* x, const float* w,
+                               const float* bias, float* y, int threads) {
+    NX_CHECK(C >= 0 && KH >= 1 && KW >= 1 && H >= 0 && W >= 0);
+    struct dw_transpose_job job = {.KH = KH, .KW = KW, .H = H, .W = W, .x = x, .w = w, .bias = bias, .y = y};
+    nx_for(nx_team(threads, (double)C * KH * KW * H * W * NX_PASS_WORK), C, dw_transpose_chunks, &job);
 }

@@ -1,7 +1,8 @@
 /* Element-wise and row kernels: activations with bias / residual epilogues, LayerNorm (with skip and bias),
- * softmax. Rows (or flat chunks) are split over OpenMP threads; every loop body vectorises. */
+ * softmax. Rows (or flat chunks) are split over the pool's threads (nx_pool.h); every loop body vectorises. */
 #include <stddef.h>
 #include "nx_math.h"
+#include "nx_pool.h"
 
 #define CHUNK 16384  /* flat element chunk per thread task */
 
@@ -26,13 +27,25 @@ void nx_act_row(float* restrict y, long n, int act, float a, float b) {
 
 static int use_threads(int threads, long elements) { return nx_team(threads, (double)elements * NX_PASS_WORK); }
 
-/* y = act(x + residual) over n flat elements (residual may be NULL; y may alias x) */
-NX_EXPORT void nx_act(long n, const float* x, float* y, const float* residual, int act, float a, float b,
-                      int threads) {
-    NX_CHECK(n >= 0 && act >= 0);
-    long chunks = (n + CHUNK - 1) / CHUNK;
-#pragma omp parallel for schedule(static) num_threads(use_threads(threads, n))
-    for (long c = 0; c < chunks; c++) {
+struct act_job {
+    long n;
+    const float* x;
+    float* y;
+    const float* residual;
+    int act;
+    float a, b;
+};
+
+/* flat chunks c0 .. c1 - 1 of CHUNK elements */
+static void act_chunks(void* ctx, long c0, long c1, int who) {
+    (void)who;
+    const struct act_job* job = ctx;
+    long n = job->n;
+    const float *x = job->x, *residual = job->residual;
+    float* y = job->y;
+    int act = job->act;
+    float a = job->a, b = job->b;
+    for (long c = c0; c < c1; c++) {
         long lo = c * CHUNK, len = n - lo < CHUNK ? n - lo : CHUNK;
         const float* xs = x + lo;
         float* ys = y + lo;
@@ -46,12 +59,33 @@ NX_EXPORT void nx_act(long n, const float* x, float* y, const float* residual, i
     }
 }
 
-/* y[r, c] = act(x[r, c] + bias[c]) (BiasGelu, FastGelu); y may alias x */
-NX_EXPORT void nx_bias_act(long rows, long cols, const float* x, float* y, const float* bias, int act, float a,
-                           float b, int threads) {
-    NX_CHECK(rows >= 0 && cols >= 1 && act >= 0);
-#pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
-    for (long r = 0; r < rows; r++) {
+/* y = act(x + residual) over n flat elements (residual may be NULL; y may alias x) */
+NX_EXPORT void nx_act(long n, const float* x, float* y, const float* residual, int act, float a, float b,
+                      int threads) {
+    NX_CHECK(n >= 0 && act >= 0);
+    long chunks = (n + CHUNK - 1) / CHUNK;
+    struct act_job job = {.n = n, .x = x, .y = y, .residual = residual, .act = act, .a = a, .b = b};
+    nx_for(use_threads(threads, n), chunks, act_chunks, &job);
+}
+
+struct bias_act_job {
+    long cols;
+    const float* x;
+    float* y;
+    const float* bias;
+    int act;
+    float a, b;
+};
+
+static void bias_act_chunks(void* ctx, long lo, long hi, int who) {
+    (void)who;
+    const struct bias_act_job* job = ctx;
+    long cols = job->cols;
+    const float *x = job->x, *bias = job->bias;
+    float* y = job->y;
+    int act = job->act;
+    float a = job->a, b = job->b;
+    for (long r = lo; r < hi; r++) {
         const float* xr = x + r * cols;
         float* yr = y + r * cols;
         for (long c = 0; c < cols; c++) yr[c] = xr[c] + bias[c];
@@ -59,14 +93,29 @@ NX_EXPORT void nx_bias_act(long rows, long cols, const float* x, float* y, const
     }
 }
 
-/* LayerNorm over rows of `cols`: v = x + skip + bias (skip / bias may be NULL; v stored in sum_out if given),
- * y = (v - mean) / sqrt(var + eps) * gamma + beta (beta may be NULL); mean / inv_std per row if asked. */
-NX_EXPORT void nx_layernorm(long rows, long cols, const float* x, const float* skip, const float* bias,
-                            const float* gamma, const float* beta, float eps, float* y, float* sum_out,
-                            float* mean_out, float* inv_std_out, int threads) {
-    NX_CHECK(rows >= 0 && cols >= 1);
-#pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
-    for (long r = 0; r < rows; r++) {
+/* y[r, c] = act(x[r, c] + bias[c]) (BiasGelu, FastGelu); y may alias x */
+NX_EXPORT void nx_bias_act(long rows, long cols, const float* x, float* y, const float* bias, int act, float a,
+                           float b, int threads) {
+    NX_CHECK(rows >= 0 && cols >= 1 && act >= 0);
+    struct bias_act_job job = {.cols = cols, .x = x, .y = y, .bias = bias, .act = act, .a = a, .b = b};
+    nx_for(use_threads(threads, rows * cols), rows, bias_act_chunks, &job);
+}
+
+struct layernorm_job {
+    long cols;
+    const float *x, *skip, *bias, *gamma, *beta;
+    float eps;
+    float *y, *sum_out, *mean_out, *inv_std_out;
+};
+
+static void layernorm_chunks(void* ctx, long lo, long hi, int who) {
+    (void)who;
+    const struct layernorm_job* job = ctx;
+    long cols = job->cols;
+    const float *x = job->x, *skip = job->skip, *bias = job->bias, *gamma = job->gamma, *beta = job->beta;
+    float eps = job->eps;
+    float *y = job->y, *sum_out = job->sum_out, *mean_out = job->mean_out, *inv_std_out = job->inv_std_out;
+    for (long r = lo; r < hi; r++) {
         const float* xr = x + r * cols;
         float* yr = y + r * cols;
         const float* v = xr;
@@ -90,15 +139,37 @@ NX_EXPORT void nx_layernorm(long rows, long cols, const float* x, const float* s
     }
 }
 
-/* y = softmax(scale * x + bias) along rows of `cols`, or log-softmax with `log` (then y must not alias x and bias
- * must be NULL); y may alias x otherwise. `bias` (or NULL) is
- * an attention bias: rows are (batch, head, query) with `heads` heads of `seq` queries, and the bias has one row
- * per query, per head only if bias_h, per batch only if bias_b. */
-NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float scale, const float* bias, long heads,
-                          long seq, int bias_b, int bias_h, int log, int threads) {
-    NX_CHECK(rows >= 0 && cols >= 1 && (!bias || (heads >= 1 && seq >= 1 && rows % (heads * seq) == 0)));
-#pragma omp parallel for schedule(static) num_threads(use_threads(threads, rows * cols))
-    for (long r = 0; r < rows; r++) {
+/* LayerNorm over rows of `cols`: v = x + skip + bias (skip / bias may be NULL; v stored in sum_out if given),
+ * y = (v - mean) / sqrt(var + eps) * gamma + beta (beta may be NULL); mean / inv_std per row if asked. */
+NX_EXPORT void nx_layernorm(long rows, long cols, const float* x, const float* skip, const float* bias,
+                            const float* gamma, const float* beta, float eps, float* y, float* sum_out,
+                            float* mean_out, float* inv_std_out, int threads) {
+    NX_CHECK(rows >= 0 && cols >= 1);
+    struct layernorm_job job = {.cols = cols, .x = x, .skip = skip, .bias = bias, .gamma = gamma, .beta = beta,
+                                .eps = eps, .y = y, .sum_out = sum_out, .mean_out = mean_out,
+                                .inv_std_out = inv_std_out};
+    nx_for(use_threads(threads, rows * cols), rows, layernorm_chunks, &job);
+}
+
+struct softmax_job {
+    long cols;
+    const float* x;
+    float* y;
+    float scale;
+    const float* bias;
+    long heads, seq;
+    int bias_b, bias_h, log;
+};
+
+static void softmax_chunks(void* ctx, long lo, long hi, int who) {
+    (void)who;
+    const struct softmax_job* job = ctx;
+    long cols = job->cols, heads = job->heads, seq = job->seq;
+    const float *x = job->x, *bias = job->bias;
+    float* y = job->y;
+    float scale = job->scale;
+    int bias_b = job->bias_b, bias_h = job->bias_h, log = job->log;
+    for (long r = lo; r < hi; r++) {
         const float* br = NULL;
         if (bias) {
             long b = r / (heads * seq), h = (r / seq) % heads, q = r % seq;
@@ -106,6 +177,18 @@ NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float 
         }
         nx_softmax_row(x + r * cols, y + r * cols, cols, scale, br, log);
     }
+}
+
+/* y = softmax(scale * x + bias) along rows of `cols`, or log-softmax with `log` (then y must not alias x and bias
+ * must be NULL); y may alias x otherwise. `bias` (or NULL) is
+ * an attention bias: rows are (batch, head, query) with `heads` heads of `seq` queries, and the bias has one row
+ * per query, per head only if bias_h, per batch only if bias_b. */
+NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float scale, const float* bias, long heads,
+                          long seq, int bias_b, int bias_h, int log, int threads) {
+    NX_CHECK(rows >= 0 && cols >= 1 && (!bias || (heads >= 1 && seq >= 1 && rows % (heads * seq) == 0)));
+    struct softmax_job job = {.cols = cols, .x = x, .y = y, .scale = scale, .bias = bias, .heads = heads,
+                              .seq = seq, .bias_b = bias_b, .bias_h = bias_h, .log = log};
+    nx_for(use_threads(threads, rows * cols), rows, softmax_chunks, &job);
 }
 
 /* y = a op b over a (outer, mid, inner) with b (mid,) broadcast along outer and inner (b_first: y = b op a);
@@ -128,16 +211,24 @@ NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float 
         }                                                                                                     \
     }
 
-NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, int b_full, const float* a,
-                         const float* b, float* y, int threads) {
-    NX_CHECK(op >= 0 && op <= 3 && outer >= 0 && mid >= 0 && inner >= 0);
-    long n = outer * mid * inner;
-    long step = inner == 1 && !b_full ? mid : inner;            /* chunks hold whole broadcast rows */
-    long per = step >= CHUNK ? step : (CHUNK / step) * step;
-    if (b_full || mid == 1) per = CHUNK;  /* flat: any chunking works */
-    long chunks = (n + per - 1) / per;
-#pragma omp parallel for schedule(static) num_threads(use_threads(threads, n))
-    for (long c = 0; c < chunks; c++) {
+struct binary_job {
+    int op, b_first;
+    long mid, inner;
+    int b_full;
+    const float *a, *b;
+    float* y;
+    long n, per;
+};
+
+/* chunks c0 .. c1 - 1 of `per` elements */
+static void binary_chunks(void* ctx, long c0, long c1, int who) {
+    (void)who;
+    const struct binary_job* job = ctx;
+    int op = job->op, b_first = job->b_first, b_full = job->b_full;
+    long mid = job->mid, inner = job->inner, n = job->n, per = job->per;
+    const float *a = job->a, *b = job->b;
+    float* y = job->y;
+    for (long c = c0; c < c1; c++) {
         long lo = c * per, len = n - lo < per ? n - lo : per;
         switch (op * 2 + (b_first ? 1 : 0)) {
         case 0: case 1: BIN_LOOPS(u + v) break;
@@ -151,15 +242,43 @@ NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, 
     }
 }
 
-/* y = x * scale[c] + shift[c] over N×C planes of hw values (inference BatchNormalization: one pass) */
-NX_EXPORT void nx_channel_affine(long n, long c, long hw, const float* x, const float* scale, const float* shift,
-                                 float* y, int threads) {
-    NX_CHECK(n >= 0 && c >= 0 && hw >= 0);
-#pragma omp parallel for schedule(static) num_threads(use_threads(threads, n * c * hw))
-    for (long p = 0; p < n * c; p++) {
+NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, int b_full, const float* a,
+                         const float* b, float* y, int threads) {
+    NX_CHECK(op >= 0 && op <= 3 && outer >= 0 && mid >= 0 && inner >= 0);
+    long n = outer * mid * inner;
+    long step = inner == 1 && !b_full ? mid : inner;            /* chunks hold whole broadcast rows */
+    long per = step >= CHUNK ? step : (CHUNK / step) * step;
+    if (b_full || mid == 1) per = CHUNK;  /* flat: any chunking works */
+    long chunks = (n + per - 1) / per;
+    struct binary_job job = {.op = op, .b_first = b_first, .mid = mid, .inner = inner, .b_full = b_full, .a = a,
+                             .b = b, .y = y, .n = n, .per = per};
+    nx_for(use_threads(threads, n), chunks, binary_chunks, &job);
+}
+
+struct channel_affine_job {
+    long c, hw;
+    const float *x, *scale, *shift;
+    float* y;
+};
+
+static void channel_affine_chunks(void* ctx, long lo, long hi, int who) {
+    (void)who;
+    const struct channel_affine_job* job = ctx;
+    long c = job->c, hw = job->hw;
+    const float *x = job->x, *scale = job->scale, *shift = job->shift;
+    float* y = job->y;
+    for (long p = lo; p < hi; p++) {
         const float* xs = x + p * hw;
         float* ys = y + p * hw;
         float a = scale[p % c], b = shift[p % c];
         for (long i = 0; i < hw; i++) ys[i] = xs[i] * a + b;
     }
+}
+
+/* y = x * scale[c] + shift[c] over N×C planes of hw values (inference BatchNormalization: one pass) */
+NX_EXPORT void nx_channel_affine(long n, long c, long hw, const float* x, const float* scale, const float* shift,
+                                 float* y, int threads) {
+    NX_CHECK(n >= 0 && c >= 0 && hw >= 0);
+    struct channel_affine_job job = {.c = c, .hw = hw, .x = x, .scale = scale, .shift = shift, .y = y};
+    nx_for(use_threads(threads, n * c * hw), n * c, channel_affine_chunks, &job);
 }

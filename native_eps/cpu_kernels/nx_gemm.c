@@ -1,12 +1,12 @@
 /* Packed SGEMM for the native CPU EP: C = A·B (+ bias, activation) with B packed once (constant weights, either
  * orientation) into 32-column panels, A packed per call into 14-row panels, a 14×32 register-blocked micro-kernel
  * (AVX-512 where the build has it, AVX2 + FMA as four 8-column strips, plain vectorisable C otherwise), K blocked to keep a B panel in L1; output
- * tiles split over OpenMP threads. Row-major throughout. Also the convolution whose B rows are read in place from
+ * tiles split over the pool's threads (nx_pool.h). Row-major throughout. Also the convolution whose B rows are read in place from
  * stride-phase planes of the input (nx_conv_shifted). */
 #include <stdlib.h>
 #include <string.h>
-#include <omp.h>
 #include "nx_math.h"
+#include "nx_pool.h"
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
@@ -187,27 +187,35 @@ static void tile_product(long K, long ip, const float* ap, const float* bpanel, 
     }
 }
 
-/* rows of C = act(A·B + ...) for an M below MR with B packed: each row against each panel in registers (a 14-row
- * tile would compute MR - M rows of zeros: 14x the work for the one-row GEMMs of a batch-1 MLP) */
-static void few_rows(long M, long N, long K, const float* a, long lda, const float* bp, float* c, long ldc,
-                     const float* bias, const float* row_bias, const float* res, long ldr, int act, float alpha,
-                     float beta, int nt) {
-    long panels = (N + NR - 1) / NR;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (long jp = 0; jp < panels; jp++) {
-        long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR;
-        const float* panel = bp + jp * K * NR;
-        for (long i = 0; i < M; i++) {
+/* the arguments of one nx_gemm call and its plan, for the chunks of its loops */
+struct gemm_job {
+    long M, N, K, lda, ldb, ldc, ldr, mpanels, panels, kblocks, nb;
+    const float *a, *ap, *b, *bp, *bias, *row_bias, *res;
+    float *c, *a_own, *b_own;
+    int act;
+    float alpha, beta;
+};
+
+/* rows of C = act(A·B + ...) for an M below MR with B packed, B panels [lo, hi): each row against each panel in
+ * registers (a 14-row tile would compute MR - M rows of zeros: 14x the work for the one-row GEMMs of a batch-1 MLP) */
+static void few_rows_chunks(void* p, long lo, long hi, int who) {
+    const struct gemm_job* g = p;
+    long K = g->K;
+    (void)who;
+    for (long jp = lo; jp < hi; jp++) {
+        long n0 = jp * NR, w = g->N - n0 < NR ? g->N - n0 : NR;
+        const float* panel = g->bp + jp * K * NR;
+        for (long i = 0; i < g->M; i++) {
             float acc[NR] = {0.f};
-            const float* ar = a + i * lda;
+            const float* ar = g->a + i * g->lda;
             for (long k = 0; k < K; k++) {
                 float av = ar[k];
                 const float* br = panel + k * NR;
                 for (long j = 0; j < NR; j++) acc[j] = fmaf(av, br[j], acc[j]);
             }
-            float* dst = c + i * ldc + n0;
+            float* dst = g->c + i * g->ldc + n0;
             memcpy(dst, acc, w * sizeof(float));
-            row_out(dst, i, n0, w, bias, row_bias, res, ldr, act, alpha, beta);
+            row_out(dst, i, n0, w, g->bias, g->row_bias, g->res, g->ldr, g->act, g->alpha, g->beta);
         }
     }
 }
@@ -233,22 +241,63 @@ NX_EXPORT long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw
     return (a_raw ? nx_gemm_packed_a_size(M, K) : 0) + (b_raw ? nx_gemm_packed_size(K, N) : 0);
 }
 
+/* packing items [lo, hi): A's (K block, row panel) pairs first when A is raw, then B's panels when B is raw */
+static void gemm_pack_chunks(void* p, long lo, long hi, int who) {
+    const struct gemm_job* g = p;
+    long a_items = g->a_own ? g->kblocks * g->mpanels : 0;
+    (void)who;
+    for (long t = lo; t < hi; t++) {
+        if (t < a_items) {
+            long kb = t / g->mpanels, ip = t % g->mpanels, k0 = kb * KC, kc = g->K - k0 < KC ? g->K - k0 : KC;
+            pack_a(g->a, g->lda, g->M, ip * MR, k0, kc, g->a_own + ip * MR * g->K + k0 * MR);
+            continue;
+        }
+        long jp = t - a_items, n0 = jp * NR, w = g->N - n0 < NR ? g->N - n0 : NR;
+        for (long k = 0; k < g->K; k++) {
+            const float* src = g->b + k * g->ldb + n0;
+            float* d = g->b_own + jp * g->K * NR + k * NR;
+            for (long j = 0; j < w; j++) d[j] = src[j];
+            for (long j = w; j < NR; j++) d[j] = 0.f;
+        }
+    }
+}
+
+/* output tiles [lo, hi) in the order nx_gemm chose (B block by B block, row panel by row panel within one) */
+static void gemm_tile_chunks(void* p, long lo, long hi, int who) {
+    const struct gemm_job* g = p;
+    long mpanels = g->mpanels, panels = g->panels, nb = g->nb;
+    const float* apk = g->ap ? g->ap : g->a_own;
+    const float* bpk = g->bp ? g->bp : g->b_own;
+    (void)who;
+    for (long t = lo; t < hi; t++) {
+        long jb = t / (mpanels * nb), r = t - jb * mpanels * nb;
+        long pb = panels - jb * nb < nb ? panels - jb * nb : nb;  /* panels in this (possibly last) block */
+        long ip = r / pb, jp = jb * nb + r % pb;
+        long n0 = jp * NR, w = g->N - n0 < NR ? g->N - n0 : NR;
+        tile_product(g->K, ip, apk, bpk + jp * g->K * NR, g->c, g->ldc, g->M, n0, w, g->bias, g->row_bias, g->res,
+                     g->ldr, g->act, g->alpha, g->beta);
+    }
+}
+
 NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const float* ap, const float* b, long ldb,
                       const float* bp, float* c, long ldc, const float* bias, const float* row_bias, const float* res,
                       long ldr, int act, float alpha, float beta, float* scratch, int threads) {
     NX_CHECK(M >= 0 && N >= 0 && K >= 0 && (a || ap) && (b || bp) && ldc >= N && (!a || lda >= K) && (!b || ldb >= N));
     NX_CHECK(!res || ldr >= N);
-    long panels = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
-    long kblocks = (K + KC - 1) / KC;
+    struct gemm_job g = {.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ldr = ldr, .a = a, .ap = ap,
+                         .b = b, .bp = bp, .bias = bias, .row_bias = row_bias, .res = res, .c = c, .act = act,
+                         .alpha = alpha, .beta = beta};
+    long panels = g.panels = (N + NR - 1) / NR, mpanels = g.mpanels = (M + MR - 1) / MR;
+    g.kblocks = (K + KC - 1) / KC;
     int nt = nx_team(threads, (double)M * N * K);
     if (a && bp && M < 4) {
-        few_rows(M, N, K, a, lda, bp, c, ldc, bias, row_bias, res, ldr, act, alpha, beta, nt);
+        nx_for(nt, panels, few_rows_chunks, &g);
         return 0;
     }
     float* mine = scratch ? NULL : malloc(sizeof(float) * nx_gemm_scratch_size(M, N, K, !ap, !bp) + 64);
     if (!scratch && !mine) return -1;
-    float* a_own = ap ? NULL : (scratch ? scratch : mine);
-    float* b_own = bp ? NULL : (scratch ? scratch : mine) + (ap ? 0 : nx_gemm_packed_a_size(M, K));
+    g.a_own = ap ? NULL : (scratch ? scratch : mine);
+    g.b_own = bp ? NULL : (scratch ? scratch : mine) + (ap ? 0 : nx_gemm_packed_a_size(M, K));
     /* tiles go B block by B block, row panel by row panel within a block. An A that fits in cache: blocks of one
      * B panel (each B panel streams once and meets every row panel while hot: MiniLM's weights); else a B that
      * fits: one block (A streams once: a conv's weights); else blocks of as many B panels as fit (each block read
@@ -256,41 +305,9 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
     long panel_bytes = K * NR * (long)sizeof(float);
     long nb = mpanels * MR * K * (long)sizeof(float) <= CACHE_BUDGET ? 1
               : panels * panel_bytes <= CACHE_BUDGET ? panels : CACHE_BUDGET / panel_bytes;
-    nb = nb < 1 ? 1 : nb;
-#pragma omp parallel num_threads(nt)
-    {
-        if (a_own) {
-            for (long kb = 0; kb < kblocks; kb++) {
-                long k0 = kb * KC, kc = K - k0 < KC ? K - k0 : KC;
-#pragma omp for schedule(static)
-                for (long ip = 0; ip < mpanels; ip++)
-                    pack_a(a, lda, M, ip * MR, k0, kc, a_own + ip * MR * K + k0 * MR);
-            }
-        }
-        if (b_own) {
-#pragma omp for schedule(static)
-            for (long jp = 0; jp < panels; jp++) {
-                long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR;
-                for (long k = 0; k < K; k++) {
-                    const float* src = b + k * ldb + n0;
-                    float* d = b_own + jp * K * NR + k * NR;
-                    for (long j = 0; j < w; j++) d[j] = src[j];
-                    for (long j = w; j < NR; j++) d[j] = 0.f;
-                }
-            }
-        }
-        const float* apk = ap ? ap : a_own;
-        const float* bpk = bp ? bp : b_own;
-#pragma omp for schedule(static)
-        for (long t = 0; t < mpanels * panels; t++) {
-            long jb = t / (mpanels * nb), r = t - jb * mpanels * nb;
-            long pb = panels - jb * nb < nb ? panels - jb * nb : nb;  /* panels in this (possibly last) block */
-            long ip = r / pb, jp = jb * nb + r % pb;
-            long n0 = jp * NR, w = N - n0 < NR ? N - n0 : NR;
-            tile_product(K, ip, apk, bpk + jp * K * NR, c, ldc, M, n0, w, bias, row_bias, res, ldr, act,
-                         alpha, beta);
-        }
-    }
+    g.nb = nb < 1 ? 1 : nb;
+    nx_for(nt, (g.a_own ? g.kblocks * mpanels : 0) + (g.b_own ? panels : 0), gemm_pack_chunks, &g);
+    nx_for(nt, mpanels * panels, gemm_tile_chunks, &g);
     free(mine);
     return 0;
 }
@@ -347,6 +364,64 @@ NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long S
     return C * SH * SW * hs * ws + shifted_slack(ws) + C * KH * KW + 16;  /* planes, slack, offsets */
 }
 
+/* the arguments of one nx_conv_shifted call and its geometry, for the chunks of its loops */
+struct shifted_job {
+    long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, M, K, hs, ws, plane, Q, P, mpanels, panels;
+    const float *x, *ap, *bias, *res;
+    float *y, *xs;
+    const int* off;
+    int act, a_outer;
+    float alpha, beta;
+};
+
+/* stride-phase planes [lo, hi) of the padded input (c, ph, pw) */
+static void shifted_plane_chunks(void* p, long lo, long hi, int who) {
+    const struct shifted_job* g = p;
+    long H = g->H, W = g->W, SH = g->SH, SW = g->SW, hs = g->hs, ws = g->ws;
+    (void)who;
+    for (long cp = lo; cp < hi; cp++) {
+        long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
+        float* dst = g->xs + cp * g->plane;
+        if (!phase_used(ph, g->KH, g->DH, SH) || !phase_used(pw, g->KW, g->DW, SW)) continue;  /* no tap reads it */
+        for (long i = 0; i < hs; i++) {
+            long r = i * SH + ph - g->PT;
+            float* d = dst + i * ws;
+            if (r < 0 || r >= H) {
+                memset(d, 0, ws * sizeof(float));
+                continue;
+            }
+            const float* src = g->x + (c * H + r) * W;
+            for (long j = 0; j < ws; j++) {
+                long col = j * SW + pw - g->PL;
+                d[j] = col >= 0 && col < W ? src[col] : 0.f;
+            }
+        }
+    }
+}
+
+/* output tiles [lo, hi): row panel by position panel, the order a_outer says */
+static void shifted_tile_chunks(void* p, long lo, long hi, int who) {
+    const struct shifted_job* g = p;
+    long M = g->M, K = g->K, Q = g->Q, P = g->P, mpanels = g->mpanels, panels = g->panels;
+    (void)who;
+    for (long t = lo; t < hi; t++) {
+        long ip = g->a_outer ? t / panels : t % mpanels, jp = g->a_outer ? t % panels : t / mpanels;
+        long q0 = jp * NR, i0 = ip * MR, h = M - i0 < MR ? M - i0 : MR;
+        float tile[MR * NR];
+        for (long k0 = 0; k0 < K; k0 += KC) {
+            long kc = K - k0 < KC ? K - k0 : KC;
+            micro_shifted(kc, g->ap + ip * MR * K + k0 * MR, g->xs + q0, g->off + k0, tile, k0 > 0, Q - q0, h);
+        }
+        /* epilogue: the residual into the tile, bias and activation over whole tile rows, then the tile's
+         * positions out as runs along output rows (the dropped columns skipped) */
+        if (g->res) shifted_runs(tile, (float*)(g->res + i0 * P), P, h, q0, Q, g->ws, g->OW, 0);  /* read only */
+        long cols = Q - q0 < NR ? Q - q0 : NR;  /* (the strips computed) */
+        for (long i = 0; i < h; i++)
+            row_epilogue(tile + i * NR, cols, g->bias ? g->bias[i0 + i] : 0.f, g->act, g->alpha, g->beta);
+        shifted_runs(tile, g->y + i0 * P, P, h, q0, Q, g->ws, g->OW, 1);
+    }
+}
+
 NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
                               long PL, long OH, long OW, const float* x, long M, const float* ap, float* y,
                               const float* bias, const float* res, int act, float alpha, float beta, float* scratch,
@@ -357,7 +432,6 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     long hs, ws;
     shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);
     long K = C * KH * KW, plane = hs * ws, Q = OH * ws, P = OH * OW;
-    long panels = (Q + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
     long slack = shifted_slack(ws);
     if ((double)C * SH * SW * plane + slack >= 2147483647.0) return -1;  /* offsets are int */
     float* mine = scratch ? NULL : malloc(sizeof(float) * nx_conv_shifted_scratch(C, KH, KW, SH, SW, DH, DW, OH, OW));
@@ -367,54 +441,18 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     int nt = nx_team(threads, (double)M * P * K);
     /* weights larger than ~1 MB stream once (row panels outer, the input planes stay in cache); else the
      * position panels go outer and the weights are re-read from cache */
-    int a_outer = M * K * (long)sizeof(float) > (1L << 20);
-#pragma omp parallel num_threads(nt)
-    {
-#pragma omp for schedule(static)
-        for (long cp = 0; cp < C * SH * SW; cp++) {
-            long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
-            float* dst = xs + cp * plane;
-            if (!phase_used(ph, KH, DH, SH) || !phase_used(pw, KW, DW, SW)) continue;  /* no tap reads it */
-            for (long i = 0; i < hs; i++) {
-                long r = i * SH + ph - PT;
-                float* d = dst + i * ws;
-                if (r < 0 || r >= H) {
-                    memset(d, 0, ws * sizeof(float));
-                    continue;
-                }
-                const float* src = x + (c * H + r) * W;
-                for (long j = 0; j < ws; j++) {
-                    long col = j * SW + pw - PL;
-                    d[j] = col >= 0 && col < W ? src[col] : 0.f;
-                }
-            }
-        }
-#pragma omp single
-        {
-            memset(xs + C * SH * SW * plane, 0, slack * sizeof(float));
-            for (long k = 0; k < K; k++) {
-                long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-                off[k] = (int)((((c * SH + kh * DH % SH) * SW + kw * DW % SW) * hs + kh * DH / SH) * ws +
-                               kw * DW / SW);
-            }
-        }
-#pragma omp for schedule(static)
-        for (long t = 0; t < mpanels * panels; t++) {
-            long ip = a_outer ? t / panels : t % mpanels, jp = a_outer ? t % panels : t / mpanels;
-            long q0 = jp * NR, i0 = ip * MR, h = M - i0 < MR ? M - i0 : MR;
-            float tile[MR * NR];
-            for (long k0 = 0; k0 < K; k0 += KC) {
-                long kc = K - k0 < KC ? K - k0 : KC;
-                micro_shifted(kc, ap + ip * MR * K + k0 * MR, xs + q0, off + k0, tile, k0 > 0, Q - q0, h);
-            }
-            /* epilogue: the residual into the tile, bias and activation over whole tile rows, then the tile's
-             * positions out as runs along output rows (the dropped columns skipped) */
-            if (res) shifted_runs(tile, (float*)(res + i0 * P), P, h, q0, Q, ws, OW, 0);  /* read only */
-            long cols = Q - q0 < NR ? Q - q0 : NR;  /* (the strips computed) */
-            for (long i = 0; i < h; i++) row_epilogue(tile + i * NR, cols, bias ? bias[i0 + i] : 0.f, act, alpha, beta);
-            shifted_runs(tile, y + i0 * P, P, h, q0, Q, ws, OW, 1);
-        }
+    struct shifted_job g = {.C = C, .H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW,
+                            .PT = PT, .PL = PL, .OH = OH, .OW = OW, .M = M, .K = K, .hs = hs, .ws = ws, .plane = plane,
+                            .Q = Q, .P = P, .mpanels = (M + MR - 1) / MR, .panels = (Q + NR - 1) / NR, .x = x,
+                            .ap = ap, .bias = bias, .res = res, .y = y, .xs = xs, .off = off, .act = act,
+                            .a_outer = M * K * (long)sizeof(float) > (1L << 20), .alpha = alpha, .beta = beta};
+    memset(xs + C * SH * SW * plane, 0, slack * sizeof(float));
+    for (long k = 0; k < K; k++) {
+        long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+        off[k] = (int)((((c * SH + kh * DH % SH) * SW + kw * DW % SW) * hs + kh * DH / SH) * ws + kw * DW / SW);
     }
+    nx_for(nt, C * SH * SW, shifted_plane_chunks, &g);
+    nx_for(nt, g.mpanels * g.panels, shifted_tile_chunks, &g);
     free(mine);
     return 0;
 }

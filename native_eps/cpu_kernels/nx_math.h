@@ -20,10 +20,9 @@
 #define NX_CHECK(cond) ((void)0)
 #endif
 
-/* Threads for one parallel region of `work` multiply-adds (a memory pass: NX_PASS_WORK per element): waking an
- * OpenMP worker that went to sleep (libgomp spins only 1,000 rounds, lib.py) cost 40-90 us on the 2-core VM the
- * benchmarks run on, about a small kernel's whole time, so a region pays only for ~100 us of one core's work and
- * up. nx_parallel_work is that amount (nx_set_parallel_work changes it: benchmarks and tests). */
+/* Threads for one parallel loop of `work` multiply-adds (a memory pass: NX_PASS_WORK per element): loops below
+ * ~100 us of one core's work stay on the caller. nx_parallel_work is that amount (nx_set_parallel_work changes it:
+ * benchmarks and tests). */
 #define NX_PASS_WORK 16
 extern long nx_parallel_work;
 NX_INLINE int nx_team(int threads, double work) { return threads > 1 && work >= (double)nx_parallel_work ? threads : 1; }

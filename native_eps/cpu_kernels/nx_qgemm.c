@@ -11,8 +11,8 @@
 #include <string.h>
 #include <math.h>
 #include <float.h>
-#include <omp.h>
 #include "nx_math.h"
+#include "nx_pool.h"
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -132,6 +132,70 @@ static int32_t widen_row(long K, const void* a, int a_signed, int32_t z, int16_t
     return (int32_t)s;
 }
 
+/* one qgemm call's loops: A's rows widened, then the (panel, row block) tiles */
+struct qgemm_job {
+    long M, N, K, kp, lda, rblocks, esize;
+    const void* a;
+    int a_signed;
+    const int32_t* az;
+    long az_stride;
+    const int16_t* bp;
+    const int32_t* bz;
+    int32_t* y;
+    const q_float_out* fo;
+    float* yf;
+    int16_t* a16;
+    int32_t* rs;
+};
+
+static void qgemm_widen_chunks(void* ctx, long lo, long hi, int who) {
+    const struct qgemm_job* job = (const struct qgemm_job*)ctx;
+    long K = job->K, lda = job->lda, esize = job->esize, az_stride = job->az_stride;
+    const void* a = job->a;
+    int a_signed = job->a_signed;
+    const int32_t* az = job->az;
+    int16_t* a16 = job->a16;
+    int32_t* rs = job->rs;
+    (void)who;
+    for (long i = lo; i < hi; i++) {
+        int16_t* d = a16 + i * lda;
+        rs[i] = widen_row(K, (const char*)a + i * K * esize, a_signed, az ? az[i * az_stride] : 0, d);
+        if (K < lda) d[K] = 0;
+    }
+}
+
+/* tile pr = p * rblocks + rb: panel p outer (a panel stays in L1 while the row blocks pass) */
+static void qgemm_tile_chunks(void* ctx, long lo, long hi, int who) {
+    const struct qgemm_job* job = (const struct qgemm_job*)ctx;
+    long M = job->M, N = job->N, kp = job->kp, lda = job->lda, rblocks = job->rblocks;
+    const int16_t* bp = job->bp;
+    const int32_t* bz = job->bz;
+    int32_t* y = job->y;
+    const q_float_out* fo = job->fo;
+    float* yf = job->yf;
+    const int16_t* a16 = job->a16;
+    const int32_t* rs = job->rs;
+    (void)who;
+    for (long pr = lo; pr < hi; pr++) {
+        long p = pr / rblocks, rb = pr % rblocks;
+        long i0 = rb * QMR, mr = M - i0 < QMR ? M - i0 : QMR, n0 = p * QNR;
+        const int16_t* rows[QMR];
+        for (int r = 0; r < QMR; r++) rows[r] = a16 + (i0 + (r < mr ? r : mr - 1)) * lda;
+        int32_t acc[QMR][QNR];
+        tile(kp, rows, bp + p * kp * 2 * QNR, acc);
+        long w = N - n0 < QNR ? N - n0 : QNR;
+        for (long r = 0; r < mr; r++) {
+            if (bz) {
+                uint32_t s = (uint32_t)rs[i0 + r];
+                for (long j = 0; j < w; j++)
+                    acc[r][j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)bz[n0 + j] * s);
+            }
+            if (fo) float_row(acc[r], w, n0, fo, yf + (i0 + r) * N + n0);
+            else memcpy(y + (i0 + r) * N + n0, acc[r], sizeof(int32_t) * w);
+        }
+    }
+}
+
 /* (A − a_zero) · (B − b_zero) into int32 y, or (fo non-NULL) its float32 result into yf */
 static int qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
                  const int16_t* bp, const int32_t* bz, int32_t* y, const q_float_out* fo, float* yf, int threads) {
@@ -147,34 +211,11 @@ static int qgemm(long M, long N, long K, const void* a, int a_signed, const int3
     int nt = nx_team(threads, (double)M * N * K);
     long rblocks = (M + QMR - 1) / QMR, panels = (N + QNR - 1) / QNR;
     long esize = a_signed ? (long)sizeof(int8_t) : (long)sizeof(uint8_t);
-#pragma omp parallel num_threads(nt)
-    {
-#pragma omp for schedule(static)
-        for (long i = 0; i < M; i++) {
-            int16_t* d = a16 + i * lda;
-            rs[i] = widen_row(K, (const char*)a + i * K * esize, a_signed, az ? az[i * az_stride] : 0, d);
-            if (K < lda) d[K] = 0;
-        }
-#pragma omp for collapse(2) schedule(static)
-        for (long p = 0; p < panels; p++)  /* (a panel stays in L1 while the row blocks pass) */
-            for (long rb = 0; rb < rblocks; rb++) {
-                long i0 = rb * QMR, mr = M - i0 < QMR ? M - i0 : QMR, n0 = p * QNR;
-                const int16_t* rows[QMR];
-                for (int r = 0; r < QMR; r++) rows[r] = a16 + (i0 + (r < mr ? r : mr - 1)) * lda;
-                int32_t acc[QMR][QNR];
-                tile(kp, rows, bp + p * kp * 2 * QNR, acc);
-                long w = N - n0 < QNR ? N - n0 : QNR;
-                for (long r = 0; r < mr; r++) {
-                    if (bz) {
-                        uint32_t s = (uint32_t)rs[i0 + r];
-                        for (long j = 0; j < w; j++)
-                            acc[r][j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)bz[n0 + j] * s);
-                    }
-                    if (fo) float_row(acc[r], w, n0, fo, yf + (i0 + r) * N + n0);
-                    else memcpy(y + (i0 + r) * N + n0, acc[r], sizeof(int32_t) * w);
-                }
-            }
-    }
+    struct qgemm_job job = {.M = M, .N = N, .K = K, .kp = kp, .lda = lda, .rblocks = rblocks, .esize = esize,
+                            .a = a, .a_signed = a_signed, .az = az, .az_stride = az_stride, .bp = bp, .bz = bz,
+                            .y = y, .fo = fo, .yf = yf, .a16 = a16, .rs = rs};
+    nx_for(nt, M, qgemm_widen_chunks, &job);
+    nx_for(nt, panels * rblocks, qgemm_tile_chunks, &job);
     free(a16);
     free(rs);
     return 0;
@@ -203,43 +244,124 @@ NX_EXPORT int nx_qgemm_f32(long M, long N, long K, const void* a, int a_signed, 
     return qgemm(M, N, K, a, a_signed, az, az_stride, bp, bz, NULL, &fo, yf, threads);
 }
 
+/* nx_dynamic_quantize's range pass: per participant the least and greatest value (starting from 0: the range always
+ * includes 0) and whether a NaN or an infinity was seen, merged by the caller */
+struct dq_range_job {
+    const float* x;
+    long i0;  /* where the scalar loop starts (past the AVX2 blocks) */
+    float lo[NX_POOL_MAX], hi[NX_POOL_MAX];
+    int bad[NX_POOL_MAX];
+};
+
+#if defined(__AVX2__)
+/* blocks [lo, hi) of 8 values */
+static void dq_range_blocks_chunks(void* ctx, long lo, long hi, int who) {
+    struct dq_range_job* job = (struct dq_range_job*)ctx;
+    const float* x = job->x;
+    /* (a ?: reduction over floats does not vectorise without -ffinite-math-only) */
+    __m256 vlo = _mm256_setzero_ps(), vhi = vlo, vbad = vlo;
+    const __m256 big = _mm256_set1_ps(FLT_MAX), sign = _mm256_set1_ps(-0.f);
+    for (long bk = lo; bk < hi; bk++) {
+        __m256 v = _mm256_loadu_ps(x + bk * 8);
+        vbad = _mm256_or_ps(vbad, _mm256_cmp_ps(_mm256_andnot_ps(sign, v), big, _CMP_NLE_UQ));
+        vlo = _mm256_min_ps(vlo, v);
+        vhi = _mm256_max_ps(vhi, v);
+    }
+    float l8[8], h8[8];
+    _mm256_storeu_ps(l8, vlo);
+    _mm256_storeu_ps(h8, vhi);
+    float mn = job->lo[who], mx = job->hi[who];
+    for (int j = 0; j < 8; j++) {
+        mn = l8[j] < mn ? l8[j] : mn;
+        mx = h8[j] > mx ? h8[j] : mx;
+    }
+    job->lo[who] = mn;
+    job->hi[who] = mx;
+    job->bad[who] |= _mm256_movemask_ps(vbad) != 0;
+}
+#endif
+
+/* values i0 + [lo, hi) */
+static void dq_range_chunks(void* ctx, long lo, long hi, int who) {
+    struct dq_range_job* job = (struct dq_range_job*)ctx;
+    const float* x = job->x;
+    float mn = job->lo[who], mx = job->hi[who];
+    int bad = job->bad[who];
+    for (long i = job->i0 + lo; i < job->i0 + hi; i++) {
+        float v = x[i];
+        bad |= !(fabsf(v) <= FLT_MAX);
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    job->lo[who] = mn;
+    job->hi[who] = mx;
+    job->bad[who] = bad;
+}
+
+/* nx_dynamic_quantize's output pass: y = clamp(rint(x / s), qlo, qhi) + zf */
+struct dq_store_job {
+    const float* x;
+    uint8_t* y;
+    float s, zf, qlo, qhi;
+    long i0;  /* where the scalar loop starts (past the AVX2 blocks) */
+};
+
+#if defined(__AVX2__)
+/* blocks [lo, hi) of 32 values */
+static void dq_store_blocks_chunks(void* ctx, long lo, long hi, int who) {
+    const struct dq_store_job* job = (const struct dq_store_job*)ctx;
+    const float* x = job->x;
+    uint8_t* y = job->y;
+    __m256 vs = _mm256_set1_ps(job->s), vz = _mm256_set1_ps(job->zf), vlo = _mm256_set1_ps(job->qlo),
+           vhi = _mm256_set1_ps(job->qhi);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    (void)who;
+    for (long bk = lo; bk < hi; bk++) {
+        __m256i q[4];
+        for (int u = 0; u < 4; u++) {
+            __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + bk * 32 + u * 8), vs);
+            v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);
+            v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+            q[u] = _mm256_cvtps_epi32(v);
+        }
+        __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i*)(y + bk * 32), _mm256_permutevar8x32_epi32(w, order));
+    }
+}
+#endif
+
+/* values i0 + [lo, hi) */
+static void dq_store_chunks(void* ctx, long lo, long hi, int who) {
+    const struct dq_store_job* job = (const struct dq_store_job*)ctx;
+    const float* x = job->x;
+    uint8_t* y = job->y;
+    float s = job->s, zf = job->zf, qlo = job->qlo, qhi = job->qhi;
+    (void)who;
+    for (long i = job->i0 + lo; i < job->i0 + hi; i++) {
+        float v = x[i] / s;
+        v = v < qlo ? qlo : v > qhi ? qhi : v;
+        y[i] = (uint8_t)(rintf(v) + zf);
+    }
+}
+
 /* DynamicQuantizeLinear of n float32 values x into uint8 y, *scale, *zero. 0, or 1 when x holds a NaN or an
  * infinity (nothing written: the caller's reference kernel defines those). */
 NX_EXPORT int nx_dynamic_quantize(long n, const float* x, uint8_t* y, float* scale, uint8_t* zero, int threads) {
     int nt = nx_team(threads, (double)n * NX_PASS_WORK);
+    int tail_nt = nt;  /* threads for the scalar loop: 1 past AVX2 blocks (fewer values than a block) */
+    struct dq_range_job rj = {.x = x, .i0 = 0};  /* lo = hi = 0, bad = 0 */
+#if defined(__AVX2__)
+    rj.i0 = n / 8 * 8;
+    nx_for(nt, n / 8, dq_range_blocks_chunks, &rj);
+    tail_nt = 1;
+#endif
+    nx_for(tail_nt, n - rj.i0, dq_range_chunks, &rj);
     float lo = 0.f, hi = 0.f;  /* the range always includes 0 */
     int bad = 0;
-#pragma omp parallel num_threads(nt) reduction(min : lo) reduction(max : hi) reduction(| : bad)
-    {
-        long i0 = 0;
-#if defined(__AVX2__)
-        long blocks = n / 8;  /* (a ?: reduction over floats does not vectorise without -ffinite-math-only) */
-        __m256 vlo = _mm256_setzero_ps(), vhi = vlo, vbad = vlo;
-        const __m256 big = _mm256_set1_ps(FLT_MAX), sign = _mm256_set1_ps(-0.f);
-#pragma omp for schedule(static) nowait
-        for (long bk = 0; bk < blocks; bk++) {
-            __m256 v = _mm256_loadu_ps(x + bk * 8);
-            vbad = _mm256_or_ps(vbad, _mm256_cmp_ps(_mm256_andnot_ps(sign, v), big, _CMP_NLE_UQ));
-            vlo = _mm256_min_ps(vlo, v);
-            vhi = _mm256_max_ps(vhi, v);
-        }
-        float l8[8], h8[8];
-        _mm256_storeu_ps(l8, vlo);
-        _mm256_storeu_ps(h8, vhi);
-        for (int j = 0; j < 8; j++) {
-            lo = l8[j] < lo ? l8[j] : lo;
-            hi = h8[j] > hi ? h8[j] : hi;
-        }
-        bad |= _mm256_movemask_ps(vbad) != 0;
-        i0 = blocks * 8;
-#endif
-#pragma omp for schedule(static)
-        for (long i = i0; i < n; i++) {
-            float v = x[i];
-            bad |= !(fabsf(v) <= FLT_MAX);
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        }
+    for (int w = 0; w < NX_POOL_MAX; w++) {
+        lo = rj.lo[w] < lo ? rj.lo[w] : lo;
+        hi = rj.hi[w] > hi ? rj.hi[w] : hi;
+        bad |= rj.bad[w];
     }
     if (bad) return 1;
     float s = hi == lo ? 1.f / 255.f : (hi - lo) / 255.f;
@@ -248,34 +370,11 @@ NX_EXPORT int nx_dynamic_quantize(long n, const float* x, uint8_t* y, float* sca
     *scale = s;
     *zero = (uint8_t)zf;
     /* clamp(rint(x / s) + z, 0, 255) == rint(clamp(x / s, −z, 255 − z)) + z: z is a whole number */
-    float qlo = -zf, qhi = 255.f - zf;
-#pragma omp parallel num_threads(nt)
-    {
-        long i0 = 0;
+    struct dq_store_job sj = {.x = x, .y = y, .s = s, .zf = zf, .qlo = -zf, .qhi = 255.f - zf, .i0 = 0};
 #if defined(__AVX2__)
-        long blocks = n / 32;
-        __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(zf), vlo = _mm256_set1_ps(qlo), vhi = _mm256_set1_ps(qhi);
-        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-#pragma omp for schedule(static)
-        for (long bk = 0; bk < blocks; bk++) {
-            __m256i q[4];
-            for (int u = 0; u < 4; u++) {
-                __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + bk * 32 + u * 8), vs);
-                v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);
-                v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
-                q[u] = _mm256_cvtps_epi32(v);
-            }
-            __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-            _mm256_storeu_si256((__m256i*)(y + bk * 32), _mm256_permutevar8x32_epi32(w, order));
-        }
-        i0 = blocks * 32;
+    sj.i0 = n / 32 * 32;
+    nx_for(nt, n / 32, dq_store_blocks_chunks, &sj);
 #endif
-#pragma omp for schedule(static)
-        for (long i = i0; i < n; i++) {
-            float v = x[i] / s;
-            v = v < qlo ? qlo : v > qhi ? qhi : v;
-            y[i] = (uint8_t)(rintf(v) + zf);
-        }
-    }
+    nx_for(tail_nt, n - sj.i0, dq_store_chunks, &sj);
     return 0;
 }

@@ -4,20 +4,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nx_math.h"
+#include "nx_pool.h"
 
-/* xw: [nd][T][B][4H] (each direction's steps in the order it processes them, both biases included); rt: [nd][H][4H]
- * (Rᵀ per direction); h0, c0: [nd][B][H] or NULL (zeros); hs: [T][nd][B][H], each step's h in processing order;
- * hT, cT: [nd][B][H], the last step's h and c (h0 / c0 when T is 0). Returns 0, or -1 without scratch memory. */
-NX_EXPORT int nx_lstm(long T, long B, long H, long nd, const float* xw, const float* rt, const float* h0,
-                      const float* c0, float* hs, float* hT, float* cT, int threads) {
-    NX_CHECK(T >= 0 && B >= 0 && H >= 1 && (nd == 1 || nd == 2));
-    long G = 4 * H;
-    int nt = nd == 2 && nx_team(threads, (double)T * B * G * H * 2) > 1 ? 2 : 1;
-    int failed = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(|:failed)
-    for (long d = 0; d < nd; d++) {
+/* the recurrence of direction d, one per chunk index */
+struct lstm_job {
+    long T, B, H, nd, G;
+    const float* xw;
+    const float* rt;
+    const float* h0;
+    const float* c0;
+    float* hs;
+    float* hT;
+    float* cT;
+    int failed;
+};
+
+static void lstm_chunks(void* ctx, long lo, long hi, int who) {
+    struct lstm_job* job = (struct lstm_job*)ctx;
+    long T = job->T, B = job->B, H = job->H, nd = job->nd, G = job->G;
+    const float* xw = job->xw;
+    const float* rt = job->rt;
+    const float* h0 = job->h0;
+    const float* c0 = job->c0;
+    float* hs = job->hs;
+    float* hT = job->hT;
+    float* cT = job->cT;
+    (void)who;
+    for (long d = lo; d < hi; d++) {
         float* z = malloc(G * sizeof(float));
-        if (!z) { failed = 1; continue; }
+        if (!z) { __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED); continue; }
         float* c = cT + d * B * H;
         float* hl = hT + d * B * H;
         if (c0) memcpy(c, c0 + d * B * H, B * H * sizeof(float)); else memset(c, 0, B * H * sizeof(float));
@@ -48,5 +63,18 @@ NX_EXPORT int nx_lstm(long T, long B, long H, long nd, const float* xw, const fl
                 memcpy(hl + b * H, hs + (((T - 1) * nd + d) * B + b) * H, H * sizeof(float));
         free(z);
     }
-    return failed ? -1 : 0;
+}
+
+/* xw: [nd][T][B][4H] (each direction's steps in the order it processes them, both biases included); rt: [nd][H][4H]
+ * (Rᵀ per direction); h0, c0: [nd][B][H] or NULL (zeros); hs: [T][nd][B][H], each step's h in processing order;
+ * hT, cT: [nd][B][H], the last step's h and c (h0 / c0 when T is 0). Returns 0, or -1 without scratch memory. */
+NX_EXPORT int nx_lstm(long T, long B, long H, long nd, const float* xw, const float* rt, const float* h0,
+                      const float* c0, float* hs, float* hT, float* cT, int threads) {
+    NX_CHECK(T >= 0 && B >= 0 && H >= 1 && (nd == 1 || nd == 2));
+    long G = 4 * H;
+    int nt = nd == 2 && nx_team(threads, (double)T * B * G * H * 2) > 1 ? 2 : 1;
+    struct lstm_job job = {.T = T, .B = B, .H = H, .nd = nd, .G = G, .xw = xw, .rt = rt, .h0 = h0, .c0 = c0,
+                           .hs = hs, .hT = hT, .cT = cT, .failed = 0};
+    nx_for(nt, nd, lstm_chunks, &job);
+    return job.failed ? -1 : 0;
 }

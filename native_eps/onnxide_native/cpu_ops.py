@@ -42,8 +42,8 @@ def fused_act(node, opdef, attrs):
 
 
 def threads():
-    """OpenMP threads for a kernel: the running session's intra_op_num_threads (the EP has own_threads, so
-    OpenBLAS runs on one thread meanwhile and its spinning workers do not fight these)."""
+    """Threads for a kernel's loops (nx_pool.c): the running session's intra_op_num_threads (the EP has own_threads,
+    so OpenBLAS runs on one thread meanwhile and its spinning workers do not fight these)."""
     return session_threads.current()
 
 

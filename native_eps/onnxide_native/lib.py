@@ -35,6 +35,7 @@ SIGNATURES = {
     "nx_qgemm_pack_b": "llpip",
     "nx_qgemm": "lll" + "pipl" + "ppp" + "i",
     "nx_set_parallel_work": "l",
+    "nx_set_pool_spin": "l",
     "nx_qgemm_f32": "lll" + "pipl" + "pp" + "plp" + "iff" + "p" + "i",
     "nx_dynamic_quantize": "lppppi",
     "nx_chain_run": "plpppi",
@@ -45,7 +46,7 @@ RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted", "
                   "nx_dynamic_quantize", "nx_chain_run", "nx_lstm"}  # (nx_dynamic_quantize: 1 for a NaN / inf)
 RETURNS_LONG = {"nx_gemm_packed_size", "nx_gemm_packed_a_size", "nx_gemm_scratch_size", "nx_winograd_f4_scratch",
                 "nx_conv_shifted_scratch", "nx_qgemm_packed_size",
-                "nx_set_parallel_work"}
+                "nx_set_parallel_work", "nx_set_pool_spin"}
 _CT = {"l": ctypes.c_long, "i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
 FILE = "libonnxide_cpu.so"  # a single build (off x86-64, or the debug build)
 # the per-level builds, by psABI level name: the level number nx_cpu_level() / nx_build_level() report
@@ -91,27 +92,10 @@ def find():
         if found:
             if BASELINE not in found:
                 raise RuntimeError(f"{d} holds per-level builds but not {level_file(BASELINE)}")
-            with _bounded_openmp_spin():
-                cpu = ctypes.CDLL(found[BASELINE]).nx_cpu_level()
+            cpu = ctypes.CDLL(found[BASELINE]).nx_cpu_level()
             top = min(cpu, _cap())
             return max(((LEVELS[n], p) for n, p in found.items() if LEVELS[n] <= top), default=(0, found[BASELINE]))[1]
     return None
-
-
-class _bounded_openmp_spin:
-    """libgomp's idle workers spin ~300,000 rounds before sleeping unless told otherwise: with another busy process on
-    the cores, ResNet-18 at 2 threads took 2.0 s a run (71 ms fully passive), while fully passive cost 25-45% on a
-    quiet machine. 1,000 rounds keep the quiet speed and slow down under load as onnxruntime does
-    (tests/bench/run_contention.py). Set only where the user chose no policy (libgomp reads it when it loads)."""
-
-    def __enter__(self):
-        self.set = "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ
-        if self.set:
-            os.environ["GOMP_SPINCOUNT"] = "1000"
-
-    def __exit__(self, *exc):
-        if self.set:
-            del os.environ["GOMP_SPINCOUNT"]
 
 
 class Library:
@@ -119,8 +103,7 @@ class Library:
 
     def __init__(self, path):
         self.path = path
-        with _bounded_openmp_spin():
-            self.cdll = ctypes.CDLL(path)
+        self.cdll = ctypes.CDLL(path)
         for name, sig in SIGNATURES.items():
             fn = getattr(self.cdll, name)
             fn.argtypes = [_CT[c] for c in sig]

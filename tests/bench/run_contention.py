@@ -53,8 +53,9 @@ def main(argv=None):
              f"Written by `python tests/bench/run_contention.py --write`: {args.threads} threads, each model timed "
              f"quiet and then with one busy process spinning on a core ({os.cpu_count()} cores), onnxide and "
              "onnxruntime alternating in blocks in one process (medians of "
-             f"{args.iterations} runs). Slowdown = loaded / quiet; onnxide's native kernels load libgomp with "
-             "GOMP_SPINCOUNT=1000 unless the user set a policy.", "",
+             f"{args.iterations} runs). Slowdown = loaded / quiet; onnxide's native kernels run on their "
+             "own pool (native_eps/cpu_kernels/nx_pool.c: chunks claimed from a counter, idle workers spin, then "
+             "yield, then sleep).", "",
              "| model | onnxide quiet ms | loaded ms | slowdown | onnxruntime quiet ms | loaded ms | slowdown |",
              "|---|---|---|---|---|---|---|"]
     for name, oq, ol, rq, rl in rows:

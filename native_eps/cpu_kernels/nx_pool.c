@@ -1,0 +1,174 @@
+/* The worker threads behind nx_for (instead of OpenMP). A loop is cut into a few chunks per participant which the
+ * caller and the workers claim one at a time from a shared counter, so a worker that is asleep or has lost its core
+ * to another process delays only a chunk it actually took: the caller never waits for a worker to arrive (with
+ * OpenMP's static split and end barrier it did, 40-90 us per region to wake a sleeping worker on the 2-core VM, and
+ * a whole scheduler slice under load). Idle workers spin for nx_pool_spin_us, then sleep on a futex. */
+#define _GNU_SOURCE
+#include "nx_pool.h"
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "nx_math.h"
+
+#define CHUNKS_PER_PARTICIPANT 4
+#define NX_POOL_PURE_SPIN_US 50
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+#define LOAD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define RELAXED(p) __atomic_load_n(p, __ATOMIC_RELAXED)
+#define SET(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
+
+long nx_pool_spin_us = 2000;  /* how long an idle worker waits awake for the next loop (nx_set_pool_spin) */
+
+static struct {
+    pthread_mutex_t owner;  /* held by the caller whose loop the workers serve */
+    int workers;            /* started (ids 1..workers) */
+    uint64_t word;          /* (generation << 32) | next chunk: the one thing claimed by compare-and-swap */
+    uint32_t gen;           /* the generation published last: what idle workers watch and sleep on */
+    int sleepers;           /* workers in or entering futex sleep */
+    long done;              /* chunks of the current loop finished */
+    /* the current loop, written before its generation is published, read by a worker after it saw it */
+    nx_body body;
+    void* ctx;
+    long n, chunk, chunks;
+    int team;
+} P = {.owner = PTHREAD_MUTEX_INITIALIZER};
+
+static long futex(uint32_t* addr, int op, uint32_t val) {
+    return syscall(SYS_futex, addr, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+
+static long now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000L + t.tv_nsec / 1000;
+}
+
+/* claim and run chunks of generation g's loop until none is left (or the loop is another's already) */
+static void claim(uint32_t g, int who, nx_body body, void* ctx, long n, long chunk, long chunks) {
+    uint64_t w = LOAD(&P.word);
+    while ((uint32_t)(w >> 32) == g && (long)(uint32_t)w < chunks) {
+        if (!__atomic_compare_exchange_n(&P.word, &w, w + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        long lo = (long)(uint32_t)w * chunk, hi = lo + chunk < n ? lo + chunk : n;
+        body(ctx, lo, hi, who);
+        __atomic_add_fetch(&P.done, 1, __ATOMIC_RELEASE);
+        w = LOAD(&P.word);
+    }
+}
+
+/* the next generation after `seen`: spinning for NX_POOL_PURE_SPIN_US, then spinning with a yield between looks (a
+ * process or thread waiting for this core gets it) up to nx_pool_spin_us, then asleep until a caller wakes it */
+static uint32_t next_gen(uint32_t seen) {
+    long start = now_us();
+    for (long i = 1;; i++) {
+        uint32_t g = LOAD(&P.gen);
+        if (g != seen) return g;
+        CPU_RELAX();
+        if (i % 64 == 0) {
+            long spent = now_us() - start;
+            if (spent > RELAXED(&nx_pool_spin_us)) break;
+            if (spent > NX_POOL_PURE_SPIN_US) sched_yield();
+        }
+    }
+    for (;;) {
+        __atomic_add_fetch(&P.sleepers, 1, __ATOMIC_SEQ_CST);
+        uint32_t g = __atomic_load_n(&P.gen, __ATOMIC_SEQ_CST);
+        if (g == seen) futex(&P.gen, FUTEX_WAIT, seen);
+        __atomic_sub_fetch(&P.sleepers, 1, __ATOMIC_SEQ_CST);
+        g = LOAD(&P.gen);
+        if (g != seen) return g;
+    }
+}
+
+static void* worker(void* arg) {
+    int who = (int)((uintptr_t)arg & 0xff);
+    uint32_t seen = (uint32_t)((uintptr_t)arg >> 8);  /* the generation before the loop that started it */
+    for (;;) {
+        uint32_t g = seen = next_gen(seen);
+        /* the loop's fields are g's as long as a chunk of g can still be claimed: the caller rewrites them only
+         * after every chunk of g has run, and claim() checks the generation in the same word it claims from */
+        nx_body body = RELAXED(&P.body);
+        void* ctx = RELAXED(&P.ctx);
+        long n = RELAXED(&P.n), chunk = RELAXED(&P.chunk), chunks = RELAXED(&P.chunks);
+        if (who < RELAXED(&P.team)) claim(g, who, body, ctx, n, chunk, chunks);
+    }
+    return NULL;
+}
+
+/* a forked child has none of the parent's workers: start afresh (the parent's lock state is not the child's) */
+static void forget_workers(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    P.owner = fresh;
+    P.workers = 0;
+    P.sleepers = 0;
+}
+
+static void start_workers(int want) {
+    static int registered;
+    if (!registered) registered = pthread_atfork(NULL, NULL, forget_workers) == 0;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);  /* signals stay with the application's threads */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    while (P.workers < want) {
+        pthread_t t;
+        uintptr_t arg = ((uintptr_t)P.gen << 8) | (uintptr_t)(P.workers + 1);
+        if (pthread_create(&t, &attr, worker, (void*)arg) != 0) break;
+        P.workers++;
+    }
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void nx_for(int threads, long n, nx_body body, void* ctx) {
+    if (n <= 0) return;
+    if (threads <= 1 || n == 1 || pthread_mutex_trylock(&P.owner) != 0) {
+        body(ctx, 0, n, 0);
+        return;
+    }
+    int team = threads < NX_POOL_MAX ? threads : NX_POOL_MAX;
+    if (P.workers < team - 1) start_workers(team - 1);
+    if (team > P.workers + 1) team = P.workers + 1;
+    long chunks = (long)team * CHUNKS_PER_PARTICIPANT;
+    chunks = chunks < n ? chunks : n;
+    long chunk = (n + chunks - 1) / chunks;
+    chunks = (n + chunk - 1) / chunk;
+    SET(&P.body, body);
+    SET(&P.ctx, ctx);
+    SET(&P.n, n);
+    SET(&P.chunk, chunk);
+    SET(&P.chunks, chunks);
+    SET(&P.team, team);
+    SET(&P.done, 0);
+    uint32_t g = P.gen + 1;
+    __atomic_store_n(&P.word, (uint64_t)g << 32, __ATOMIC_RELEASE);
+    __atomic_store_n(&P.gen, g, __ATOMIC_SEQ_CST);
+    if (team > 1 && __atomic_load_n(&P.sleepers, __ATOMIC_SEQ_CST)) futex(&P.gen, FUTEX_WAKE, INT_MAX);
+    claim(g, 0, body, ctx, n, chunk, chunks);
+    /* chunks still running on workers: they hold a core, so the wait is short; yield if it is not */
+    for (long i = 1; LOAD(&P.done) < chunks; i++) {
+        CPU_RELAX();
+        if (i % 1024 == 0) sched_yield();
+    }
+    pthread_mutex_unlock(&P.owner);
+}
+
+/* sets how many microseconds an idle worker stays awake (>= 0; benchmarks and tests); returns the previous value */
+NX_EXPORT long nx_set_pool_spin(long us) {
+    long old = RELAXED(&nx_pool_spin_us);
+    if (us >= 0) SET(&nx_pool_spin_us, us);
+    return old;
+}

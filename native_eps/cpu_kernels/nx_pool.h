@@ -1,0 +1,15 @@
+/* The kernels' parallel loop (nx_pool.c): one pool of worker threads shared by every native kernel. */
+#ifndef NX_POOL_H
+#define NX_POOL_H
+
+#define NX_POOL_MAX 64  /* participants in one loop at most (the caller and 63 workers) */
+
+/* one chunk [lo, hi) of a loop, run by participant `who` (0 the caller, < NX_POOL_MAX: an index into per-participant
+ * scratch or partial results; a participant runs its chunks one after another) */
+typedef void (*nx_body)(void* ctx, long lo, long hi, int who);
+
+/* body over [0, n) in chunks, on the caller and up to threads - 1 workers; returns when every chunk has run. With
+ * threads <= 1, n <= 1, or the pool busy (another caller's loop, or a loop inside a chunk) the caller runs it all. */
+void nx_for(int threads, long n, nx_body body, void* ctx);
+
+#endif

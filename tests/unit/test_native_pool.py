@@ -1,0 +1,104 @@
+"""The native kernels' thread pool (native_eps/cpu_kernels/nx_pool.c): whichever participant runs a chunk, with
+workers awake or asleep, from several application threads at once and in a forked child, a model's outputs are the
+bits one thread gives."""
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxide
+
+NATIVE = "NativeCPUExecutionProvider"
+pytestmark = pytest.mark.skipif(NATIVE not in onnxide.get_available_providers(),
+                                reason="native CPU kernels not built (native_eps/cpu_kernels/build.sh)")
+rng = np.random.default_rng(11)
+
+
+def _model():
+    """Conv + ReLU + MaxPool, then MatMul + Softmax: the pool's GEMM tiles, stride planes, pool planes and rows."""
+    w = numpy_helper.from_array(rng.standard_normal((24, 8, 3, 3)).astype(np.float32), "w")
+    m = numpy_helper.from_array(rng.standard_normal((15, 40)).astype(np.float32), "m")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MatMul", ["p", "m"], ["q"]),
+             helper.make_node("Softmax", ["q"], ["y"], axis=-1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 30, 30])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, m])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+MODEL = _model()
+X = rng.standard_normal((2, 8, 30, 30)).astype(np.float32)
+
+
+def _session(threads):
+    so = onnxide.SessionOptions()
+    so.intra_op_num_threads = threads
+    return onnxide.InferenceSession(MODEL, so, providers=[NATIVE, "CPUExecutionProvider"])
+
+
+def _library():
+    return _session(1)._providers[0].lib
+
+
+def _run(threads, times=1):
+    s = _session(threads)
+    return [s.run(None, {"x": X})[0] for _ in range(times)]
+
+
+ONE_THREAD = _run(1)[0]
+
+
+@pytest.mark.parametrize("spin_us", [0, 2000])  # workers asleep at every loop / awake between loops
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_any_participant_gives_the_same_bits(threads, spin_us):
+    lib = _library()
+    old = lib.nx_set_pool_spin(spin_us)
+    try:
+        for out in _run(threads, times=5):
+            np.testing.assert_array_equal(out, ONE_THREAD)
+    finally:
+        lib.nx_set_pool_spin(old)
+
+
+def test_application_threads_share_the_pool():
+    """Four Python threads running two-thread sessions at once: one holds the pool per loop, the others run their
+    loops themselves; every output exact."""
+    outs, errors = [], []
+
+    def work():
+        try:
+            outs.extend(_run(2, times=10))
+        except Exception as e:  # (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and len(outs) == 40
+    for out in outs:
+        np.testing.assert_array_equal(out, ONE_THREAD)
+
+
+def _child(queue):
+    queue.put(_run(2, times=3))
+
+
+def test_forked_child_starts_its_own_workers():
+    """The parent's workers do not exist in a child forked after they started: the child's loops must not wait for
+    them (it starts its own)."""
+    _run(2)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child, args=(queue,))
+    child.start()
+    outs = queue.get(timeout=120)
+    child.join(30)
+    assert child.exitcode == 0
+    for out in outs:
+        np.testing.assert_array_equal(out, ONE_THREAD)
