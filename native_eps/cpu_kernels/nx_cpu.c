@@ -3,7 +3,7 @@
  * work from which a kernel's loop runs on several threads (nx_team, nx_math.h). */
 #include "nx_math.h"
 
-long nx_parallel_work = 1L << 22;
+long nx_parallel_work = 1L << 18;
 
 /* sets nx_parallel_work (>= 0: 0 runs every kernel on the session's threads); returns the previous value */
 NX_EXPORT long nx_set_parallel_work(long work) {
