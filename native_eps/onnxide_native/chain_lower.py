@@ -318,7 +318,7 @@ def _conv(b, step, node, opdef, attrs):
     if w is None or w.dtype != F32:
         raise Decline("Conv weights")
     sx = b.shape(kx)
-    cp = K.conv_plan(b.lib, sx, w, None if kb is None else b.shape(kb), None if kz is None else b.shape(kz), b.nt,
+    cp = K.conv_plan(b.lib, sx, w, None if kb is None else b.shape(kb), None if kz is None else b.shape(kz),
                      small=True, **attrs)
     if cp is None:
         raise Decline("Conv geometry")

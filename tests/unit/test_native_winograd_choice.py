@@ -21,7 +21,7 @@ def _plan(c, m, spatial, strides=(1, 1)):
     g = ConvGeometry.conv((1, c) + spatial, w.shape, "Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                           strides=list(strides)).as_2d()
     chosen = cpu_ops.native_winograd(1, c, m, tuple(g.kernel), g, g.out)
-    plan = cpu_ops.conv_plan(lib.load(), (1, c) + spatial, w, (m,), None, 1, kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+    plan = cpu_ops.conv_plan(lib.load(), (1, c) + spatial, w, (m,), None, kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                              strides=list(strides))
     return chosen, plan.kind
 
