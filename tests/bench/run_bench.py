@@ -120,6 +120,16 @@ def standard_models():
     return out
 
 
+def _commit():
+    """The checkout's short commit (with '+ changes' when the tree differs from it), or 'unknown' outside git."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD")
+    return (head + (" + changes" if git("status", "--porcelain", "--untracked-files=no") else "")) or "unknown"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -144,6 +154,7 @@ def main(argv=None):
              "Written by `python tests/bench/run_bench.py --write` (one process, same inputs and thread count, "
              "3 warm-ups then median of "
              f"{args.iterations} runs; ratio = onnxide / onnxruntime, lower is better).", "",
+             f"Measured at commit {_commit()}. "
              f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; Python "
              f"{platform.python_version()}, numpy {np.__version__} ({blas}); onnxide {onnxide.__version__}; "
              f"onnxruntime {ort.__version__}. onnxide runs its default providers "
