@@ -2,6 +2,7 @@
 representations (ml_dtypes or structured, see dtypes.py), external data, sparse."""
 import math
 import os
+import weakref
 
 import numpy as np
 
@@ -66,6 +67,23 @@ def _external_bytes(t, base_dir):
     return data
 
 
+_COPIES = weakref.WeakValueDictionary()  # (address, bytes, dtype) of a view -> its aligned native copy
+
+
+def _native_copy(view, target):
+    """An aligned native-order copy of a misaligned or byte-swapped view of model bytes. A copy still alive of the same
+    values at the same address is reused (a session loads its model again for each specialized executor: a 46 MB
+    embedding table would be held twice); copies are read-only, as the views of immutable bytes are."""
+    key = (view.__array_interface__["data"][0], view.nbytes, view.dtype.str)
+    old = _COPIES.get(key)
+    if old is not None and old.dtype == target and np.array_equal(old.reshape(-1), view, equal_nan=True):
+        return old
+    arr = view.astype(target)
+    arr.flags.writeable = False
+    _COPIES[key] = arr
+    return arr
+
+
 def to_numpy(t, base_dir=None):
     """Decode a TensorProto into a numpy array (a view over the model bytes where the layout allows)."""
     code = t.data_type
@@ -93,7 +111,7 @@ def to_numpy(t, base_dir=None):
                 arr = np.frombuffer(raw, dtype=target.newbyteorder("<") if target.itemsize > 1 else target)
                 if not arr.dtype.isnative or not arr.flags.aligned:
                     # copied when misaligned too: numpy hands only aligned arrays to BLAS and its fast loops
-                    arr = arr.astype(target)
+                    arr = _native_copy(arr, target)
         else:
             arr = _from_typed_fields(t, code, target, count)
         if arr.size != count or count < 0:

@@ -108,3 +108,19 @@ def test_sparse_and_external_data(tmp_path):
 def test_malformed_bytes_raise_invalid_protobuf(data):
     with pytest.raises(InvalidProtobuf):
         proto.parse(proto.ModelProto, data)
+
+
+def test_misaligned_raw_data_is_copied_once_while_the_copy_lives():
+    """A misaligned view of model bytes is copied (aligned, read-only); loading the same bytes again (a specialized
+    executor's second load of the model) gets the same copy back, other bytes their own."""
+    from onnxide.tensors import _native_copy
+    buf = bytearray(b"\x00" + np.arange(10, dtype=np.float32).tobytes())
+    view = np.frombuffer(memoryview(buf)[1:], np.float32)
+    assert not view.flags.aligned
+    first = _native_copy(view, np.dtype(np.float32))
+    assert first.flags.aligned and not first.flags.writeable
+    np.testing.assert_array_equal(first, np.arange(10, dtype=np.float32))
+    assert _native_copy(view, np.dtype(np.float32)) is first
+    buf[1:5] = np.float32(7).tobytes()  # the same address with other values: not the old copy
+    second = _native_copy(np.frombuffer(memoryview(buf)[1:], np.float32), np.dtype(np.float32))
+    assert second is not first and second[0] == 7 and first[0] == 0

@@ -362,3 +362,42 @@ def test_output_shapes_are_merged_with_inference_as_onnxruntime_does():
     want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).get_outputs()
     got = ort.InferenceSession(data).get_outputs()
     assert [(a.name, a.type, a.shape) for a in got] == [(a.name, a.type, a.shape) for a in want]
+
+
+def _folding_model(n=64):
+    """y = x @ W1 @ (W2 + W3) with a symbolic batch: W1 is read as it is (shared by every executor of the session),
+    W2 + W3 folds into a new array (each executor's own)."""
+    rng = np.random.default_rng(8)
+    w1, w2, w3 = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(3))
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["w2", "w3"], ["w23"]),
+             helper.make_node("MatMul", ["h", "w23"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(w, name) for w, name in ((w1, "w1"), (w2, "w2"), (w3, "w3"))])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString(), w2.nbytes
+
+
+@pytest.mark.skipif("NativeCPUExecutionProvider" not in ort.get_available_providers(),
+                    reason="specialized for the native EP's chains (native CPU kernels not built)")
+@pytest.mark.parametrize("room", [0, -1])  # the folded transpose just fits / just does not
+def test_a_specialized_executor_is_bounded_by_its_own_constants(monkeypatch, room):
+    """What a specialized executor adds is its folded constants, not the weights it shares with the general one
+    (views of the model's bytes, or the loader's aligned copies of them): it is kept while those fit MAX_OWN_BYTES, else dropped, and no other shapes are
+    tried; the results are onnxruntime's either way."""
+    from onnxide.runtime import specialize
+    data, folded = _folding_model()
+    sess, ref = ort.InferenceSession(data), onnxruntime.InferenceSession(data)
+    own = None
+    for batch in (3, 3, 3, 5, 5):
+        if batch == 5 and own is None:
+            ex = next(iter(sess._specialized._executors.values()))
+            own = specialize.own_constant_bytes(ex, sess._executor)
+            assert own == folded  # (W1, W2, W3: views of the model's bytes or copies shared with the general one)
+            monkeypatch.setattr(specialize, "MAX_OWN_BYTES", own + room)
+            sess = ort.InferenceSession(data)
+            for _ in range(2):
+                sess.run(None, {"x": np.ones((3, 64), np.float32)})
+        x = np.random.default_rng(batch).standard_normal((batch, 64)).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+    kept = [e is not None for e in sess._specialized._executors.values()]
+    assert kept == ([True, True] if room == 0 else [False])

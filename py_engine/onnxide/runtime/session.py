@@ -183,7 +183,8 @@ class InferenceSession(SessionAPI):
         if self._sess_options.graph_optimization_level <= 0 or not specialize.worthwhile(self._model, helps) or \
                 self._executor.devices:
             return None
-        return specialize.Specializations(self._specialized_executor, specialize.value_inputs(self._model))
+        return specialize.Specializations(self._specialized_executor, self._executor,
+                                          specialize.value_inputs(self._model))
 
     def _specialized_executor(self, shapes, values):
         with session_ops(self._custom_ops):

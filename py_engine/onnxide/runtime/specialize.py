@@ -4,14 +4,16 @@ shapes has come twice, the model is optimized again with those dims fixed, so sh
 arithmetic fold away and every value's shape is known, and runs with those shapes use that executor. In a model with
 a top-level If, a scalar integer or bool input's value is part of the set too, and the specialized model takes it as
 a constant (silero VAD's If on its sample rate: the branch is inlined, 230 nodes -> 88 with no If left). Bounded: a
-few sets per session, models with up to 64 MB of weights."""
+few sets per session, models with up to 1 GB of weights, and a specialized executor may hold at most 64 MB of
+constants of its own (folded ones: the weights it reads as they are stay shared with the general executor)."""
 import numpy as np
 
 from ..ir.model import subgraphs
 
 MAX_SHAPE_SETS = 4           # specialized executors per session
 RUNS_BEFORE = 2              # a shape set is specialized on its second run (a one-off run never pays for it)
-MAX_WEIGHT_BYTES = 64 << 20  # folded weights are per executor: bigger models are not specialized
+MAX_WEIGHT_BYTES = 1 << 30   # bigger models are not optimized again (time, transient memory)
+MAX_OWN_BYTES = 64 << 20     # constants a specialized executor may hold beyond the general one's (else dropped)
 
 
 def worthwhile(model, fixed_shapes_help=False):
@@ -47,16 +49,31 @@ def _weight_bytes(g):
     return own + sum(_weight_bytes(sg) for n in g.nodes for sg in subgraphs(n))
 
 
+def own_constant_bytes(executor, general):
+    """Bytes of `executor`'s constants that are neither views of the model's bytes nor arrays `general` holds too
+    (the memory a specialized executor adds: folded weights)."""
+    def root(a):
+        while isinstance(a, np.ndarray) and a.base is not None:
+            a = a.base
+        return a
+    shared = {id(root(v)) for v in general.main_plan.const_env.values() if isinstance(v, np.ndarray)}
+    return sum(v.nbytes for v in executor.main_plan.const_env.values()
+               if isinstance(v, np.ndarray) and isinstance(root(v), np.ndarray) and id(root(v)) not in shared)
+
+
 class Specializations:
     """`executor_for(feeds)`: a specialized executor for the feeds' shapes (and values of `by_value` inputs), or None
     (use the general one). `build(shapes, values)` makes one for {input name: shape} with {input name: value} taken as
-    constants; a failure there leaves that set general."""
+    constants; a failure there leaves that set general, as does one holding more than MAX_OWN_BYTES of its own
+    constants beside `general` (and then no other set is tried)."""
 
-    def __init__(self, build, by_value=frozenset()):
+    def __init__(self, build, general, by_value=frozenset()):
         self._build = build
+        self._general = general
         self._by_value = by_value  # (value_inputs)
         self._seen = {}
         self._executors = {}
+        self._too_big = False
 
     def _key(self, feeds):
         """((name, shape, value or None), ...) of the feeds: a value for the inputs in `by_value`."""
@@ -72,7 +89,7 @@ class Specializations:
         key = self._key(feeds)
         if key in self._executors:
             return self._executors[key]
-        if len(self._executors) >= MAX_SHAPE_SETS:
+        if len(self._executors) >= MAX_SHAPE_SETS or self._too_big:
             return None
         runs = self._seen[key] = self._seen.get(key, 0) + 1
         if runs < RUNS_BEFORE or len(self._seen) > 16 * MAX_SHAPE_SETS:
@@ -82,5 +99,7 @@ class Specializations:
                                    {name: value for name, _, value in key if value is not None})
         except Exception:  # noqa: BLE001 - the general executor runs these shapes as before
             executor = None
+        if executor is not None and own_constant_bytes(executor, self._general) > MAX_OWN_BYTES:
+            executor, self._too_big = None, True
         self._executors[key] = executor
         return executor
