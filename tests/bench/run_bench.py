@@ -121,13 +121,14 @@ def standard_models():
 
 
 def _commit():
-    """The checkout's short commit (with '+ changes' when the tree differs from it), or 'unknown' outside git."""
+    """The checkout's short commit (with '+ changes' when tracked files outside docs/ differ from it), or 'unknown'
+    outside git."""
     import subprocess
 
     def git(*args):
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     head = git("rev-parse", "--short", "HEAD")
-    return (head + (" + changes" if git("status", "--porcelain", "--untracked-files=no") else "")) or "unknown"
+    return (head + (" + changes" if git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs") else "")) or "unknown"
 
 
 def main(argv=None):
