@@ -60,3 +60,50 @@ def test_eight_threads_share_a_session_with_if_and_loop():
     want = [sess.run(None, f) for f in feeds]
     bad = run_in_threads(sess, feeds, want, 150)
     assert not bad, bad[:5]
+
+
+def test_sessions_running_at_once_in_two_threads_keep_their_thread_counts():
+    """A one-thread session's kernels read 1 even while a three-thread session runs in another thread (the running
+    count is per application thread): each probe waits inside its run until the other run is inside its own."""
+    from onnxide.extensions import get_library_path, onnx_op
+    from onnxide.ops import custom
+    from onnxide.runtime import threads
+
+    saved = dict(custom.DECLARED)
+    inside = {1: threading.Event(), 3: threading.Event()}
+    read = {1: threading.Event(), 3: threading.Event()}
+    seen = []
+
+    @onnx_op(op_type="ThreadProbe")
+    def probe(x):  # x: the count this run's session was given
+        mine = int(x[0])
+        inside[mine].set()
+        inside[4 - mine].wait(30)  # (the other session: 1 <-> 3) is inside its run too
+        seen.append((mine, threads.current()))
+        read[mine].set()
+        read[4 - mine].wait(30)  # and stays there until this one has read
+        return x
+
+    try:
+        nodes = [helper.make_node("ThreadProbe", ["x"], ["y"], domain="ai.onnx.contrib")]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.contrib", 1)]).SerializeToString()
+
+        def session(n):
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = n
+            so.register_custom_ops_library(get_library_path())
+            return ort.InferenceSession(model, so)
+
+        runs = [threading.Thread(target=session(n).run, args=(None, {"x": np.full(2, n, np.float32)}))
+                for n in (1, 3)]
+        for t in runs:
+            t.start()
+        for t in runs:
+            t.join(60)
+        assert sorted(seen) == [(1, 1), (3, 3)]
+    finally:
+        custom.DECLARED.clear()
+        custom.DECLARED.update(saved)

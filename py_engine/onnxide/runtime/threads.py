@@ -1,16 +1,19 @@
 """intra_op_num_threads natively: BLAS thread pools are set to the session's count for each run (threadpoolctl's
-library handles, queried once), and put back afterwards; EPs read the running session's count (`current`)."""
+library handles, queried once), and put back afterwards; EPs read the running session's count (`current`), per
+application thread (two sessions running at once in two threads each see their own)."""
 import contextlib
 import ctypes
 import os
+import threading
 
 _blas = None
-_current = 0  # intra_op_num_threads of the session running now (0: not set)
+_running = threading.local()  # .stack: [(intra_op_num_threads, BLAS settings to put back)] of this thread's runs
 
 
 def current():
     """Threads the running session computes with: its intra_op_num_threads, else BLAS's default (every core)."""
-    return _current or os.cpu_count() or 1
+    stack = getattr(_running, "stack", None)
+    return (stack[-1][0] if stack else 0) or os.cpu_count() or 1
 
 
 def _blas_libraries():
@@ -48,23 +51,27 @@ def blas_threads(n, own_threads=False):
 
 
 class _Limit:
+    """One session's limit; entered by each of its runs, in whichever thread (what a run changes is kept per thread,
+    not on the shared instance)."""
+
     def __init__(self, libs, n, blas=None):
-        self.libs, self.n, self.blas, self.saved = libs, n, blas or n, []
+        self.libs, self.n, self.blas = libs, n, blas or n
 
     def __enter__(self):
-        global _current
-        self.outer, _current = _current, self.n
-        self.saved = []
+        saved = []
         for get, put in self.libs:
             old = get()
             if old != self.blas:
                 put(self.blas)
-                self.saved.append((put, old))
+                saved.append((put, old))
+        stack = getattr(_running, "stack", None)
+        if stack is None:
+            stack = _running.stack = []
+        stack.append((self.n, saved))
         return self
 
     def __exit__(self, *exc):
-        global _current
-        _current = self.outer
-        for put, old in self.saved:
+        _, saved = _running.stack.pop()
+        for put, old in saved:
             put(old)
         return False
