@@ -1,5 +1,6 @@
-"""One session serves concurrent runs exactly: each run (and each body call inside it) has its own values, so
-threads sharing a session with If / Loop get the outputs a lone run gets, bit for bit."""
+"""Concurrent runs: one session serves them exactly (each run, and each body call inside it, has its own values, so
+threads sharing a session with If / Loop get the outputs a lone run gets, bit for bit), and sessions running at once
+in different threads each compute with their own thread count."""
 import threading
 
 import numpy as np
