@@ -203,7 +203,7 @@ def test_other_dtypes_fall_back_to_numpy():
 
 
 def test_two_threads_give_the_same_bits():
-    """Kernels split over OpenMP threads (rows, planes, GEMM tiles) compute each value as one thread would."""
+    """Kernels split over the pool's threads (rows, planes, GEMM tiles) compute each value as one thread would."""
     cases = [("Conv", [_x(1, 16, 40, 40), _x(16, 1, 3, 3), _x(16)], {"group": 16, "pads": [1, 1, 1, 1]}, 11, ""),
              ("Gelu", [_x(64, 1500)], {}, 20, ""), ("Softmax", [_x(300, 200)], {}, 13, ""),
              ("MatMul", [_x(300, 200), _x(200, 500)], {}, 13, ""),
