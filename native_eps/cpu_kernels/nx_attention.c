@@ -13,10 +13,9 @@ long nx_gemm_packed_size(long K, long N);
 long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw);
 void nx_gemm_pack_b(long K, long N, const float* b, long sk, long sn, float* bp);
 
-/* heads bn = b * N + n; each participant's scratch buf (Kᵀ, the scores, nx_gemm's scratch) allocated the first time
- * it runs a chunk */
+/* heads bn = b * N + n, each participant with its own scratch */
 struct attention_job {
-    long S, T, N, H, HV, kt_size, scores, per_thread;
+    long S, T, N, H, HV, kt_size, scores;
     const float* q;
     const float* k;
     const float* v;
@@ -25,7 +24,7 @@ struct attention_job {
     float scale;
     float* out;
     int failed;
-    float* buf[NX_POOL_MAX];
+    struct nx_scratch buf;  /* Kᵀ, the scores, nx_gemm's scratch */
 };
 
 static void attention_chunks(void* ctx, long lo, long hi, int who) {
@@ -38,8 +37,7 @@ static void attention_chunks(void* ctx, long lo, long hi, int who) {
     int bias_b = job->bias_b, bias_h = job->bias_h;
     float scale = job->scale;
     float* out = job->out;
-    float* buf = job->buf[who];
-    if (!buf) buf = job->buf[who] = malloc(sizeof(float) * job->per_thread);
+    float* buf = nx_scratch(&job->buf, who);
     if (!buf) {
         __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
         return;
@@ -71,9 +69,9 @@ NX_EXPORT int nx_attention(long B, long S, long T, long N, long H, long HV, cons
     long g1 = nx_gemm_scratch_size(S, T, H, 1, 0), g2 = nx_gemm_scratch_size(S, HV, T, 1, 1);
     long per_thread = kt_size + scores + (g1 > g2 ? g1 : g2);
     struct attention_job job = {.S = S, .T = T, .N = N, .H = H, .HV = HV, .kt_size = kt_size, .scores = scores,
-                                .per_thread = per_thread, .q = q, .k = k, .v = v, .bias = bias, .bias_b = bias_b,
-                                .bias_h = bias_h, .scale = scale, .out = out, .failed = 0};  /* buf: all NULL */
+                                .q = q, .k = k, .v = v, .bias = bias, .bias_b = bias_b, .bias_h = bias_h,
+                                .scale = scale, .out = out, .failed = 0, .buf = {.bytes = sizeof(float) * per_thread}};
     nx_for(nt, B * N, attention_chunks, &job);
-    for (int w = 0; w < NX_POOL_MAX; w++) free(job.buf[w]);
+    nx_scratch_free(&job.buf);
     return job.failed ? -1 : 0;
 }

@@ -56,49 +56,32 @@ typedef float nx_vf __attribute__((vector_size(NX_VL * 4), aligned(4), may_alias
     } while (0)
 
 struct dwconv_job {
-    long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, RQ, WQ, taps, len, slack;
+    long C, H, W, OH, OW, SH, SW, PT, PL, RQ, WQ, taps, len, slack;
     const float *x, *w, *bias;
     float* y;
     int act;
     float a, b;
+    const long* off;           /* each tap's offset into the phase-split plane */
     int failed;                /* a participant's scratch could not be allocated */
-    float* xq[NX_POOL_MAX];    /* per participant: the phase-split plane, */
-    float* acc[NX_POOL_MAX];   /* the outputs of OH rows of width WQ, */
-    long* off[NX_POOL_MAX];    /* each tap's offset into xq (allocated with its first chunk, freed by nx_dwconv) */
+    struct nx_scratch planes;  /* per participant: the phase-split plane, then the outputs of OH rows of width WQ */
 };
 
 static void dwconv_chunks(void* ctx, long lo, long hi, int who) {
     struct dwconv_job* job = ctx;
-    long C = job->C, H = job->H, W = job->W, KH = job->KH, KW = job->KW, SH = job->SH, SW = job->SW;
-    long DH = job->DH, DW = job->DW, PT = job->PT, PL = job->PL, OH = job->OH, OW = job->OW;
-    long RQ = job->RQ, WQ = job->WQ, taps = job->taps, len = job->len, slack = job->slack;
+    long C = job->C, H = job->H, W = job->W, SH = job->SH, SW = job->SW, PT = job->PT, PL = job->PL;
+    long OH = job->OH, OW = job->OW, RQ = job->RQ, WQ = job->WQ, taps = job->taps, len = job->len;
+    long slack = job->slack;
     const float *x = job->x, *w = job->w, *bias = job->bias;
     float* y = job->y;
     int act = job->act;
     float a = job->a, b = job->b;
-    if (!job->off[who]) {  /* the participant's first chunk */
-        float* xq = malloc((SH * SW * RQ * WQ + slack) * sizeof(float));
-        float* acc = malloc((len + 2 * NX_VL) * sizeof(float));
-        long* off = malloc(taps * sizeof(long));
-        if (!xq || !acc || !off) {
-            free(xq);
-            free(acc);
-            free(off);
-            __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
-            return;
-        }
-        for (long kh = 0; kh < KH; kh++)
-            for (long kw = 0; kw < KW; kw++) {
-                long r = kh * DH, col = kw * DW;
-                off[kh * KW + kw] = (((r % SH) * SW + col % SW) * RQ + r / SH) * WQ + col / SW;
-            }
-        job->xq[who] = xq;
-        job->acc[who] = acc;
-        job->off[who] = off;
+    const long* off = job->off;
+    float* xq = nx_scratch(&job->planes, who);
+    if (!xq) {
+        __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+        return;
     }
-    float* xq = job->xq[who];
-    float* acc = job->acc[who];
-    const long* off = job->off[who];
+    float* acc = xq + SH * SW * RQ * WQ + slack;
     for (long p = lo; p < hi; p++) {
         long c = p % C;
         const float* wc = w + c * taps;
@@ -135,15 +118,20 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     long len = OH * WQ;
     long slack = (KW - 1) * DW / SW + 16;  /* the last 2-vector chunk's overrun past its phase plane */
     int nt = nx_team(threads, (double)planes * OH * OW * KH * KW);
-    struct dwconv_job job = {.C = C, .H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW,
-                             .PT = PT, .PL = PL, .OH = OH, .OW = OW, .RQ = RQ, .WQ = WQ, .taps = taps, .len = len,
-                             .slack = slack, .x = x, .w = w, .bias = bias, .y = y, .act = act, .a = a, .b = b};
+    long* off = malloc(taps * sizeof(long));
+    if (!off) return -1;
+    for (long kh = 0; kh < KH; kh++)
+        for (long kw = 0; kw < KW; kw++) {
+            long r = kh * DH, col = kw * DW;
+            off[kh * KW + kw] = (((r % SH) * SW + col % SW) * RQ + r / SH) * WQ + col / SW;
+        }
+    struct dwconv_job job = {.C = C, .H = H, .W = W, .OH = OH, .OW = OW, .SH = SH, .SW = SW, .PT = PT, .PL = PL,
+                             .RQ = RQ, .WQ = WQ, .taps = taps, .len = len, .slack = slack, .x = x, .w = w,
+                             .bias = bias, .y = y, .act = act, .a = a, .b = b, .off = off, .failed = 0,
+                             .planes = {.bytes = sizeof(float) * (SH * SW * RQ * WQ + slack + len + 2 * NX_VL)}};
     nx_for(nt, planes, dwconv_chunks, &job);
-    for (int i = 0; i < NX_POOL_MAX; i++) {
-        free(job.xq[i]);
-        free(job.acc[i]);
-        free(job.off[i]);
-    }
+    nx_scratch_free(&job.planes);
+    free(off);
     return job.failed ? -1 : 0;
 }
 
@@ -153,7 +141,7 @@ struct maxpool_job {
     long H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, len;
     const float* x;
     float* y;
-    float* rp[NX_POOL_MAX];  /* per participant: the padded row (allocated with its first chunk, freed by nx_maxpool) */
+    struct nx_scratch rp;  /* per participant: the padded row */
 };
 
 static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
@@ -162,8 +150,7 @@ static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
     long DW = job->DW, PT = job->PT, PL = job->PL, OH = job->OH, OW = job->OW, len = job->len;
     const float* x = job->x;
     float* y = job->y;
-    if (!job->rp[who]) job->rp[who] = malloc(sizeof(float) * len);
-    float* rp = job->rp[who];
+    float* rp = nx_scratch(&job->rp, who);
     if (!rp) return;
     for (long p = lo; p < hi; p++) {
         const float* xp = x + p * H * W;
@@ -214,9 +201,10 @@ NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH
     long len = (OW - 1) * SW + (KW - 1) * DW + 1;  /* the padded row the windows read */
     if (len < PL + W) len = PL + W;
     struct maxpool_job job = {.H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW, .PT = PT,
-                              .PL = PL, .OH = OH, .OW = OW, .len = len, .x = x, .y = y};
+                              .PL = PL, .OH = OH, .OW = OW, .len = len, .x = x, .y = y,
+                              .rp = {.bytes = sizeof(float) * len}};
     nx_for(nx_team(threads, (double)planes * OH * OW * KH * KW), planes, maxpool_chunks, &job);
-    for (int i = 0; i < NX_POOL_MAX; i++) free(job.rp[i]);
+    nx_scratch_free(&job.rp);
 }
 
 struct upsample_nearest_job {

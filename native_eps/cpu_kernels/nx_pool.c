@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@
 #define RELAXED(p) __atomic_load_n(p, __ATOMIC_RELAXED)
 #define SET(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
 
-long nx_pool_spin_us = 2000;  /* how long an idle worker waits awake for the next loop (nx_set_pool_spin) */
+static long nx_pool_spin_us = 2000;  /* how long an idle worker waits awake for the next loop (nx_set_pool_spin) */
 
 static struct {
     pthread_mutex_t owner;  /* held by the caller whose loop the workers serve */
@@ -164,6 +165,15 @@ void nx_for(int threads, long n, nx_body body, void* ctx) {
         if (i % 1024 == 0) sched_yield();
     }
     pthread_mutex_unlock(&P.owner);
+}
+
+void* nx_scratch(struct nx_scratch* s, int who) {
+    if (!s->slot[who]) s->slot[who] = malloc(s->bytes);  /* (slot `who` is only ever touched by participant who) */
+    return s->slot[who];
+}
+
+void nx_scratch_free(struct nx_scratch* s) {
+    for (int i = 0; i < NX_POOL_MAX; i++) free(s->slot[i]);
 }
 
 /* sets how many microseconds an idle worker stays awake (>= 0; benchmarks and tests); returns the previous value */

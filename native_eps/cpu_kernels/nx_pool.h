@@ -12,4 +12,13 @@ typedef void (*nx_body)(void* ctx, long lo, long hi, int who);
  * threads <= 1, n <= 1, or the pool busy (another caller's loop, or a loop inside a chunk) the caller runs it all. */
 void nx_for(int threads, long n, nx_body body, void* ctx);
 
+/* one loop's per-participant scratch: `bytes` each, allocated the first time a participant asks (nx_scratch: NULL
+ * when that fails) and freed together after the loop (nx_scratch_free); zero-initialise it with its size set */
+struct nx_scratch {
+    unsigned long bytes;
+    void* slot[NX_POOL_MAX];
+};
+void* nx_scratch(struct nx_scratch* s, int who);
+void nx_scratch_free(struct nx_scratch* s);
+
 #endif
