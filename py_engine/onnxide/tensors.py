@@ -76,7 +76,8 @@ def _native_copy(view, target):
     embedding table would be held twice); copies are read-only, as the views of immutable bytes are."""
     key = (view.__array_interface__["data"][0], view.nbytes, view.dtype.str)
     old = _COPIES.get(key)
-    if old is not None and old.dtype == target and np.array_equal(old.reshape(-1), view, equal_nan=True):
+    # (compared as bytes, not values: -0.0 == 0.0, and NaN payloads would pass as equal)
+    if old is not None and old.dtype == target and np.array_equal(old.reshape(-1).view(np.uint8), view.view(np.uint8)):
         return old
     arr = view.astype(target)
     arr.flags.writeable = False

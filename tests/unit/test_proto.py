@@ -124,3 +124,6 @@ def test_misaligned_raw_data_is_copied_once_while_the_copy_lives():
     buf[1:5] = np.float32(7).tobytes()  # the same address with other values: not the old copy
     second = _native_copy(np.frombuffer(memoryview(buf)[1:], np.float32), np.dtype(np.float32))
     assert second is not first and second[0] == 7 and first[0] == 0
+    buf[1:5] = np.float32(-0.0).tobytes()  # equal as a value to the 0.0 copied first, not as bytes
+    third = _native_copy(np.frombuffer(memoryview(buf)[1:], np.float32), np.dtype(np.float32))
+    assert np.signbit(third[0]) and not np.signbit(first[0])
