@@ -22,9 +22,10 @@
 
 /* Threads for one parallel loop of `work` multiply-adds (a memory pass: NX_PASS_WORK per element): handing a loop to
  * the pool (nx_pool.c) costs ~1 us with its workers awake and a futex wake with them asleep, never a wait for one
- * to arrive, so loops of ~10 us of one core's work and up are split (MobileNetV3-small at 2 threads: 4.7-6.2 ms
- * from 4M multiply-adds up, 2.9-4.0 ms from 256K; lower gained nothing measurable). nx_parallel_work is that amount
- * (nx_set_parallel_work changes it: benchmarks and tests). */
+ * to arrive, so loops of ~10 us of one core's work and up are split (MobileNetV3-small at 2 threads: 6.0 ms from 4M
+ * multiply-adds up, 4.9 ms from 256K; ResNet-18, MiniLM, the README CNN unchanged: tests/bench/ab_native.py
+ * parallel_work=4194304,262144). nx_parallel_work is that amount (nx_set_parallel_work changes it: benchmarks and
+ * tests). */
 #define NX_PASS_WORK 16
 extern long nx_parallel_work;
 NX_INLINE int nx_team(int threads, double work) { return threads > 1 && work >= (double)nx_parallel_work ? threads : 1; }

@@ -400,9 +400,9 @@ def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, small=False, **attrs)
         return ConvPlan(kind="dw", packed=np.ascontiguousarray(w4), **plan)
     # Winograd F(4×4,3×3) natively where conv_winograd would use it or native_winograd says it pays (WINOGRAD_F4:
     # tests switch it off), at any thread count (under OpenMP, two threads took it only from 128 channels; on the
-    # pool it is as fast or faster there too: README CNN 1.01 -> 0.71 ms, CRNN 15.0 -> 12.9, PP-OCRv4 det 27.2 -> 24.9,
-    # ResNet-18 within noise); other convs as a GEMM on shifted input rows (a strided 1×1 reads one stride
-    # phase), a plain 1×1 as one GEMM on the image; packed weights, epilogue fused
+    # pool it pays there too: at 2 threads without / with it CRNN 28.9 / 16.3 ms, ResNet-18 33.1 / 28.2, PP-OCRv4
+    # det 24.1 / 22.3, tests/bench/ab_native.py WINOGRAD_F4=False,True); other convs as a GEMM on shifted input rows
+    # (a strided 1×1 reads one stride phase), a plain 1×1 as one GEMM on the image; packed weights, epilogue fused
     if len(x_shape) == 4 and WINOGRAD_F4 and (native_winograd(n, c, m, ks, g, out) or (
             conv_winograd.winograd_tile(np.broadcast_to(np.float32(0), x4), w, 1, ks, g.strides, g.dilations,
                                         g.pads_begin, g.pads_end, out) == 4)):
