@@ -90,8 +90,8 @@ def _child(queue):
 
 
 def test_forked_child_starts_its_own_workers():
-    """The parent's workers do not exist in a child forked after they started: the child's loops must not wait for
-    them (it starts its own)."""
+    """A child forked after the parent's workers started (they do not exist in it) runs its two-thread loops to the
+    one-thread bits: nothing waits for the parent's workers, a lock the parent held is not held there."""
     _run(2)
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
