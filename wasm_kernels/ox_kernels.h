@@ -37,5 +37,12 @@ OX_EXPORT void ox_channel_affine(int N, int C, int HW, const float* X, const flo
                                  const float* t, float* Y, int act, float a0, float a1);
 OX_EXPORT void ox_unary(int n, const float* X, float* Y, int act, float a0, float a1);
 OX_EXPORT void ox_binary(int op, const int* p, const float* A, const float* B, float* Y);
+OX_EXPORT int ox_qgemm_packed_size(int K, int N);
+OX_EXPORT int ox_qgemm_scratch_floats(int M, int K);
+OX_EXPORT void ox_qgemm_pack_b(int K, int N, const void* B, int b_signed, short* dst);
+OX_EXPORT void ox_qgemm(int M, int N, int K, const void* A, int a_signed, const int* az, int az_stride,
+                        const short* PB, const int* bz, int* Y, const float* scale, int scale_step, const float* bias,
+                        float* YF, float* scratch);
+OX_EXPORT int ox_dynamic_quantize(int n, const float* X, unsigned char* Y, float* scale, unsigned char* zero);
 
 #endif

@@ -1,5 +1,6 @@
-"""WasmExecutionProvider: runs float32 hot ops (GEMM, Conv, pooling, softmax, norms, activations, arithmetic) in the
-wasm SIMD kernels of wasm_kernels/ — in place on Pyodide's heap in the browser, through wasmtime natively.
+"""WasmExecutionProvider: runs float32 hot ops (GEMM, Conv, pooling, softmax, norms, activations, arithmetic) and the
+8-bit GEMM family (MatMulInteger, DynamicQuantizeLinear, QLinearMatMul, DynamicQuantizeMatMul) in the wasm SIMD
+kernels of wasm_kernels/ — in place on Pyodide's heap in the browser, through wasmtime natively.
 
 Provider options: {"wasm_simd": "auto" | "relaxed" | "simd128"} (auto: relaxed where the engine validates it),
 {"chains": "1" | "0"} (runs of steps on fixed float32 shapes as one ox_chain_run call, wasm_chain.py; on by default).
@@ -12,6 +13,7 @@ from ..runtime.providers import ExecutionProvider
 from . import wasm_ops as K
 from . import wasm_ops_elem as E
 from . import wasm_ops_extra as X
+from . import wasm_ops_quant as Q
 from . import wasm_chain, wasm_runtime
 
 CLAIMS = {
@@ -39,6 +41,8 @@ MS_CLAIMS = {
     "BiasGelu": X.claim_ms_gelu,
     "MultiHeadAttention": X.claim_mha,
 }
+CLAIMS.update(Q.CLAIMS)
+MS_CLAIMS.update(Q.MS_CLAIMS)
 CLAIMS.update({name: E.claim_unary for name in E.UNARY})
 CLAIMS.update({name: E.claim_binary for name in E.BINOP})
 

@@ -39,9 +39,15 @@ SIGNATURES = {
     "ox_unary": "ippiff",
     "ox_binary": "ipppp",
     "ox_chain_run": "pippp",
+    "ox_qgemm_packed_size": "ii",
+    "ox_qgemm_scratch_floats": "ii",
+    "ox_qgemm_pack_b": "iipip",
+    "ox_qgemm": "iiipipippppippp",
+    "ox_dynamic_quantize": "ipppp",
 }
 RETURNS_INT = {"ox_chain_run", "ox_gemm_scratch_floats", "ox_gemm_packed_b_floats", "ox_conv3x3_wino_scratch_floats",
-               "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats"}
+               "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats", "ox_qgemm_packed_size", "ox_qgemm_scratch_floats",
+               "ox_dynamic_quantize"}
 
 BUILDS = ("relaxed", "simd128")
 FILE_PATTERN = "onnxide_kernels_{}.wasm"
