@@ -110,3 +110,34 @@ def test_build_option_and_bad_option():
         assert ep.build == build
     with pytest.raises(onnxide.EPFail):
         wasm_ep.WasmExecutionProvider({"wasm_simd": "avx512"})
+
+
+@pytest.mark.parametrize("chains", ["1", "0"])
+def test_skip_layer_norm_matches_cpu(chains):
+    """com.microsoft SkipLayerNormalization on the WASM EP (in a chain with its neighbours, or per node), every
+    output count and optional input; outputs as the CPU EP's."""
+    h = 24
+    for n_out in (1, 2, 4):
+        for with_bias in (True, False):
+            ins = ["x", "skip", "g", "be", "bi" if with_bias else ""]
+            outs = ["y", "m", "iv", "s"][:n_out]
+            nodes = [helper.make_node("MatMul", ["x0", "w"], ["x"]),
+                     helper.make_node("SkipLayerNormalization", [i for i in ins if i] if with_bias else ins[:4], outs,
+                                      domain="com.microsoft", epsilon=1e-5),
+                     helper.make_node("Relu", ["y"], ["out"])]
+            inits = [_init("w", RNG.standard_normal((h, h)).astype(np.float32))] + [
+                _init(k, RNG.standard_normal(h).astype(np.float32)) for k in ("g", "be", "bi")]
+            g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(k, TensorProto.FLOAT, [2, 5, h])
+                                               for k in ("x0", "skip")],
+                                  [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in
+                                   ["out"] + outs[1:]], inits)
+            model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                        helper.make_opsetid("com.microsoft", 1)]).SerializeToString()
+            feeds = {k: RNG.standard_normal((2, 5, h)).astype(np.float32) for k in ("x0", "skip")}
+            want = onnxide.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+            sess = onnxide.InferenceSession(model, providers=[("WasmExecutionProvider", {"chains": chains}),
+                                                               "CPUExecutionProvider"])
+            for _ in range(2):
+                for got, w in zip(sess.run(None, feeds), want):
+                    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+            assert _ep_of(sess)["SkipLayerNormalization"] == "WasmExecutionProvider"

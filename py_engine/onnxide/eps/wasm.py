@@ -40,6 +40,7 @@ MS_CLAIMS = {
     "FastGelu": X.claim_ms_gelu,
     "BiasGelu": X.claim_ms_gelu,
     "MultiHeadAttention": X.claim_mha,
+    "SkipLayerNormalization": X.claim_skip_layernorm,
 }
 CLAIMS.update(Q.CLAIMS)
 MS_CLAIMS.update(Q.MS_CLAIMS)

@@ -195,6 +195,24 @@ def _layer_norm(b, step, node, opdef, attrs):
            [0.0, 0.0, float(attrs.get("epsilon", 1e-5))])
 
 
+def _skip_layer_norm(b, step, node, opdef, attrs):
+    """com.microsoft SkipLayerNormalization's first output: LayerNorm over the last axis of (x + skip) + bias, the
+    sums in an arena buffer."""
+    _claimed(X.claim_skip_layernorm, b, node, opdef, attrs)
+    kx, kskip, kg, kbeta, kbias = (list(step.in_keys) + [None] * 5)[:5]
+    shape = b.shape(kx)
+    if len(shape) not in (2, 3) or b.shape(kskip) != shape or 0 in shape:
+        raise Decline("SkipLayerNormalization shapes")
+    h = shape[-1]
+    gamma, beta, bias = (_norm_param(b, k, shape[-1:]) for k in (kg, kbeta, kbias))
+    total = (out(step), "x + skip + bias")  # (a value of the chain's own: read by the next instructions)
+    b.emit("binary", [E.BINOP["Add"], *_same_plan(shape, shape)], [b.src(kx), b.src(kskip), b.dst(total, shape)])
+    if bias != -1:
+        b.emit("binary", [E.BINOP["Add"], *_same_plan(shape, (h,))], [b.src(total), bias, b.src(total)])
+    b.emit("rownorm", [math.prod(shape) // h, h, 0, 1], [b.src(total), b.dst(out(step), shape), gamma, beta],
+           [0.0, 0.0, float(attrs.get("epsilon", 1e-12))])
+
+
 def _instance_norm(b, step, node, opdef, attrs):
     _claimed(E.claim_instnorm, b, node, opdef, attrs)
     kx, ks, kb = step.in_keys[:3]
@@ -331,7 +349,8 @@ LOWER = {"MatMul": _matmul, "Gemm": _gemm_node, "Conv": _conv, "MaxPool": _pool(
          "InstanceNormalization": _instance_norm, "BatchNormalization": _batch_norm, "Resize": _resize, "Pow": _pow,
          "ReduceMean": _reduce_mean, **{op: _unary for op in E.UNARY}, **{op: _binary for op in E.BINOP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm_node, "FusedMatMul": _fused_matmul, "Gelu": _ms_gelu,
-            "FastGelu": _ms_gelu, "BiasGelu": _ms_gelu, "MultiHeadAttention": _attention}
+            "FastGelu": _ms_gelu, "BiasGelu": _ms_gelu, "MultiHeadAttention": _attention,
+            "SkipLayerNormalization": _skip_layer_norm}
 
 
 class _Pinned:

@@ -1,5 +1,5 @@
-"""The WASM EP's ConvTranspose (wasm GEMM + col2im), nearest Resize by integer factors and com.microsoft Gelu family
-(same claim/fallback contract as wasm_ops.py)."""
+"""The WASM EP's ConvTranspose (wasm GEMM + col2im), nearest Resize by integer factors, com.microsoft Gelu family,
+MultiHeadAttention and SkipLayerNormalization (same claim/fallback contract as wasm_ops.py)."""
 import itertools
 
 import numpy as np
@@ -8,7 +8,7 @@ from ..errors import InvalidArgument
 from ..ops import activations, resize as R
 from ..ops.conv_geometry import ConvGeometry
 from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, gemm_call, guarded
-from .wasm_ops_elem import binary_fast, unary_fast
+from .wasm_ops_elem import binary_fast, layernorm_fast, unary_fast
 from .wasm_runtime import In, Out
 
 # ---- ConvTranspose --------------------------------------------------------------------------------------------
@@ -177,3 +177,34 @@ def claim_mha(rt, node, opdef, attrs):
     if len([o for o in node.outputs if o]) != 1 or (node.outputs and not node.outputs[0]):
         return None
     return guarded(lambda *a, **kw: mha_fast(rt, *a, **kw), opdef.kernel)
+
+
+# ---- com.microsoft SkipLayerNormalization ---------------------------------------------------------------------------
+
+def skip_layernorm_fast(rt, x, skip, gamma, beta=None, bias=None, *, epsilon=1e-12, ctx=None):
+    """LayerNormalization over the last axis of s = (x + skip) + bias (the numpy kernel's two float32 sums, exact
+    here too); outputs y, mean, inv_std_dev, s as asked. Skip of another shape than x: the numpy kernel."""
+    if not _is_f32(x, skip, gamma) or x.ndim not in (2, 3) or skip.shape != x.shape or x.size == 0 or \
+            not epsilon >= 0:
+        return FALLBACK
+    h = x.shape[-1]
+    if any(v is not None and (not _is_f32(v) or v.shape != (h,)) for v in (beta, bias)) or gamma.shape != (h,):
+        return FALLBACK
+    s = binary_fast(rt, BINOP["Add"], x, skip)
+    if bias is not None:
+        s = binary_fast(rt, BINOP["Add"], s, bias)
+    n = max(1, ctx.num_outputs if ctx is not None else 1)
+    stats = layernorm_fast(rt, s, gamma, beta, axis=-1, epsilon=epsilon, ctx=ctx if n <= 3 else _ThreeOuts)
+    if n == 1:
+        return stats
+    return (*stats, s)[:n]
+
+
+class _ThreeOuts:  # (LayerNormalization's three outputs, when SkipLayerNormalization's fourth is asked too)
+    num_outputs = 3
+
+
+def claim_skip_layernorm(rt, node, opdef, attrs):
+    if set(attrs) - {"epsilon"}:
+        return None
+    return guarded(lambda *a, **kw: skip_layernorm_fast(rt, *a, **kw), opdef.kernel)
