@@ -40,7 +40,8 @@ def _mlp_bytes():
         d = h
     g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", 1, [1, 64])],
                           [helper.make_tensor_value_info(x, 1, [1, 10])], inits)
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    # (IR 10: onnxruntime-web 1.31, which the browser benchmark runs it on, reads IR versions up to 13 only)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10).SerializeToString()
 
 
 def _minilm_90mb(path):

@@ -1,6 +1,6 @@
 """Browser benchmark driver: one headless Chromium run timing onnxide (WASM EP, CPU EP) and onnxruntime-web (wasm, 1 thread).
 
-usage: python3 web/bench/run_browser_bench.py [--models resnet18,minilm,ppocr_det,silero_vad] [--no-gemm] [--profile]
+usage: python3 web/bench/run_browser_bench.py [--models resnet18,minilm,ppocr_det,silero_vad | all] [--no-gemm] [--profile]
                                               [--doc docs/benchmarks-browser.md] [--json out.json] [--budget 4]
 Needs `bash .ci/setup_web.sh` (Pyodide, onnxide wheel, kernels in build/web/wasm/, onnxruntime-web in build/web/ort/)
 and the model caches (`python tests/models/fetch.py`, `python tests/models/export.py`). Serves the repository on
@@ -22,26 +22,77 @@ from chromium import Browser, bench_unavailable  # noqa: E402
 from devserver import ROOT, Server  # noqa: E402
 
 CACHE = os.path.join(ROOT, ".cache", "models")
+BREADTH_SHAPES = {"yolov8n": (1, 3, 640, 640), "crnn": (1, 1, 32, 320), "vit_tiny": (1, 3, 224, 224),
+                  "whisper_tiny_encoder": (1, 80, 1000), "mobilenetv3_small": (1, 3, 224, 224)}
+
+
+def _native_bench():
+    """tests/bench/run_bench.py as a module: the native benchmark's generated models (int8 encoder, MLP) are reused."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+    import run_bench
+    return run_bench
+
+
+def _readme_cnn():
+    from onnxide.demo import default_model_bytes
+    return default_model_bytes()
+
+
+# name: (model file under CACHE, or a function returning the model's bytes or path; row label)
 MODELS = {
     "resnet18": ("exported/resnet18_torchscript.onnx", "ResNet-18 (torchscript export), 1x3x224x224"),
     "minilm": ("exported/minilm_torchscript.onnx", "MiniLM-L6-size encoder (torchscript export), 1x128 tokens"),
+    "minilm_int8": (lambda: _native_bench()._minilm_int8(os.path.join(CACHE, "exported", "minilm_torchscript.onnx")),
+                    "same encoder, int8 dynamic (onnxide's quantize_dynamic), 1x128 tokens"),
     "ppocr_det": ("rapidocr_onnxruntime-1.4.4/ch_PP-OCRv4_det_infer.onnx", "PP-OCRv4 det, 1x3x320x320"),
     "silero_vad": ("silero_vad-6.2.3/silero_vad.onnx", "silero VAD 6.2.3, one 512-sample chunk at 16 kHz"),
+    "ppocr_rec": ("rapidocr_onnxruntime-1.4.4/ch_PP-OCRv4_rec_infer.onnx", "PP-OCRv4 rec, 1x3x48x320"),
+    "yolov8n": ("exported/yolov8n.onnx", "YOLOv8n detector, 1x3x640x640"),
+    "crnn": ("exported/crnn.onnx", "CRNN (conv + 2 BiLSTM + CTC), 1x1x32x320"),
+    "vit_tiny": ("exported/vit_tiny.onnx", "ViT-Tiny/16, 1x3x224x224"),
+    "whisper_tiny_encoder": ("exported/whisper_tiny_encoder.onnx", "Whisper-tiny encoder (10 s log-mel), 1x80x1000"),
+    "mobilenetv3_small": ("exported/mobilenetv3_small.onnx", "MobileNetV3-small, 1x3x224x224"),
+    "mlp": (lambda: _native_bench()._mlp_bytes(), "MLP 64-256-256-10"),
+    "readme_cnn": (_readme_cnn, "default CNN (README main job), 1x3x64x64"),
 }
+FIRST_FOUR = "resnet18,minilm,ppocr_det,silero_vad"
 
 
 def make_inputs(name):
     """{input name: array} for a model: the export's own inputs (first batch row) or seeded synthetic data."""
     rng = np.random.default_rng(0)
-    if name in ("resnet18", "minilm"):
-        with np.load(os.path.join(CACHE, "exported", f"{name}_torchscript.npz")) as z:
+    if name in ("resnet18", "minilm", "minilm_int8"):
+        export = name.replace("_int8", "")
+        with np.load(os.path.join(CACHE, "exported", f"{export}_torchscript.npz")) as z:
             return {k[3:]: np.ascontiguousarray(z[k][:1]) for k in z.files if k.startswith("in:")}
     if name == "ppocr_det":
         return {"x": (rng.standard_normal((1, 3, 320, 320)) * 0.5).astype(np.float32)}
+    if name == "ppocr_rec":
+        return {"x": rng.random((1, 3, 48, 320), dtype=np.float32) * 2 - 1}
+    if name in BREADTH_SHAPES:
+        return {"input": rng.standard_normal(BREADTH_SHAPES[name]).astype(np.float32)}
+    if name == "mlp":
+        return {"x": rng.standard_normal((1, 64)).astype(np.float32)}
+    if name == "readme_cnn":
+        from onnxide.demo import default_input
+        return {"image": default_input()}
     t = np.arange(512) / 16000.0
     audio = (0.3 * np.sin(2 * np.pi * 220 * t) + 0.05 * rng.standard_normal(512)).astype(np.float32)
     return {"input": audio.reshape(1, 512), "state": np.zeros((2, 1, 128), np.float32),
             "sr": np.array(16000, np.int64)}
+
+
+def model_url(base, folder, name):
+    """URL the page fetches the model from: the cache mount for files there, the inputs mount for generated ones."""
+    source = MODELS[name][0]
+    if isinstance(source, str):
+        return f"{base}_models/{source}"
+    made = source()
+    if isinstance(made, str):
+        return f"{base}_models/{os.path.relpath(made, CACHE)}"
+    with open(os.path.join(folder, f"{name}.onnx"), "wb") as f:
+        f.write(made)
+    return f"{base}_bench_inputs/{name}.onnx"
 
 
 def write_inputs(folder, name, feeds):
@@ -61,7 +112,7 @@ RUN_JS = """async (cfg) => {
 
 
 def run(args):
-    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    names = list(MODELS) if args.models == "all" else [n.strip() for n in args.models.split(",") if n.strip()]
     tmp = tempfile.mkdtemp(prefix="onnxide-bench-")
     cfg_models = []
     for n in names:
@@ -71,7 +122,7 @@ def run(args):
         base = server.url
         cfg = {"base": base, "eps": args.eps.split(","), "gemm": not args.no_gemm, "profile": args.profile,
                "budgetS": args.budget, "cpuBudgetS": args.cpu_budget, "minRuns": args.min_runs, "cpuMinRuns": 3,
-               "models": [{"name": m["name"], "model": f"{base}_models/{MODELS[m['name']][0]}", "inputs": m["spec"],
+               "models": [{"name": m["name"], "model": model_url(base, tmp, m["name"]), "inputs": m["spec"],
                            "inputsURL": f"{base}_bench_inputs/"} for m in cfg_models]}
         page = context.new_page()
         page.set_default_timeout(args.timeout * 1000)
@@ -172,7 +223,7 @@ def render(res, args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=FIRST_FOUR, help=f"comma list of {', '.join(MODELS)}, or 'all'")
     ap.add_argument("--eps", default="wasm,cpu", help="onnxide EPs to time (wasm, cpu, wasm-nochains)")
     ap.add_argument("--no-gemm", action="store_true")
     ap.add_argument("--profile", action="store_true", help="per-op profile of the WASM EP (one extra session)")
