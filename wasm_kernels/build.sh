@@ -22,7 +22,7 @@ if ! command -v "$CC" >/dev/null 2>&1 || ! command -v wasm-ld-19 >/dev/null 2>&1
         $SUDO apt-get install -y -q clang-19 lld-19 >/dev/null; }
 fi
 
-SOURCES=(ox_gemm.c ox_conv.c ox_winograd.c ox_pool.c ox_norm.c ox_eltwise.c ox_qgemm.c ox_chain.c)
+SOURCES=(ox_gemm.c ox_conv.c ox_winograd.c ox_pool.c ox_norm.c ox_eltwise.c ox_qgemm.c ox_rnn.c ox_chain.c)
 CFLAGS=(--target=wasm32-unknown-emscripten -O3 -fPIC -mbulk-memory -ffreestanding -fno-builtin
         -fvisibility=hidden -fno-math-errno -std=c11 -Wall -Wextra -Wno-unused-parameter -Werror -I"$OUT")
 # Link without -O: with -O clang-19 runs Debian's old wasm-opt, which rejects relaxed-SIMD opcodes.

@@ -11,10 +11,7 @@ from .cpu_ops import _f32, _once_or_cached, threads
 F32 = np.dtype(np.float32)
 
 
-def plain(activations, clip, input_forget, node_inputs):
-    """Whether a node's attributes and inputs are the plain form (at plan time: P and sequence_lens not given)."""
-    given = list(node_inputs) + [""] * (8 - len(node_inputs))
-    return rnn._default_lstm(activations, clip, input_forget, None, None) and not given[4] and not given[7]
+plain = rnn.plain_lstm  # (the node's form at plan time)
 
 
 def transposed_r(R):

@@ -210,12 +210,17 @@ def render(res, args):
               "- onnxide-CPU is Pyodide's numpy without BLAS; onnxide-WASM runs float32 Conv (im2col GEMM, Winograd "
               "F(2x2,3x3) for dense 3x3 stride-1 layers with ≥ 16 channels and ≥ 100 tiles, direct depthwise), "
               "ConvTranspose, MatMul/Gemm (constant B packed once), MultiHeadAttention, pooling, Resize (nearest, "
-              "integer factors), softmax, norms and elementwise ops in the wasm kernels; everything else (shape ops, "
-              "If/Loop bodies, LSTM) stays on the CPU EP.",
+              "integer factors), softmax, norms (SkipLayerNormalization too), elementwise ops, the plain LSTM and the "
+              "8-bit GEMM family (MatMulInteger, DynamicQuantizeLinear, DynamicQuantizeMatMul, MatMulIntegerToFloat, "
+              "QLinearMatMul) in the wasm kernels; everything else (shape ops, If/Loop bodies) stays on the CPU EP.",
+              "- The int8 encoder's WASM result equals onnxide's numpy kernels bit for bit "
+              "(tests/wasm/test_wasm_int8.py); its difference from onnxruntime-web's is not explained here (a few "
+              "quantization steps of a hidden state; natively onnxruntime's AVX2 kernel saturates, see "
+              "docs/benchmarks.md).",
               "- Silero VAD is a graph of ~100 tiny ops inside an If: much of its time is Python dispatch per node. "
               "Runs of consecutive kernels on fixed shapes run as one ox_chain_run call (WASM chains: its STFT, "
-              "magnitude and conv stack are one call per branch); the LSTM and the shape ops around it still "
-              "dispatch per node (ort-web runs it all in C++). `--eps wasm,wasm-nochains` times chains on / off.",
+              "magnitude and conv stack are one call per branch); the LSTM (ox_lstm) and the shape ops around it "
+              "still dispatch per node (ort-web runs it all in C++). `--eps wasm,wasm-nochains` times chains on / off.",
               "- The machine is shared (2 cores): other jobs can inflate single cells; the round-robin order keeps "
               "the ratios of one run comparable."]
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from . import wasm_ops as K
 from . import wasm_ops_elem as E
 from . import wasm_ops_extra as X
 from . import wasm_ops_quant as Q
+from . import wasm_ops_rnn as RNN
 from . import wasm_chain, wasm_runtime
 
 CLAIMS = {
@@ -31,6 +32,7 @@ CLAIMS = {
     "BatchNormalization": E.claim_batchnorm,
     "ConvTranspose": X.claim_conv_transpose,
     "Resize": X.claim_resize,
+    "LSTM": RNN.claim_lstm,
 }
 MS_CLAIMS = {
     "FusedConv": K.claim_fused_conv,

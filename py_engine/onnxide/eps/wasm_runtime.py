@@ -44,6 +44,7 @@ SIGNATURES = {
     "ox_qgemm_pack_b": "iipip",
     "ox_qgemm": "iiipipippppippp",
     "ox_dynamic_quantize": "ipppp",
+    "ox_lstm": "iiiipppppppp",
 }
 RETURNS_INT = {"ox_chain_run", "ox_gemm_scratch_floats", "ox_gemm_packed_b_floats", "ox_conv3x3_wino_scratch_floats",
                "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats", "ox_qgemm_packed_size", "ox_qgemm_scratch_floats",

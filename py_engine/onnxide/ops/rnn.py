@@ -303,9 +303,17 @@ def _default_lstm(activations, clip, input_forget, P, sequence_lens):
             and names in ([], ["sigmoid", "tanh", "tanh"], ["sigmoid", "tanh", "tanh"] * 2))
 
 
-def lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction):
+def plain_lstm(activations, clip, input_forget, node_inputs):
+    """Whether a node's attributes and inputs are the plain form (_default_lstm) at plan time: P and sequence_lens
+    not given (the EPs' LSTM kernels claim only this form)."""
+    given = list(node_inputs) + [""] * (8 - len(node_inputs))
+    return _default_lstm(activations, clip, input_forget, None, None) and not given[4] and not given[7]
+
+
+def lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction, matmul=np.matmul):
     """The plain LSTM's inputs checked (_prepare) and its input projection for every step, both biases added:
-    (dtype, xw [directions, T, batch, 4H] in each direction's processing order, h0, c0, reverse flags, H)."""
+    (dtype, xw [directions, T, batch, 4H] in each direction's processing order, h0, c0, reverse flags, H).
+    matmul(a, b, out=...) computes each direction's projection (an EP may pass its own GEMM)."""
     cdt, X, _, (h, c), nd, H = _prepare("LSTM", X, W, R, B, None, [initial_h, initial_c], layout, hidden_size,
                                         direction, 4)
     T, Bn, I = X.shape
@@ -313,7 +321,7 @@ def lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direc
     reverse = [direction == "reverse" or d == 1 for d in range(nd)]
     xw = np.empty((nd, T * Bn, 4 * H), cdt)
     for d, r in enumerate(reverse):
-        np.matmul((X[::-1] if r else X).reshape(T * Bn, I), W[d].T, out=xw[d])
+        matmul((X[::-1] if r else X).reshape(T * Bn, I), W[d].T, out=xw[d])
     xw = xw.reshape(nd, T, Bn, 4 * H)
     if B is not None:
         Bv = np.asarray(B).astype(cdt, copy=False)
