@@ -6,13 +6,12 @@ import math
 import numpy as np
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import activations, resize
+from onnxide.ops import activations, resize, rnn
 from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.plan.chain_lower import COPIES, lower_step, out as _out, trailing_mean
 from onnxide.plan.chains import F32, Decline
 
 from . import cpu_ops as K
-from . import cpu_rnn as K_rnn
 
 HOST_EPS = ("NativeCPUExecutionProvider", "CPUExecutionProvider")
 
@@ -53,13 +52,13 @@ def _pow(b, step, node, opdef, attrs):
 
 
 def _lstm(b, step, node, opdef, attrs):
-    """The plain forward LSTM (cpu_rnn.plain, layout 0) with constant W, R, B: its input projection as a GEMM into
+    """The plain forward LSTM (rnn.plain_lstm, layout 0) with constant W, R, B: its input projection as a GEMM into
     the arena (both biases in its epilogue), then nx_lstm's recurrence writing Y, Y_h and Y_c where the node's
     outputs go (Y [T, 1, B, H] is its step outputs in order)."""
     keys = (list(step.in_keys) + [None] * 8)[:8]
     kx, kw, kr, kb = keys[:4]
     w, r, bias = b.const(kw), b.const(kr), b.const(kb)
-    if attrs.get("direction", "forward") != "forward" or attrs.get("layout", 0) or not K_rnn.plain(
+    if attrs.get("direction", "forward") != "forward" or attrs.get("layout", 0) or not rnn.plain_lstm(
             attrs.get("activations"), attrs.get("clip"), attrs.get("input_forget", 0), node.inputs):
         raise Decline("LSTM form")
     sx = b.shape(kx)
@@ -82,7 +81,7 @@ def _lstm(b, step, node, opdef, attrs):
     ys = [b.dst(k, shape) if k else b.scratch(math.prod(shape))
           for k, shape in zip(outs, ((t, 1, batch, h), (1, batch, h), (1, batch, h)))]
     b.emit("lstm", [t, batch, h, 1],
-           [b.src(xw_key), b.fixed(K_rnn.transposed_r(r)), b.src(keys[5]), b.src(keys[6]), *ys])
+           [b.src(xw_key), b.fixed(rnn.transposed_r(r)), b.src(keys[5]), b.src(keys[6]), *ys])
 
 
 def _gemm_instr(b, m, n, k, a, lda, y, bp=-1, raw_b=-1, ldb=0, bias=-1, row_bias=-1, res=-1, act=(0, 0.0, 0.0),

@@ -6,7 +6,7 @@ declines or falls back on runs in the numpy kernel."""
 import math
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import activations, registry
+from onnxide.ops import activations, registry, rnn
 from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
@@ -88,9 +88,9 @@ def _claim_resize(lib, node, opdef, attrs):
 
 
 def _claim_lstm(lib, node, opdef, attrs):
-    """The plain LSTM (cpu_rnn.plain) at opset 7+ (LSTM-1's output_sequence attribute stays with numpy)."""
-    if opdef.since < 7 or not cpu_rnn.plain(attrs.get("activations"), attrs.get("clip"), attrs.get("input_forget", 0),
-                                            node.inputs):
+    """The plain LSTM (rnn.plain_lstm) at opset 7+ (LSTM-1's output_sequence attribute stays with numpy)."""
+    if opdef.since < 7 or not rnn.plain_lstm(attrs.get("activations"), attrs.get("clip"),
+                                             attrs.get("input_forget", 0), node.inputs):
         return None
     return guarded(lambda *xs, **kw: cpu_rnn.lstm(lib, *xs, **kw), opdef.kernel)
 

@@ -250,9 +250,7 @@ def attention(lib, q, k, v, num_heads, scale, bias=None):
 
 # ---- GEMM ------------------------------------------------------------------------------------------------------
 
-def _once_or_cached(w, tag, pack):
-    """pack(w), cached for read-only arrays (initializers: the executor marks them so); packed anew otherwise."""
-    return pack(w) if w.flags.writeable else weight_cache.cached(w, tag, pack)
+_once_or_cached = weight_cache.derived
 
 
 def packed_b(lib, b, trans):

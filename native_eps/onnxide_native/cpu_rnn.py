@@ -6,17 +6,9 @@ import numpy as np
 from onnxide.ops import rnn
 from onnxide.runtime.providers import FALLBACK
 
-from .cpu_ops import _f32, _once_or_cached, threads
+from .cpu_ops import _f32, threads
 
 F32 = np.dtype(np.float32)
-
-
-plain = rnn.plain_lstm  # (the node's form at plan time)
-
-
-def transposed_r(R):
-    """R (nd, 4H, H) as nx_lstm reads it, (nd, H, 4H): once per weight."""
-    return _once_or_cached(R, "nx_lstm_rt", lambda r: np.ascontiguousarray(r.transpose(0, 2, 1)))
 
 
 def lstm(lib, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *, activation_alpha=None,
@@ -27,7 +19,7 @@ def lstm(lib, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=Non
         return FALLBACK
     _, xw, h0, c0, reverse, H = rnn.lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction)
     nd, T, Bn = xw.shape[:3]
-    rt = transposed_r(R)
+    rt = rnn.transposed_r(R)
     h0 = None if initial_h is None else np.ascontiguousarray(h0)
     c0 = None if initial_c is None else np.ascontiguousarray(c0)
     hs = np.empty((T, nd, Bn, H), F32)

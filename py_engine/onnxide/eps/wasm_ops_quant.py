@@ -11,14 +11,13 @@ from .wasm_runtime import In, Out, Scratch
 
 
 def packed_b(rt, b):
-    """A 2-D uint8 / int8 B in ox_qgemm's int16 panels (cached for initializers, which the executor marks
-    read-only)."""
+    """A 2-D uint8 / int8 B in ox_qgemm's int16 panels (cached for initializers)."""
     def pack(b):
         k, n = b.shape
         bp = np.empty(rt.call("ox_qgemm_packed_size", [k, n]), np.int16)
         rt.call("ox_qgemm_pack_b", [k, n, In(np.ascontiguousarray(b)), int(b.dtype == np.int8), Out(bp)])
         return bp
-    return pack(b) if b.flags.writeable else weight_cache.cached(b, "ox_qgemm_b", pack)
+    return weight_cache.derived(b, "ox_qgemm_b", pack)
 
 
 def _gemm(rt):

@@ -3,7 +3,7 @@ peepholes, coupled gate or sequence_lens) on float32, its input projection on th
 in ox_lstm (wasm_kernels/ox_rnn.c), the output assembly the numpy kernel's own; FALLBACK for every other form."""
 import numpy as np
 
-from ..ops import rnn, weight_cache
+from ..ops import rnn
 from .wasm_ops import F32, FALLBACK, _contig, _is_f32, gemm_call, guarded
 from .wasm_runtime import In, Out, Scratch
 
@@ -17,12 +17,6 @@ def _projection(rt):
     return matmul
 
 
-def _transposed_r(R):
-    """R (nd, 4H, H) as ox_lstm reads it, (nd, H, 4H): once per weight (initializers are read-only)."""
-    make = lambda r: np.ascontiguousarray(r.transpose(0, 2, 1))  # noqa: E731
-    return make(R) if R.flags.writeable else weight_cache.cached(R, "ox_lstm_rt", make)
-
-
 def lstm_fast(rt, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
               activation_alpha=None, activation_beta=None, activations=None, clip=None, direction="forward",
               hidden_size=None, input_forget=0, layout=0, ctx=None):
@@ -34,7 +28,7 @@ def lstm_fast(rt, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c
     nd, T, Bn = xw.shape[:3]
     hs = np.empty((T, nd, Bn, H), F32)
     h_last, c_last = np.empty((nd, Bn, H), F32), np.empty((nd, Bn, H), F32)
-    rt.call("ox_lstm", [T, Bn, H, nd, In(_contig(xw)), In(_transposed_r(R)),
+    rt.call("ox_lstm", [T, Bn, H, nd, In(_contig(xw)), In(rnn.transposed_r(R)),
                         0 if initial_h is None else In(_contig(h0)), 0 if initial_c is None else In(_contig(c0)),
                         Out(hs), Out(h_last), Out(c_last), Scratch(4 * H + 4)])
     n = ctx.num_outputs if ctx is not None else 1

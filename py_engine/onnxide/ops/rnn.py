@@ -6,6 +6,7 @@ from .activation import sigmoid_array
 from .inference import rule
 from .math import via_float32
 from .registry import op
+from . import weight_cache
 
 # name (lower case) -> (function(x, alpha, beta), default alpha, default beta, uses alpha, uses beta)
 _ACTS = {
@@ -308,6 +309,11 @@ def plain_lstm(activations, clip, input_forget, node_inputs):
     not given (the EPs' LSTM kernels claim only this form)."""
     given = list(node_inputs) + [""] * (8 - len(node_inputs))
     return _default_lstm(activations, clip, input_forget, None, None) and not given[4] and not given[7]
+
+
+def transposed_r(R):
+    """R (nd, 4H, H) as the EPs' LSTM recurrences read it, (nd, H, 4H): once per weight."""
+    return weight_cache.derived(R, "lstm R transposed", lambda r: np.ascontiguousarray(r.transpose(0, 2, 1)))
 
 
 def lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction, matmul=np.matmul):

@@ -39,3 +39,9 @@ def cached(w, tag, compute):
     with _LOCK:
         _CACHE[key] = (ref, sig, value)
     return value
+
+
+def derived(w, tag, compute):
+    """compute(w), cached (as `cached`) when w is read-only — initializers: the executor marks them so — and
+    computed anew for a writeable array (a feed its caller may refill in place)."""
+    return compute(w) if w.flags.writeable else cached(w, tag, compute)
