@@ -175,9 +175,11 @@ def render(res, args):
         for k in ("wasm", "cpu", "ort"):
             if r.get(k, {}).get("error"):
                 lines.append(f"|  ↳ {k} error: {r[k]['error'][:200]} | | | | | | | |")
-    lines += ["", "Ratios < 1 mean onnxide is faster. Runs per cell: " + "; ".join(
+    lines += ["", "Ratios < 1 mean onnxide is faster. Samples per cell: " + "; ".join(
         f"{m['name']} " + "/".join(str(len(m['runs'].get(k, {}).get('times', []))) for k in ('wasm', 'cpu', 'ort'))
-        for m in res["models"]) + " (WASM/CPU/ort)."]
+        + (f" of {m['repsPerSample']} runs each" if m.get("repsPerSample", 1) > 1 else "")
+        for m in res["models"]) + " (WASM/CPU/ort). A sample of a small model is the mean of back-to-back runs "
+        "filling ~5 ms: the page's clock ticks in 0.1 ms steps (not cross-origin isolated)."]
     lines += ["", "Session creation / first run (ms):", "",
               "| model | WASM create | WASM first | CPU create | CPU first | ort create | ort first |",
               "|---|---:|---:|---:|---:|---:|---:|"]
