@@ -7,6 +7,8 @@
 #   build/web/pyodide/numpy-*-pycache.zip  bytecode for numpy's modules (.ci/wheel_bytecode.mjs), unpacked by the host
 #   build/web/wasm/           the WASM EP's kernel modules from build/wasm/ (when .ci/setup_wasm.sh built them)
 #   build/web/ort/            onnxruntime-web 1.31.1 (npm) wasm backend files, for the web/bench/ comparison
+#   build/web/site-packages.tar.gz, pyodide-snapshot.bin.gz  the host's fast boot (numpy + onnxide as one archive, the
+#                             interpreter's memory after start-up)
 #   build/web/manifest.json   names of the above, read by web/ at run time
 #   build/web/models/         the demo model (silero-vad 6.2.3's silero_vad.onnx, from PyPI, cached) and
 #                             default_cnn.onnx (onnxide's bundled default model, for web/examples/ and tests)
@@ -122,6 +124,30 @@ else
   log "built $WHEEL"
 fi
 
+# 5b. The host's fast boot (web/host.mjs): site-packages as one gzipped tar (numpy's wheel and bytecode, the onnxide
+#     wheel), written into Pyodide's file system in JavaScript, and a memory snapshot of the interpreter after
+#     start-up (.ci/pyodide_snapshot.mjs), restored instead of initialising Python; again whenever the wheel changed.
+SITE="$OUT/site-packages.tar.gz"
+SNAPSHOT="$OUT/pyodide-snapshot.bin.gz"
+FASTBOOT_HASH="$HASH $(cat "$PYO/pyodide.asm.wasm" .ci/pyodide_snapshot.mjs | sha256sum | cut -c1-64)"
+if ! up_to_date "$OUT/fastboot.stamp" "$FASTBOOT_HASH" "$SITE" "$SNAPSHOT"; then
+  python3 - "$SITE" "$PYO/numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl" "$NUMPY_PYC" "$OUT/$WHEEL" <<'PY'
+import io, sys, tarfile, zipfile
+out, *zips = sys.argv[1:]
+with tarfile.open(out, "w:gz", format=tarfile.USTAR_FORMAT, compresslevel=6) as tar:
+    for path in zips:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                if not info.is_dir():
+                    data = z.read(info)
+                    entry = tarfile.TarInfo(info.filename)
+                    entry.size, entry.mode = len(data), 0o644
+                    tar.addfile(entry, io.BytesIO(data))
+PY
+  node .ci/pyodide_snapshot.mjs "$PYO" "$SITE" "$SNAPSHOT"
+  echo "$FASTBOOT_HASH" > "$OUT/fastboot.stamp"
+fi
+
 # 6. The demo model: silero-vad 6.2.3's ONNX (MIT), cached.
 mkdir -p "$OUT/models"
 if [ ! -f "$OUT/models/silero_vad.onnx" ]; then
@@ -162,6 +188,7 @@ out, wheel, ver = sys.argv[1:]
 kernels = sorted(f"wasm/{f}" for f in os.listdir(f"{out}/wasm")) if os.path.isdir(f"{out}/wasm") else []
 bytecode = sorted(f"pyodide/{f}" for f in os.listdir(f"{out}/pyodide") if f.endswith("-pycache.zip"))
 json.dump({"pyodideVersion": ver, "indexURL": "pyodide/", "wheel": wheel, "wasmKernels": kernels,
-           "bytecode": bytecode, "demoModel": "models/silero_vad.onnx"}, open(f"{out}/manifest.json", "w"), indent=1)
+           "bytecode": bytecode, "demoModel": "models/silero_vad.onnx", "snapshot": "pyodide-snapshot.bin.gz",
+           "sitePackages": "site-packages.tar.gz"}, open(f"{out}/manifest.json", "w"), indent=1)
 PY
 log "ready: $OUT"

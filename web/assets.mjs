@@ -74,8 +74,9 @@ export async function fetchText(url) {
   return new TextDecoder().decode(await fetchBytes(url));
 }
 
-/** {assetsURL, indexURL, wheelURL, pyodideVersion, demoModelURL, wasmKernelURLs, bytecodeURLs, runtimeURL} from
- * `<assetsURL>/manifest.json` (bytecodeURLs: zips of pycs for site-packages, numpy's)
+/** {assetsURL, indexURL, wheelURL, pyodideVersion, demoModelURL, wasmKernelURLs, bytecodeURLs, runtimeURL,
+ * snapshotURL, sitePackagesURL} from `<assetsURL>/manifest.json` (bytecodeURLs: zips of pycs for site-packages,
+ * numpy's; snapshotURL / sitePackagesURL: the host's fast boot, when the manifest names them)
  * (runtimeURL: the folder of worker.mjs / host.mjs / bridge.py, when the manifest names one: the npm package's). */
 export async function resolveAssets(assetsURL) {
   const base = new URL(assetsURL || defaultAssetsURL(), isNode ? `file://${process.cwd()}/` : globalThis.location?.href);
@@ -94,6 +95,8 @@ export async function resolveAssets(assetsURL) {
     wasmKernelURLs: (manifest.wasmKernels || []).map((k) => new URL(k, base).href),
     bytecodeURLs: (manifest.bytecode || []).map((k) => new URL(k, base).href),
     runtimeURL: manifest.runtime ? new URL(manifest.runtime, base).href : undefined,
+    snapshotURL: manifest.snapshot ? new URL(manifest.snapshot, base).href : undefined,
+    sitePackagesURL: manifest.sitePackages ? new URL(manifest.sitePackages, base).href : undefined,
   };
 }
 

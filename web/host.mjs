@@ -2,9 +2,21 @@
 // onnxide wheel, imports web/bridge.py, and serves init/create/run/release on plain data. The same object runs in
 // the Web Worker (worker.mjs), in the page, or in Node.js; it never touches the DOM.
 import { fetchBytes, fetchText, forPyodide, resolveAssets } from './assets.mjs';
+import { gunzip, writeTar } from './site_tar.mjs';
 
 const BRIDGE = 'onnxide_web_bridge';
 const WASM_DIR = '/home/pyodide/onnxide_wasm';
+
+/** `bytes` when they are laid out as a Pyodide memory snapshot (a header giving where the heap starts, then a heap of
+ * whole 64 KiB wasm pages); else an error. Pyodide sizes the module's memory from the snapshot before it checks the
+ * header, and a file that is not one (a truncated download) would leave loadPyodide waiting forever. */
+function wholeSnapshot(bytes) {
+  const heapAt = bytes.length >= 64 ? new DataView(bytes.buffer, bytes.byteOffset, 8).getUint32(4, true) : 0;
+  if (heapAt < 48 || heapAt >= bytes.length || (bytes.length - heapAt) % 65536) {
+    throw new Error(`not a Pyodide memory snapshot (${bytes.length} bytes)`);
+  }
+  return bytes;
+}
 
 function unwrap(proxy) {
   // bridge functions return a JS object already (to_js); errors come back as {error, code}
@@ -41,30 +53,52 @@ export class PyodideHost {
     const t0 = performance.now();
     const assets = await resolveAssets(assetsURL);
     const indexURL = await forPyodide(assets.indexURL);
-    // the WASM EP's kernel modules and numpy's bytecode download while Pyodide boots
+    // the WASM EP's kernel modules download while Pyodide boots
     const fetchAll = (urls) => Promise.all(urls.map(async (url) => [url.split('/').pop(), await fetchBytes(url)]));
     const kernels = fetchAll(assets.wasmKernelURLs);
-    const bytecode = fetchAll(assets.bytecodeURLs);
     kernels.catch(() => {});
-    bytecode.catch(() => {});
     const { loadPyodide } = await import(new URL('pyodide.mjs', assets.indexURL).href);
     const log = onLog || (() => {});
     let errors = []; // stderr while booting (a package that failed to load), for the import error below
-    const wheel = await forPyodide(assets.wheelURL);
+    const stdio = { stdout: log, stderr: (m) => { errors?.push(m); log(m); } };
     marks.loadPyodide = mark();
-    // numpy and the onnxide wheel download and unpack while Pyodide boots (loadPyodide's `packages`); a package that
-    // fails to load is reported on stderr, not by a rejection
-    const pyodide = await loadPyodide({
-      indexURL, stdout: log, stderr: (m) => { errors?.push(m); log(m); }, packages: ['numpy', wheel, ...packages],
-    });
+    // fast boot: the interpreter restored from a memory snapshot taken after start-up (.ci/pyodide_snapshot.mjs)
+    // and site-packages (numpy, its bytecode, onnxide) written from one archive, both downloading meanwhile; the
+    // plain boot when the assets have no snapshot, extra packages are asked for, or the restore fails
+    let pyodide = null;
+    let boot = 'plain';
+    if (assets.snapshotURL && assets.sitePackagesURL && !packages.length) {
+      const snapshot = fetchBytes(assets.snapshotURL).then(gunzip).then(wholeSnapshot);
+      const site = fetchBytes(assets.sitePackagesURL).then(gunzip);
+      snapshot.catch(() => {});  // (a failed download or restore is caught below: the plain boot)
+      site.catch(() => {});
+      try {
+        pyodide = await loadPyodide({ indexURL, ...stdio, _loadSnapshot: snapshot });
+        const folder = pyodide.runPython('import site; site.getsitepackages()[0]');
+        writeTar(pyodide.FS, await site, folder);
+        pyodide.runPython('import importlib; importlib.invalidate_caches()');
+        boot = 'snapshot';
+      } catch (e) {
+        log(`onnxide: booting Pyodide without its snapshot (${e.message})`);
+        pyodide = null;
+      }
+    }
+    if (!pyodide) {
+      // numpy's bytecode downloads while Pyodide boots; numpy and the onnxide wheel download and unpack meanwhile
+      // (loadPyodide's `packages`); a package that fails to load is reported on stderr, not by a rejection
+      const bytecode = fetchAll(assets.bytecodeURLs);
+      bytecode.catch(() => {});
+      const wheel = await forPyodide(assets.wheelURL);
+      pyodide = await loadPyodide({ indexURL, ...stdio, packages: ['numpy', wheel, ...packages] });
+      // pycs beside numpy's modules (checked-hash: used only where they match the source), so it is not compiled
+      const pycs = await bytecode;
+      if (pycs.length) {
+        const folder = pyodide.runPython('import site; site.getsitepackages()[0]');
+        for (const [, zip] of pycs) pyodide.unpackArchive(zip, 'zip', { extractDir: folder });
+      }
+    }
     const t1 = performance.now();
     marks.pyodide = mark();
-    // pycs beside numpy's modules (checked-hash: used only where they match the source), so it is not compiled
-    const pycs = await bytecode;
-    if (pycs.length) {
-      const site = pyodide.runPython('import site; site.getsitepackages()[0]');
-      for (const [, zip] of pycs) pyodide.unpackArchive(zip, 'zip', { extractDir: site });
-    }
     // the WASM EP's kernels: into Pyodide's file system, found through ONNXIDE_WASM_DIR at import
     const files = await kernels;
     if (files.length) {
@@ -96,10 +130,11 @@ export class PyodideHost {
     marks.bridge = mark();
     return {
       pyodideVersion: pyodide.version, ...info,
-      // pyodideMs: Pyodide's boot with the numpy and onnxide wheels' installs overlapped; packagesMs: numpy's
-      // bytecode and the WASM kernels into its file system; importMs: `import numpy, onnxide`; bridgeMs: bridge.py imported
-      timings: { pyodideMs: t1 - t0, packagesMs: t2 - t1, importMs: t3 - t2, numpyMs: marks.numpy - marks.kernels,
-        onnxideMs: marks.onnxide - marks.numpy, bridgeMs: t4 - t3, totalMs: t4 - t0, marks },
+      // boot: 'snapshot' or 'plain'; pyodideMs: Pyodide's boot with numpy, its bytecode and onnxide installed;
+      // packagesMs: the WASM kernels into its file system; importMs: `import numpy, onnxide`; bridgeMs: bridge.py
+      timings: { boot, pyodideMs: t1 - t0, packagesMs: t2 - t1, importMs: t3 - t2,
+        numpyMs: marks.numpy - marks.kernels, onnxideMs: marks.onnxide - marks.numpy, bridgeMs: t4 - t3,
+        totalMs: t4 - t0, marks },
     };
   }
 

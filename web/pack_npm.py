@@ -15,7 +15,7 @@ WEB = os.path.join(ROOT, "web")
 BUILD = os.path.join(ROOT, "build", "web")
 API = ["api.mjs", "backends.mjs", "env.mjs", "host-client.mjs", "onnxide-backend.mjs", "onnxide-web.mjs",
        "onnxide-web-wasm.mjs", "session.mjs", "tensor.mjs", "tensor-image.mjs", "wire.mjs", "assets.mjs"]
-RUNTIME = ["worker.mjs", "host.mjs", "assets.mjs", "bridge.py"]  # what the Worker (or the page host) imports
+RUNTIME = ["worker.mjs", "host.mjs", "assets.mjs", "site_tar.mjs", "bridge.py"]  # what the Worker (or the page host) imports
 LAYOUT = ("// layout.mjs — owns where this copy of the modules finds its run-time assets: {where}\n"
           "export const ASSETS_DIR = '{dir}';\nexport const ASSETS_HINT = {hint};\n")
 # a bundled site that forgot to deploy the folder (the bundle's own folder: dist/ for esbuild, dist/assets/ for Vite)
@@ -55,6 +55,10 @@ def lay_out(out):
     packed = {k: manifest[k] for k in ("pyodideVersion", "indexURL", "wheel") if k in manifest}
     packed["wasmKernels"] = manifest.get("wasmKernels", [])
     packed["bytecode"] = manifest.get("bytecode", [])  # files under indexURL, copied with it
+    for key in ("snapshot", "sitePackages"):  # the host's fast boot (.ci/setup_web.sh 5b)
+        if key in manifest:
+            _copy(os.path.join(BUILD, manifest[key]), os.path.join(assets, manifest[key]))
+            packed[key] = manifest[key]
     packed["runtime"] = "runtime/"
     with open(os.path.join(assets, "manifest.json"), "w") as f:
         json.dump(packed, f, indent=1)

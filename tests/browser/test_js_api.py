@@ -33,6 +33,7 @@ def test_host_mode_and_versions(api_page):
     assert info["v"]["onnxide"] == onnxide.__version__
     assert "CPUExecutionProvider" in info["info"]["providers"]
     assert info["info"]["timings"]["pyodideMs"] > 0
+    assert info["info"]["timings"]["boot"] == "snapshot"  # (web/host.mjs's fast boot, from setup_web.sh's assets)
 
 
 def test_default_cnn_matches_native(api_page):

@@ -1,4 +1,5 @@
 """onnxide's JS API in Node.js (Pyodide in-process, no browser): same results as natively, errors as messages."""
+import gzip
 import json
 import os
 import shutil
@@ -38,6 +39,42 @@ def test_node_host_runs_models_like_native(node_result):
                            "sr": np.array(16000, np.int64)})
     assert abs(r["vad"][0] - float(p[0, 0])) < 1e-5 and r["vad"][1] == [2, 1, 128]
     assert r["timings"]["pyodideMs"] > 0
+    assert r["timings"]["boot"] == "snapshot"  # (the fast boot: setup_web.sh made the snapshot)
+
+
+BOOT_JS = """
+import { PyodideHost } from '%s';
+const logs = [];
+const info = await new PyodideHost().init({ assetsURL: process.argv[1], onLog: (m) => logs.push(m) });
+console.log(JSON.stringify({ boot: info.timings.boot, providers: info.providers, logs }));
+"""
+
+
+def test_node_host_boots_without_a_usable_snapshot(tmp_path):
+    """Assets whose snapshot cannot be restored (here: not a snapshot at all): the host says so and boots the plain
+    way, numpy and onnxide installed from their wheels."""
+    if not shutil.which("node"):
+        pytest.skip("node not installed")
+    build = os.path.join(ROOT, "build", "web")
+    if not os.path.isfile(os.path.join(build, "manifest.json")):
+        pytest.skip("build/web/ missing (run bash .ci/setup_web.sh)")
+    with open(os.path.join(build, "manifest.json")) as f:
+        manifest = json.load(f)
+    url = lambda rel: "file://" + os.path.join(build, rel) + ("/" if rel.endswith("/") else "")  # noqa: E731
+    for key in ("indexURL", "wheel", "demoModel", "sitePackages"):
+        manifest[key] = url(manifest[key])
+    manifest["wasmKernels"] = [url(k) for k in manifest["wasmKernels"]]
+    manifest["bytecode"] = [url(k) for k in manifest["bytecode"]]
+    (tmp_path / "bad-snapshot.bin.gz").write_bytes(gzip.compress(b"not a snapshot" * 64))  # (Pyodide rejects it)
+    manifest["snapshot"] = "bad-snapshot.bin.gz"
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    host = "file://" + os.path.join(ROOT, "web", "host.mjs")
+    p = subprocess.run(["node", "--input-type=module", "-e", BOOT_JS % host, f"file://{tmp_path}/"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["boot"] == "plain" and "CPUExecutionProvider" in r["providers"]
+    assert any("without its snapshot" in m for m in r["logs"]), r["logs"]
 
 
 def test_node_bad_input_rejects(node_result):

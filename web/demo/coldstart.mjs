@@ -12,11 +12,13 @@
 export function coldStartSplit(hostTimings, sessionTimings, pageReady, firstAt) {
   const h = hostTimings.marks, s = sessionTimings.marks;
   const at = (t) => t - performance.timeOrigin;
+  const snapshot = hostTimings.boot === 'snapshot';  // (web/host.mjs's fast boot)
   const points = [
     ['page and JS modules', pageReady],
     ['host start (assets manifest, Worker and its modules, pyodide.mjs)', at(h.loadPyodide)],
-    ['Pyodide boot (numpy + onnxide wheels installed meanwhile)', at(h.pyodide)],
-    ['numpy bytecode + WASM kernels into Pyodide', at(h.kernels)],
+    [snapshot ? 'Pyodide boot (memory snapshot restored; numpy + onnxide written from one archive meanwhile)'
+      : 'Pyodide boot (numpy + onnxide wheels installed meanwhile)', at(h.pyodide)],
+    [snapshot ? 'WASM kernels into Pyodide' : 'numpy bytecode + WASM kernels into Pyodide', at(h.kernels)],
     ['import numpy', at(h.numpy)],
     ['import onnxide', at(h.onnxide)],
     ['bridge import', at(h.bridge)],
