@@ -86,8 +86,16 @@ def _run(scope, passes, max_rounds):
     any_change = False
     for _ in range(max_rounds):
         changed = False
+        present = None  # op types in the graph, for the passes marked with what they need (graph.needs)
         for p in passes:
-            changed |= bool(p(scope))
+            need = getattr(p, "needs", None)
+            if need:
+                if present is None:
+                    present = {n.op_type for n in scope.graph.nodes}
+                if not all(group & present for group in need):
+                    continue
+            if p(scope):
+                changed, present = True, None
         if not changed:
             break
         any_change = True

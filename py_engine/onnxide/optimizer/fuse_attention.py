@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir.infer import dims_of
 from ..ir.model import Node
-from .graph import constant_value, consumers, fresh_name, graph_output_names, producers, single_consumer
+from .graph import constant_value, consumers, fresh_name, graph_output_names, needs, producers, single_consumer
 
 
 def _is(n, op, domain=("", "ai.onnx")):
@@ -66,6 +66,7 @@ def _shared_const(g, value):
     return name
 
 
+@needs({"Softmax"})
 def fuse_attention(model):
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)

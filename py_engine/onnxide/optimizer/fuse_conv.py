@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir.model import Node
 from ..ir.infer import dims_of
-from .graph import constant_value, consumers, fresh_name, graph_output_names, single_consumer
+from .graph import constant_value, consumers, fresh_name, graph_output_names, needs, single_consumer
 
 _FUSABLE = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip"}
 
@@ -38,6 +38,7 @@ def _per_output_channel(conv, w, k):
         (cin, mg) + spatial)
 
 
+@needs({"Conv", "ConvTranspose"}, {"BatchNormalization"})
 def fold_batchnorm_into_conv(model):
     """Conv / ConvTranspose followed by inference BatchNormalization ⇒ the conv with scaled weights and bias."""
     g, changed = model.graph, False
@@ -77,6 +78,7 @@ def _activation_params(act):
     return []
 
 
+@needs({"Conv", "Gemm", "FusedConv"}, _FUSABLE)
 def fuse_activation(model):
     """Conv+act → FusedConv (and a FusedConv adding Z with no activation yet takes one); Gemm+act → FusedGemm
     (float only; Clip only with constant or attribute bounds)."""
@@ -143,6 +145,7 @@ def _sum_only(n):
     return n.domain == "com.microsoft" and n.op_type == "FusedConv" and not n.attrs.get("activation")
 
 
+@needs({"Conv"}, {"Add"})
 def fuse_conv_add(model):
     """Conv + Add of a tensor of the Conv's output shape (a residual) ⇒ FusedConv with that tensor as Z; placed
     where the Add was (Z may be computed after the Conv). fuse_activation then takes a following activation."""
@@ -181,6 +184,7 @@ def _per_channel(c, m, nd):
     return None
 
 
+@needs({"Conv"}, {"Mul", "Add"})
 def fold_scale_shift_into_conv(model):
     """Conv → Mul(constant) / Add(constant), per-channel or scalar: folded into the Conv's weights and bias."""
     g, changed = model.graph, False
@@ -213,6 +217,7 @@ def fold_scale_shift_into_conv(model):
     return changed
 
 
+@needs({"Mul", "Add"}, {"Conv"})
 def fold_affine_into_next_conv(model):
     """Mul / Add by a constant (scalar or per input channel) whose only reader is a group-1 Conv's input: the
     factor goes into the Conv's weights, the shift into its bias (a shift only where the Conv pads nothing — padded

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir.infer import dims_of
 from ..ir.model import Node
-from .graph import constant_value, consumers, fresh_name, graph_output_names, producers, single_consumer
+from .graph import constant_value, consumers, fresh_name, graph_output_names, needs, producers, single_consumer
 
 
 def _is(n, op):
@@ -33,6 +33,7 @@ def _reduce_axes(g, n):
     return None
 
 
+@needs({"ReduceMean"})
 def fuse_layernorm(model):
     """x - mean(x) → pow 2 → mean → +eps → sqrt → divide → *gamma → +beta  ⇒  LayerNormalization (opset ≥ 17)."""
     if model.opsets.get("", 1) < 17:
@@ -93,6 +94,7 @@ def _near(v, target):
     return v is not None and abs(v - target) < 1e-4
 
 
+@needs({"Erf"})
 def fuse_gelu(model):
     """x * 0.5 * (1 + erf(x / sqrt 2))  ⇒  Gelu (ai.onnx 20) or com.microsoft Gelu."""
     g, changed = model.graph, False
@@ -146,6 +148,7 @@ def fuse_gelu(model):
     return changed
 
 
+@needs({"MatMul"}, {"Add"})
 def fuse_matmul_add(model):
     """MatMul(A, B) + C ⇒ Gemm(A, B, C) when A is declared 2-D, B a 2-D constant and C a 1-D/2-D constant."""
     g, changed = model.graph, False
@@ -170,6 +173,7 @@ def fuse_matmul_add(model):
     return changed
 
 
+@needs({"Add"}, {"Clip"}, {"Mul"})
 def fuse_hardswish(model):
     """x * clip(x + 3, 0, 6) / 6  ⇒  HardSwish(x) (opset ≥ 14) or Mul(x, HardSigmoid(x, 1/6, 1/2)) before it."""
     g, changed = model.graph, False

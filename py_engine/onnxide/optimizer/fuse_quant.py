@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir.infer import dims_of
 from ..ir.model import Node
-from .graph import constant_value, consumers, graph_output_names, producers, single_consumer
+from .graph import constant_value, consumers, graph_output_names, needs, producers, single_consumer
 
 MS = "com.microsoft"
 _FLOAT = 1  # TensorProto.FLOAT
@@ -75,6 +75,7 @@ def _scales(g, smul):
     return None
 
 
+@needs({"MatMulInteger"}, {"Cast"})
 def fuse_matmul_integer_to_float(model):
     """MatMulInteger(A, B const, a_zp scalar, b_zp const) → Cast(float) → Mul(·, Mul(a_scale, b_scale const))
     [→ Add(const bias[N])]  ⇒  com.microsoft MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zp, b_zp[, bias])."""
@@ -117,6 +118,7 @@ def fuse_matmul_integer_to_float(model):
     return changed
 
 
+@needs({"MatMulIntegerToFloat"}, {"DynamicQuantizeLinear"})
 def fuse_dynamic_quantize_matmul(model):
     """DynamicQuantizeLinear(x) whose three outputs only MatMulIntegerToFloat reads (as A, a_scale, a_zero_point),
     with constant B / b_scale / b_zero_point / bias  ⇒  com.microsoft DynamicQuantizeMatMul(x, B, b_scale, b_zp,

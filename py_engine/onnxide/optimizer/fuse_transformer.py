@@ -3,7 +3,7 @@ BiasGelu; Add(residual) + LayerNormalization ⇒ SkipLayerNormalization, taking 
 it."""
 from ..ir.infer import dims_of
 from ..ir.model import Node
-from .graph import constant_value, consumers, graph_output_names, producers, single_consumer
+from .graph import constant_value, consumers, graph_output_names, needs, producers, single_consumer
 
 MS = "com.microsoft"
 
@@ -32,6 +32,7 @@ def _last_dim(g, name, rank=None):
     return d[-1]
 
 
+@needs({"Gelu"})
 def fuse_bias_gelu(model):
     """Add(x, bias) → Gelu (exact)  ⇒  com.microsoft BiasGelu(x, bias)."""
     g, changed = model.graph, False
@@ -54,6 +55,7 @@ def fuse_bias_gelu(model):
     return changed
 
 
+@needs({"LayerNormalization"}, {"Add"})
 def fuse_skip_layernorm(model):
     """LayerNormalization(a + b) over the last axis of 3-D a, b (the sum read by nothing else), with a bias Add on
     either side folded in  ⇒  com.microsoft SkipLayerNormalization(input, skip, gamma, beta, bias)."""

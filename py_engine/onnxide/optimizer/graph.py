@@ -5,6 +5,16 @@ from ..ir.model import subgraphs
 from ..ir.scope import free_names
 
 
+def needs(*groups):
+    """Marks a pass that can only change a graph holding, for each group, a node of one of its op types (any domain):
+    the driver skips it on graphs without one — most passes find nothing on most graphs, and the consumers map a
+    pass builds first is the costly part of a session's creation."""
+    def mark(fn):
+        fn.needs = tuple(frozenset(g) for g in groups)
+        return fn
+    return mark
+
+
 def producers(graph):
     return {o: n for n in graph.nodes for o in n.outputs if o}
 

@@ -1,7 +1,8 @@
 """Transpose cancellation: consecutive Transposes compose into one, or vanish when they compose to identity."""
-from .graph import consumers, graph_output_names, replace_uses, single_consumer
+from .graph import consumers, graph_output_names, needs, replace_uses, single_consumer
 
 
+@needs({"Transpose"})
 def cancel_transposes(model):
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)
