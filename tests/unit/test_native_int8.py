@@ -253,6 +253,16 @@ def test_matmul_integer_to_float(at, bt, a_shape, n):
     _run("MatMulIntegerToFloat", ins, domain="com.microsoft")
 
 
+def test_one_value_bias_is_per_column():
+    """A bias of one value (which the numpy kernels broadcast) reaches the kernels as one per column: the kernels
+    index bias[n], and read past a one-value array before."""
+    a, b = _ints(U8, (3, 16)), _ints(S8, (16, 40))
+    bias = np.array([1.5], np.float32)
+    _run("MatMulIntegerToFloat", [a, b, _scale(), _scale(), None, None, bias], domain="com.microsoft", ort=False)
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    _run("DynamicQuantizeMatMul", [x, b, _scale(), None, bias], domain="com.microsoft", ort=False)
+
+
 def test_qlinear_matmul_long_k_falls_back():
     """Past K = 33,025 int32 sums could wrap where the numpy kernel's float64 ones do not: its kernel answers."""
     a, b = np.full((2, 40000), 255, U8), np.full((40000, 16), 255, U8)

@@ -70,6 +70,14 @@ def test_float_epilogue_matches_numpy(rt, at, bt):
                 np.testing.assert_array_equal(got, TO_FLOAT(a, b, *scales, *zb))
 
 
+def test_one_value_bias_is_per_column(rt):
+    """A bias of one value (the numpy kernels broadcast it) reaches the kernel as one per column."""
+    a, b = _ints(np.uint8, (3, 16)), _ints(np.int8, (16, 40))
+    scales, bias = (np.array(0.01, np.float32), np.array(0.02, np.float32)), np.array([1.5], np.float32)
+    got = forms.matmul_integer_to_float(Q._gemm(rt), a, b, *scales, None, None, bias)
+    np.testing.assert_array_equal(got, TO_FLOAT(a, b, *scales, None, None, bias))
+
+
 def test_dynamic_quantize_linear_matches_numpy(rt):
     x = np.concatenate([RNG.standard_normal(5003) * 4, np.arange(-127.5, 128, 1.0)]).astype(np.float32)
     for v in (x, x[:7], np.abs(x), -np.abs(x), np.zeros(20, np.float32), x[:5257].reshape(-1, 7)[:, 2:]):

@@ -62,8 +62,12 @@ def _to_float(gemm, a, b, a_zero_point, b_zero_point, mult, bias):
     zps = _zero_points(a, b, a_zero_point, b_zero_point)
     if zps is FALLBACK:
         return FALLBACK
-    return gemm(a, b, *zps, np.ascontiguousarray(mult, F32).reshape(-1),
-                None if bias is None else np.ascontiguousarray(bias, F32))
+    return gemm(a, b, *zps, np.ascontiguousarray(mult, F32).reshape(-1), _per_column_bias(bias, b.shape[1]))
+
+
+def _per_column_bias(bias, n):
+    """A bias of one value or one per column as the kernels read it: one per column (they index bias[n])."""
+    return None if bias is None else np.ascontiguousarray(np.broadcast_to(bias.reshape(-1), (n,)), F32)
 
 
 def _float_params(*vs, n):
