@@ -6,7 +6,7 @@
 #include "ox_kernels.h"
 
 enum { OP_GEMM = 1, OP_GEMM_PB, OP_CONV, OP_WINOGRAD, OP_POOL, OP_GPOOL, OP_UPSAMPLE, OP_SOFTMAX, OP_ROWNORM,
-       OP_AFFINE, OP_UNARY, OP_BINARY, OP_STRIDED, OP_FILL, OP_ATTENTION };
+       OP_AFFINE, OP_UNARY, OP_BINARY, OP_STRIDED, OP_FILL, OP_ATTENTION, OP_DQ_MATMUL };
 
 /* one instruction: 42 int32 words (onnxide.plan.chains.Layout with an int32 word writes them) */
 typedef struct {
@@ -70,8 +70,28 @@ static void attention(const int* p, const float* q, const float* k, const float*
     }
 }
 
+/* com.microsoft DynamicQuantizeMatMul of M×K x by B packed by ox_qgemm_pack_b: x quantized (uint8, its scale and
+ * zero point), then the int8 GEMM with the float epilogue, multiplier a_scale · b_scale[n] in float32. scratch: x's
+ * uint8 values (M·K bytes, rounded up to floats), N multipliers, the zero point, then ox_qgemm's scratch. 1 when x
+ * holds a NaN or an infinity (nothing written), else 0. */
+static int dq_matmul(const int* p, const float* x, const short* pb, const int* bz, const float* b_scale,
+                     const float* bias, float* y, float* scratch) {
+    int M = p[0], N = p[1], K = p[2], scale_step = p[3];
+    unsigned char* q = (unsigned char*)scratch;
+    float* mult = scratch + (M * K + 3) / 4;
+    int* az = (int*)(mult + N);
+    float a_scale;
+    unsigned char a_zero;
+    if (ox_dynamic_quantize(M * K, x, q, &a_scale, &a_zero)) return 1;
+    for (int j = 0; j < (scale_step ? N : 1); j++) mult[j] = a_scale * b_scale[j];
+    *az = a_zero;
+    ox_qgemm(M, N, K, q, 0, az, 0, pb, bz, 0, mult, scale_step, bias, y, (float*)(az + 1));
+    return 0;
+}
+
 /* Runs instructions [0, n) over the arena and external pointers. Returns -1 - i for an unknown op at instruction
- * i, else 0. */
+ * i, 1 + i when instruction i found input only the steps' own kernels define (a NaN or an infinity to quantize),
+ * else 0. */
 OX_EXPORT int ox_chain_run(const ox_instr* prog, int n, const int* off, char* arena, float* const* ext) {
     table tb = {off, arena, ext};
     for (int i = 0; i < n; i++) {
@@ -120,6 +140,9 @@ OX_EXPORT int ox_chain_run(const ox_instr* prog, int n, const int* off, char* ar
         }
         case OP_ATTENTION:  /* p: B S T N H HV bias_b bias_h; t: q k v bias out scores scratch; f[2]: scale */
             attention(p, T(0), T(1), T(2), T(3), T(4), T(5), T(6), f[2]);
+            break;
+        case OP_DQ_MATMUL:  /* p: M N K scale_step; t: x B(packed) bz b_scale bias y scratch */
+            if (dq_matmul(p, T(0), (const short*)T(1), (const int*)T(2), T(3), T(4), T(5), T(6))) return 1 + i;
             break;
         default: return -1 - i;
         }

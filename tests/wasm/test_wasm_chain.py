@@ -305,3 +305,36 @@ def test_sizes_past_int32_are_left_to_the_kernels():
     for ep in (WASM, "CPUExecutionProvider"):
         with pytest.raises(onnxide.InvalidArgument, match="index: 1 Got: 4 Expected: 2147483648"):
             onnxide.InferenceSession(data, providers=[ep]).run(None, feeds)
+
+
+@pytest.mark.parametrize("zero_point,bias,per_column", [(False, False, False), (True, True, True),
+                                                        (True, False, True), (False, True, False)])
+def test_dynamic_quantize_matmul_in_a_chain(monkeypatch, zero_point, bias, per_column):
+    """com.microsoft DynamicQuantizeMatMul lowered into a chain with its neighbours: the numpy kernels' bits (its
+    quantization and int8 GEMM are exact, Add and Relu too); a NaN in x reruns the chain with the steps' own
+    kernels, as the per-node kernel hands NaN to the numpy one."""
+    from onnxide.plan import chains
+    k, n = 48, 40
+    inits = [("B", rng.integers(-128, 128, (k, n)).astype(np.int8)),
+             ("bs", (rng.random(n if per_column else 1) * 0.01).astype(np.float32)),
+             ("bz", rng.integers(-5, 5, n).astype(np.int8)), ("bias", _w(n)), ("c", _w(n))]
+    ins = ["x", "B", "bs", "bz" if zero_point else "", "bias" if bias else ""]
+    while not ins[-1]:
+        ins.pop()
+    model = _model([helper.make_node("DynamicQuantizeMatMul", ins, ["y"], domain="com.microsoft"),
+                    helper.make_node("Add", ["y", "c"], ["z"]), helper.make_node("Relu", ["z"], ["out"])],
+                   {"x": [2, 7, k]}, ["out"], inits)
+    x = rng.standard_normal((2, 7, k)).astype(np.float32)
+    cpu = onnxide.InferenceSession(model, providers=["CPUExecutionProvider"])
+    sess = onnxide.InferenceSession(model, providers=[WASM, "CPUExecutionProvider"])
+    [step] = sess._executor.main_plan.steps
+    assert step.node.op_type == "WasmChain" and step.kernel.steps[0].node.op_type == "DynamicQuantizeMatMul"
+    for _ in range(2):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0])
+    stepwise = []
+    real = chains.Chain.stepwise
+    monkeypatch.setattr(chains.Chain, "stepwise", lambda self, inputs: stepwise.append(1) or real(self, inputs))
+    x[0, 0, 0] = np.nan
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0])
+    assert stepwise

@@ -120,7 +120,8 @@ def test_quantized_model_runs_on_wasm_like_cpu(tmp_path):
     sess = onnxide.InferenceSession(str(dst), providers=["WasmExecutionProvider", "CPUExecutionProvider"])
     for _ in range(2):  # (the second run uses the packed weights)
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
-    placed = {s.node.op_type: s.ep.name for s in sess._executor.main_plan.steps}
+    placed = {t.node.op_type: t.ep.name for s in sess._executor.main_plan.steps  # (inside WASM chains too)
+              for t in (s.kernel.steps if s.node.op_type == "WasmChain" else [s])}
     int8_ops = {op for op in placed if op in ("MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeMatMul",
                                               "MatMulIntegerToFloat")}
     assert int8_ops and all(placed[op] == "WasmExecutionProvider" for op in int8_ops), placed

@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from ..ops import activations, resize
+from ..ops import activations, qgemm_forms as forms, resize
 from ..plan import chains
 from ..runtime import limits
 from ..plan.chain_lower import COPIES, lower_step, out, trailing_mean
@@ -17,10 +17,11 @@ from ..plan.chains import F32, Decline
 from . import wasm_ops as W
 from . import wasm_ops_elem as E
 from . import wasm_ops_extra as X
+from . import wasm_ops_quant as Q
 
 OPS = {name: i + 1 for i, name in enumerate(("gemm", "gemm_pb", "conv", "winograd", "pool", "gpool", "upsample",
                                              "softmax", "rownorm", "affine", "unary", "binary", "strided", "fill",
-                                             "attention"))}
+                                             "attention", "dq_matmul"))}
 
 
 def _claimed(claim, b, node, opdef, attrs):
@@ -343,6 +344,26 @@ def _attention(b, step, node, opdef, attrs):
            [0.0, 0.0, scale])
 
 
+def _dq_matmul(b, step, node, opdef, attrs):
+    """com.microsoft DynamicQuantizeMatMul with constant B, scale, zero point and bias: x quantized and the int8 GEMM
+    in one instruction (x holding a NaN or an infinity: the chain reruns stepwise, as the per-node kernel falls back)."""
+    _claimed(Q.MS_CLAIMS["DynamicQuantizeMatMul"], b, node, opdef, attrs)
+    kx, kb, ks, kz, kbias = (list(step.in_keys) + [None] * 5)[:5]
+    shape = b.shape(kx)
+    if len(shape) < 2 or any(k is not None and b.const(k) is None for k in (kb, ks, kz, kbias)):
+        raise Decline("DynamicQuantizeMatMul operands")
+    k = shape[-1]
+    ops = forms.dynamic_quantize_matmul_constants(b.const(kb), b.const(ks), b.const(kz), b.const(kbias), k)
+    if ops is forms.FALLBACK:
+        raise Decline("DynamicQuantizeMatMul form")
+    bz, b_scale, bias = ops
+    m, n = math.prod(shape) // k, b.const(kb).shape[1]
+    scratch = (m * k + 3) // 4 + n + 1 + b.lib.call("ox_qgemm_scratch_floats", [m, k])
+    b.emit("dq_matmul", [m, n, k, int(b_scale.size > 1)],
+           [b.src(kx), b.fixed(Q.packed_b(b.lib, b.const(kb))), -1 if bz is None else b.fixed(bz), b.fixed(b_scale),
+            -1 if bias is None else b.fixed(bias), b.dst(out(step), shape[:-1] + (n,)), b.scratch(scratch)])
+
+
 LOWER = {"MatMul": _matmul, "Gemm": _gemm_node, "Conv": _conv, "MaxPool": _pool(True), "AveragePool": _pool(False),
          "GlobalAveragePool": _global_pool(False), "GlobalMaxPool": _global_pool(True),
          "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "LayerNormalization": _layer_norm,
@@ -350,7 +371,7 @@ LOWER = {"MatMul": _matmul, "Gemm": _gemm_node, "Conv": _conv, "MaxPool": _pool(
          "ReduceMean": _reduce_mean, **{op: _unary for op in E.UNARY}, **{op: _binary for op in E.BINOP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm_node, "FusedMatMul": _fused_matmul, "Gelu": _ms_gelu,
             "FastGelu": _ms_gelu, "BiasGelu": _ms_gelu, "MultiHeadAttention": _attention,
-            "SkipLayerNormalization": _skip_layer_norm}
+            "SkipLayerNormalization": _skip_layer_norm, "DynamicQuantizeMatMul": _dq_matmul}
 
 
 class _Pinned:
@@ -397,6 +418,8 @@ class WasmChains(chains.Backend):
             code, prog.n, offsets, ext, prog.arena_bytes, [(off, inputs[i]) for i, off, _ in prog.staged],
             [(slot, inputs[i]) for i, slot in prog.in_place],
             [(off, shape) for off, _, shape in prog.outputs if off is not None])
+        if rc > 0:  # (input only the steps' own kernels define)
+            return chain.stepwise(inputs)
         if rc:
             raise chain.failed(prog, rc)
         made = iter(outs)

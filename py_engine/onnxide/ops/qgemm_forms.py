@@ -36,16 +36,20 @@ def _operands(a, b):
             and a.ndim >= 2 and a.shape[-1] == b.shape[0])
 
 
-def _zero_points(a, b, a_zero_point, b_zero_point):
-    """(az, bz) as the kernel takes them, or FALLBACK; an all-zero bz is None, a scalar one is one per column."""
+def _b_zero_point(b, b_zero_point):
+    """B's zero point as the kernel takes it (None when all zero, else int32 one per column), or FALLBACK."""
     n = b.shape[1]
-    az = _zero_point(a_zero_point, a.dtype, a.shape[0] if a.ndim == 2 else -1)
     bz = _zero_point(b_zero_point, b.dtype, n)
-    if az is FALLBACK or bz is FALLBACK:
-        return FALLBACK
-    if bz is not None:
-        bz = None if not bz.any() else np.broadcast_to(bz, (n,)).copy()
-    return az, bz
+    if bz is FALLBACK or bz is None:
+        return bz
+    return None if not bz.any() else np.broadcast_to(bz, (n,)).copy()
+
+
+def _zero_points(a, b, a_zero_point, b_zero_point):
+    """(az, bz) as the kernel takes them, or FALLBACK."""
+    az = _zero_point(a_zero_point, a.dtype, a.shape[0] if a.ndim == 2 else -1)
+    bz = _b_zero_point(b, b_zero_point)
+    return FALLBACK if az is FALLBACK or bz is FALLBACK else (az, bz)
 
 
 def matmul_integer(gemm, a, b, a_zero_point=None, b_zero_point=None):
@@ -120,3 +124,16 @@ def qlinear_matmul(gemm, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_s
     mult = quant._scale_product(a_scale, b_scale, y_scale)
     return quant._requantize(acc.astype(np.float64), mult, y_zero_point.astype(np.float64),
                              D.code_of(y_zero_point.dtype), "QLinearMatMul")
+
+
+def dynamic_quantize_matmul_constants(b, b_scale, b_zero_point, bias, k):
+    """A DynamicQuantizeMatMul's constant operands (B of K rows, its scale and zero point, the bias) as a kernel that
+    quantizes A itself takes them — (bz, b_scale flat, bias per column), None where absent — or FALLBACK for the
+    forms dynamic_quantize_matmul would not run either."""
+    if type(b) is not np.ndarray or b.dtype not in INT8 or b.ndim != 2 or b.shape[0] != k or k == 0 or \
+            not _float_params(b_scale, bias, n=b.shape[1]):
+        return FALLBACK
+    bz = _b_zero_point(b, b_zero_point)
+    if bz is FALLBACK:
+        return FALLBACK
+    return bz, np.ascontiguousarray(b_scale, F32).reshape(-1), _per_column_bias(bias, b.shape[1])

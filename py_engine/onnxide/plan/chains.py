@@ -288,7 +288,8 @@ class Chain:
         return tuple(env[k] for k in self.outputs)
 
     def failed(self, prog, rc):
-        """The error for an interpreter's return code -1 - i (instruction i could not get scratch memory)."""
+        """The error for an interpreter's return code -1 - i (instruction i could not get scratch memory). (A return
+        code 1 + i, instruction i met input only the steps' own kernels define, reruns the chain stepwise.)"""
         step = self.steps[prog.owner[-1 - rc]]
         return MemoryError(f"{step.node.op_type} node '{step.node.name}': no scratch memory")
 
@@ -326,6 +327,8 @@ def run_in_host_arena(chain, prog, nt, inputs, call):
         held[i] = x
         ws.ext[slot] = x.ctypes.data
     rc = call(prog, ws, nt)
+    if rc > 0:  # (input only the steps' own kernels define)
+        return chain.stepwise(inputs)
     if rc:
         raise chain.failed(prog, rc)
     return tuple(view.copy() if view is not None else held[i].reshape(shape)
