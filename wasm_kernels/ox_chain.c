@@ -6,7 +6,8 @@
 #include "ox_kernels.h"
 
 enum { OP_GEMM = 1, OP_GEMM_PB, OP_CONV, OP_WINOGRAD, OP_POOL, OP_GPOOL, OP_UPSAMPLE, OP_SOFTMAX, OP_ROWNORM,
-       OP_AFFINE, OP_UNARY, OP_BINARY, OP_STRIDED, OP_FILL, OP_ATTENTION, OP_DQ_MATMUL };
+       OP_AFFINE, OP_UNARY, OP_BINARY, OP_STRIDED, OP_FILL, OP_ATTENTION, OP_DQ_MATMUL,
+       OP_LSTM };
 
 /* one instruction: 42 int32 words (onnxide.plan.chains.Layout with an int32 word writes them) */
 typedef struct {
@@ -143,6 +144,9 @@ OX_EXPORT int ox_chain_run(const ox_instr* prog, int n, const int* off, char* ar
             break;
         case OP_DQ_MATMUL:  /* p: M N K scale_step; t: x B(packed) bz b_scale bias y scratch */
             if (dq_matmul(p, T(0), (const short*)T(1), (const int*)T(2), T(3), T(4), T(5), T(6))) return 1 + i;
+            break;
+        case OP_LSTM:  /* p: T B H nd; t: xw rt h0 c0 Y Y_h Y_c scratch (4H + 4 floats) */
+            ox_lstm(p[0], p[1], p[2], p[3], T(0), T(1), T(2), T(3), T(4), T(5), T(6), T(7));
             break;
         default: return -1 - i;
         }

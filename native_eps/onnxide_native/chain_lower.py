@@ -8,7 +8,7 @@ import numpy as np
 from onnxide.errors import InvalidArgument
 from onnxide.ops import activations, resize, rnn
 from onnxide.ops.conv_geometry import ConvGeometry
-from onnxide.plan.chain_lower import COPIES, lower_step, out as _out, trailing_mean
+from onnxide.plan.chain_lower import COPIES, forward_lstm, lower_step, lstm_outputs, out as _out, trailing_mean
 from onnxide.plan.chains import F32, Decline
 
 from . import cpu_ops as K
@@ -52,36 +52,15 @@ def _pow(b, step, node, opdef, attrs):
 
 
 def _lstm(b, step, node, opdef, attrs):
-    """The plain forward LSTM (rnn.plain_lstm, layout 0) with constant W, R, B: its input projection as a GEMM into
-    the arena (both biases in its epilogue), then nx_lstm's recurrence writing Y, Y_h and Y_c where the node's
-    outputs go (Y [T, 1, B, H] is its step outputs in order)."""
-    keys = (list(step.in_keys) + [None] * 8)[:8]
-    kx, kw, kr, kb = keys[:4]
-    w, r, bias = b.const(kw), b.const(kr), b.const(kb)
-    if attrs.get("direction", "forward") != "forward" or attrs.get("layout", 0) or not rnn.plain_lstm(
-            attrs.get("activations"), attrs.get("clip"), attrs.get("input_forget", 0), node.inputs):
-        raise Decline("LSTM form")
-    sx = b.shape(kx)
-    if w is None or r is None or (kb is not None and bias is None) or len(sx) != 3 or w.dtype != F32 or \
-            r.dtype != F32:
-        raise Decline("LSTM weights")
-    t, batch, i = sx
-    h = attrs.get("hidden_size") or r.shape[-1]
-    if w.shape != (1, 4 * h, i) or r.shape != (1, 4 * h, h) or (bias is not None and bias.shape != (1, 8 * h)):
-        raise Decline("LSTM shapes")
-    for k in keys[5:7]:
-        if k is not None and b.shape(k) != (1, batch, h):
-            raise Decline("LSTM state shape")
-    both = None if bias is None else (bias[0, :4 * h] + bias[0, 4 * h:]).astype(F32)
+    """The chain's LSTM (chain_lower.forward_lstm): its input projection as a GEMM into the arena (both biases in its
+    epilogue), then nx_lstm's recurrence."""
+    t, batch, i, h, w, r, both, kh, kc = forward_lstm(b, step, node, attrs)
     xw_key = ("lstm input projection", step.out_keys[0] or node.name)
     xw = b.dst(xw_key, (t * batch, 4 * h))
-    _gemm_instr(b, t * batch, 4 * h, i, b.src(kx), i, xw, bp=b.fixed(K.packed_b(b.lib, w[0], True)),
+    _gemm_instr(b, t * batch, 4 * h, i, b.src(step.in_keys[0]), i, xw, bp=b.fixed(K.packed_b(b.lib, w[0], True)),
                 bias=-1 if both is None else b.fixed(both))
-    outs = (list(step.out_keys) + [None] * 3)[:3]
-    ys = [b.dst(k, shape) if k else b.scratch(math.prod(shape))
-          for k, shape in zip(outs, ((t, 1, batch, h), (1, batch, h), (1, batch, h)))]
-    b.emit("lstm", [t, batch, h, 1],
-           [b.src(xw_key), b.fixed(rnn.transposed_r(r)), b.src(keys[5]), b.src(keys[6]), *ys])
+    b.emit("lstm", [t, batch, h, 1], [b.src(xw_key), b.fixed(rnn.transposed_r(r)), b.src(kh), b.src(kc),
+                                       *lstm_outputs(b, step, t, batch, h)])
 
 
 def _gemm_instr(b, m, n, k, a, lda, y, bp=-1, raw_b=-1, ldb=0, bias=-1, row_bias=-1, res=-1, act=(0, 0.0, 0.0),

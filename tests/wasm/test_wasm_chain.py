@@ -338,3 +338,28 @@ def test_dynamic_quantize_matmul_in_a_chain(monkeypatch, zero_point, bias, per_c
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0])
     assert stepwise
+
+
+@pytest.mark.parametrize("with_bias,with_state", [(True, True), (False, False)])
+def test_lstm_in_a_chain(with_bias, with_state):
+    """The plain forward LSTM lowered into a chain between a MatMul and a Relu (input projection on the packed GEMM,
+    ox_lstm's recurrence), Y_h and Y_c read after the chain: the CPU EP's results."""
+    t, batch, i, h = 5, 2, 12, 6
+    inits = [("m", _w(10, i)), ("W", _w(1, 4 * h, i)), ("R", _w(1, 4 * h, h)), ("B", _w(1, 8 * h))]
+    states = ["h0", "c0"] if with_state else []
+    lstm_in = ["p", "W", "R", "B" if with_bias else "", ""] + states
+    while not lstm_in[-1]:
+        lstm_in.pop()
+    model = _model([helper.make_node("MatMul", ["x", "m"], ["p"]),
+                    helper.make_node("LSTM", lstm_in, ["Y", "Yh", "Yc"], hidden_size=h),
+                    helper.make_node("Relu", ["Y"], ["out"])],
+                   {"x": [t, batch, 10], **{k: [1, batch, h] for k in states}}, ["out", "Yh", "Yc"], inits)
+    feeds = {"x": _w(t, batch, 10, scale=1.0), **{k: _w(1, batch, h, scale=1.0) for k in states}}
+    want = onnxide.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    sess = onnxide.InferenceSession(model, providers=[WASM, "CPUExecutionProvider"])
+    [step] = sess._executor.main_plan.steps
+    assert step.node.op_type == "WasmChain" and [s.node.op_type for s in step.kernel.steps] == ["MatMul", "LSTM",
+                                                                                                   "Relu"]
+    for _ in range(2):
+        for got, w in zip(sess.run(None, feeds), want):
+            np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)

@@ -9,19 +9,20 @@ import weakref
 
 import numpy as np
 
-from ..ops import activations, qgemm_forms as forms, resize
+from ..ops import activations, qgemm_forms as forms, resize, rnn
 from ..plan import chains
 from ..runtime import limits
-from ..plan.chain_lower import COPIES, lower_step, out, trailing_mean
+from ..plan.chain_lower import COPIES, forward_lstm, lower_step, lstm_outputs, out, trailing_mean
 from ..plan.chains import F32, Decline
 from . import wasm_ops as W
 from . import wasm_ops_elem as E
 from . import wasm_ops_extra as X
 from . import wasm_ops_quant as Q
+from . import wasm_ops_rnn as RNN
 
 OPS = {name: i + 1 for i, name in enumerate(("gemm", "gemm_pb", "conv", "winograd", "pool", "gpool", "upsample",
                                              "softmax", "rownorm", "affine", "unary", "binary", "strided", "fill",
-                                             "attention", "dq_matmul"))}
+                                             "attention", "dq_matmul", "lstm"))}
 
 
 def _claimed(claim, b, node, opdef, attrs):
@@ -364,11 +365,26 @@ def _dq_matmul(b, step, node, opdef, attrs):
             -1 if bias is None else b.fixed(bias), b.dst(out(step), shape[:-1] + (n,)), b.scratch(scratch)])
 
 
+def _lstm(b, step, node, opdef, attrs):
+    """The chain's LSTM (chain_lower.forward_lstm): its input projection on the packed GEMM into the arena (both
+    biases in its epilogue), then ox_lstm's recurrence."""
+    _claimed(RNN.claim_lstm, b, node, opdef, attrs)
+    t, batch, i, h, w, r, both, kh, kc = forward_lstm(b, step, node, attrs)
+    xw_key = ("lstm input projection", step.out_keys[0] or node.name)
+    xw = b.dst(xw_key, (t * batch, 4 * h))
+    _gemm(b, 1, t * batch, 4 * h, i, b.src(step.in_keys[0]), i, 1, 0, xw, 4 * h, 0,
+          packed=b.fixed(W.pack_b(b.lib, W._contig(w[0]), i, 4 * h, 1, i)), bias=-1 if both is None else b.fixed(both),
+          bias_steps=(0, 1, 0))
+    b.emit("lstm", [t, batch, h, 1], [b.src(xw_key), b.fixed(rnn.transposed_r(r)), b.src(kh), b.src(kc),
+                                       *lstm_outputs(b, step, t, batch, h), b.scratch(4 * h + 4)])
+
+
 LOWER = {"MatMul": _matmul, "Gemm": _gemm_node, "Conv": _conv, "MaxPool": _pool(True), "AveragePool": _pool(False),
          "GlobalAveragePool": _global_pool(False), "GlobalMaxPool": _global_pool(True),
          "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "LayerNormalization": _layer_norm,
          "InstanceNormalization": _instance_norm, "BatchNormalization": _batch_norm, "Resize": _resize, "Pow": _pow,
-         "ReduceMean": _reduce_mean, **{op: _unary for op in E.UNARY}, **{op: _binary for op in E.BINOP}, **COPIES}
+         "ReduceMean": _reduce_mean, "LSTM": _lstm, **{op: _unary for op in E.UNARY},
+         **{op: _binary for op in E.BINOP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm_node, "FusedMatMul": _fused_matmul, "Gelu": _ms_gelu,
             "FastGelu": _ms_gelu, "BiasGelu": _ms_gelu, "MultiHeadAttention": _attention,
             "SkipLayerNormalization": _skip_layer_norm, "DynamicQuantizeMatMul": _dq_matmul}

@@ -3,7 +3,7 @@ ops that are only data movement — views as aliases, Transpose / Slice / Expand
 index as strided copies, Pad as a fill and a copy (constant mode) or strided copies (reflect, edge, wrap) — in the
 "strided" and "fill" instructions both interpreters implement with the same parameters: strided p = rank, x offset,
 y offset, dims[6], x strides[6], y strides[6] (floats); fill p = n, f[2] = the value — and the geometry of a
-ReduceMean over trailing axes (each backend's global-average instruction)."""
+ReduceMean over trailing axes (each backend's global-average instruction) — and which LSTM nodes a chain takes."""
 import itertools
 import math
 
@@ -12,8 +12,8 @@ import numpy as np
 from ..errors import OnnxideError
 from ..ops import pad as pad_ops
 from ..ops import reduce as reduce_ops
-from ..ops import registry
-from .chains import VIEWS, Decline
+from ..ops import registry, rnn
+from .chains import F32, VIEWS, Decline
 
 
 def out(step):
@@ -135,6 +135,39 @@ def _runs(index):
         runs.append((i, int(index[i]), step, j - i))
         i = j
     return runs
+
+
+def forward_lstm(b, step, node, attrs):
+    """A chain's LSTM: the plain forward one (rnn.plain_lstm, layout 0) with constant float32 W, R, B and states of
+    (1, batch, H). (T, batch, I, H, W, R, B's two biases summed or None, initial_h key, initial_c key), or Decline:
+    each backend then emits its input projection (a GEMM into the arena) and its recurrence writing Y [T, 1, batch,
+    H], Y_h and Y_c where the node's outputs go."""
+    keys = (list(step.in_keys) + [None] * 8)[:8]
+    kx, kw, kr, kb = keys[:4]
+    w, r, bias = b.const(kw), b.const(kr), b.const(kb)
+    if attrs.get("direction", "forward") != "forward" or attrs.get("layout", 0) or not rnn.plain_lstm(
+            attrs.get("activations"), attrs.get("clip"), attrs.get("input_forget", 0), node.inputs):
+        raise Decline("LSTM form")
+    sx = b.shape(kx)
+    if w is None or r is None or (kb is not None and bias is None) or len(sx) != 3 or w.dtype != F32 or \
+            r.dtype != F32 or (bias is not None and bias.dtype != F32):
+        raise Decline("LSTM weights")
+    t, batch, i = sx
+    h = attrs.get("hidden_size") or r.shape[-1]
+    if w.shape != (1, 4 * h, i) or r.shape != (1, 4 * h, h) or (bias is not None and bias.shape != (1, 8 * h)):
+        raise Decline("LSTM shapes")
+    for k in keys[5:7]:
+        if k is not None and b.shape(k) != (1, batch, h):
+            raise Decline("LSTM state shape")
+    both = None if bias is None else (bias[0, :4 * h] + bias[0, 4 * h:]).astype(F32)
+    return t, batch, i, h, w, r, both, keys[5], keys[6]
+
+
+def lstm_outputs(b, step, t, batch, h):
+    """The arena tensors ox_lstm / nx_lstm write: Y, Y_h, Y_c where the node has them, scratch where not."""
+    outs = (list(step.out_keys) + [None] * 3)[:3]
+    return [b.dst(k, shape) if k else b.scratch(math.prod(shape))
+            for k, shape in zip(outs, ((t, 1, batch, h), (1, batch, h), (1, batch, h)))]
 
 
 def trailing_mean(b, step, opdef, attrs):
