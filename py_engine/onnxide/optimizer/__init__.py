@@ -9,6 +9,7 @@ import numpy as np
 
 from ..ir.infer import infer_shapes
 from ..ir.model import subgraphs, type_dims
+from ..ir.scope import free_names
 from .graph import dedupe_node_names
 from . import (constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patterns, fuse_quant, fuse_transformer,
                shape_values, transpose)
@@ -109,11 +110,17 @@ def optimize(model, level, max_rounds=8, max_sweeps=3):
     Bodies go innermost first, then the main graph; the sweep repeats while a graph changed and the model has
     subgraphs, since folding an enclosing graph's Constant nodes into initializers lets its bodies fold more."""
     passes = passes_for(level)
+    done = {}  # id(body) -> (body, the outer constants it read when it reached its fixed point)
     with np.errstate(all="ignore"):  # folding NaN/inf constants is the model's business, not a warning
         for _ in range(max_sweeps if passes else 1):
             bodies = list(_bodies_with_constants(model.graph)) if passes else []
             changed = False
             for body, outer, enclosing in bodies:
+                seen = {k: id(outer[k]) for k in free_names(body) if k in outer}  # the outer constants it reads
+                last = done.get(id(body))
+                if last is not None and last[0] is body and last[1] == seen:
+                    continue  # (nothing new from the enclosing graphs since its last fixed point)
+                done[id(body)] = (body, seen)
                 changed |= _run(GraphScope(model, body, outer, enclosing), passes, max_rounds)
             changed |= _run(model, passes, max_rounds)
             if not bodies or not changed:
