@@ -4,8 +4,8 @@
 // imported first, so that their import is in the snapshot too. Packages with compiled extensions (numpy) cannot be:
 // their wasm modules live outside the heap, and the host installs them after the restore. The snapshot holds the
 // build id of pyodide.asm.wasm, so it is only ever restored by the Pyodide that made it.
-// usage: node .ci/pyodide_snapshot.mjs <pyodide folder> <site-packages tar.gz> <out.bin.gz>   (.ci/setup_web.sh runs it;
-//        the snapshot is gzipped: mostly zeros, 21 MB -> ~6 MB)
+// usage: node .ci/pyodide_snapshot.mjs <pyodide folder> <site-packages tar.gz> <out.bin.gz>
+//        (.ci/setup_web.sh runs it; the snapshot is gzipped: mostly zeros, 21 MB -> ~6 MB)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';

@@ -347,7 +347,8 @@ def _attention(b, step, node, opdef, attrs):
 
 def _dq_matmul(b, step, node, opdef, attrs):
     """com.microsoft DynamicQuantizeMatMul with constant B, scale, zero point and bias: x quantized and the int8 GEMM
-    in one instruction (x holding a NaN or an infinity: the chain reruns stepwise, as the per-node kernel falls back)."""
+    in one instruction (x holding a NaN or an infinity: the chain reruns stepwise, as the per-node kernel falls
+    back)."""
     _claimed(Q.MS_CLAIMS["DynamicQuantizeMatMul"], b, node, opdef, attrs)
     kx, kb, ks, kz, kbias = (list(step.in_keys) + [None] * 5)[:5]
     shape = b.shape(kx)

@@ -26,8 +26,8 @@ def _gemm(rt):
         k, n = b.shape
         m = math.prod(a.shape[:-1])
         a = np.ascontiguousarray(a)
-        head = [m, n, k, In(a), int(a.dtype == np.int8), 0 if az is None else In(az), int(az is not None and az.size > 1),
-                In(packed_b(rt, b)), 0 if bz is None else In(bz)]
+        head = [m, n, k, In(a), int(a.dtype == np.int8), 0 if az is None else In(az),
+                int(az is not None and az.size > 1), In(packed_b(rt, b)), 0 if bz is None else In(bz)]
         scratch = Scratch(scratch_floats(rt, "ox_qgemm_scratch_floats", (m, k)))
         if mult is None:
             y = np.empty(a.shape[:-1] + (n,), np.int32)
