@@ -129,7 +129,9 @@ def report(demo):
           f"synthetic clip")
     say("  speech segments: " + (", ".join(f"{a:.2f}-{e:.2f} s" for a, e in r["segments"]) or "none")
           + "  (synthesized voice at 1.00-2.60 s and 3.40-5.00 s)")
-    say(f"  Pyodide boot {b['pyodideMs']:.0f} ms (numpy + onnxide wheels installed meanwhile); WASM kernels + numpy "
+    how = "from its memory snapshot, numpy + onnxide written" if b.get("boot") == "snapshot" else \
+        "numpy + onnxide wheels installed"
+    say(f"  Pyodide boot {b['pyodideMs']:.0f} ms ({how} meanwhile); WASM kernels + numpy "
         f"+ onnxide import {b['importMs']:.0f} ms; model download {r['loadMs']:.0f} ms (beside the boot); session "
         f"creation {r['createMs']:.0f} ms")
     say(f"  cold start (navigation -> first result) {r['coldStartMs']:.0f} ms, part by part (the page's split):")
@@ -159,7 +161,7 @@ def main(argv=None):
         print("onnxide web demo: build/web/ missing; run `bash .ci/setup_web.sh` first")
         return 1
     progress("starting headless Chromium; the bundled default CNN through the JS API (Pyodide boots in a Web "
-             "Worker and installs numpy + the onnxide wheel first: several seconds)")
+             "Worker with numpy and onnxide first: a few seconds)")
     with Server() as server, Browser() as context:
         report_default_model(run_default_model(context, server.url))
         progress(f"the silero VAD demo page (web/demo/, host: {args.host}: a fresh Pyodide boot, then the clip on each "

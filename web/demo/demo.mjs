@@ -126,7 +126,8 @@ async function main() {
       host = await hostP;
       $('model-text').textContent += ` — session ready (${s.inputNames.join(', ')} → ${s.outputNames.join(', ')})`;
       const t = host.info.timings;
-      boot = { host: host.mode, pyodideMs: t.pyodideMs, importMs: t.packagesMs + t.importMs, totalMs: t.totalMs };
+      boot = { host: host.mode, boot: t.boot, pyodideMs: t.pyodideMs, importMs: t.packagesMs + t.importMs,
+        totalMs: t.totalMs };
     }
     $('ep-text').textContent = `running on ${s.providers.join(' + ')}`;
     const r = await analyse(audio, 'synthetic clip', SPEECH);
@@ -139,7 +140,8 @@ async function main() {
   const split = coldStartSplit(host.info.timings, first.timings, pageReady, r.firstAt);
   coldTable(split);
   $('cold').textContent = `Cold start (navigation → first VAD result): ${fmtMs(r.firstAt)}; ` +
-    `Pyodide's boot (numpy + onnxide wheels installed meanwhile) ${fmtMs(boot.pyodideMs)}, WASM kernels and ` +
+    `Pyodide's boot (${boot.boot === 'snapshot' ? 'from its memory snapshot, numpy + onnxide written'
+      : 'numpy + onnxide wheels installed'} meanwhile) ${fmtMs(boot.pyodideMs)}, WASM kernels and ` +
     `numpy + onnxide import ${fmtMs(boot.importMs)}, model download ${fmtMs(first.loadMs)} (beside the boot), ` +
     `session creation ${fmtMs(first.createMs)}. Warm runs: ${r.runMs.length} chunks of 32 ms audio per execution provider.`;
   demo.result = { ...r, boot, providers: first.providers, coldStartMs: r.firstAt, coldStart: split,
