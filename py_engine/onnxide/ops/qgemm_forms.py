@@ -93,17 +93,32 @@ def matmul_integer_to_float(gemm, a, b, a_scale, b_scale, a_zero_point=None, b_z
     return _to_float(gemm, a, b, a_zero_point, b_zero_point, _multiplier(a_scale, b_scale), bias)
 
 
+def dynamic_quantize_matmul_constants(b, b_scale, b_zero_point, bias, k):
+    """DynamicQuantizeMatMul's operands other than A (B of K rows, its scale and zero point, the bias) as the kernels
+    take them — (bz, b_scale flat, bias per column), None where absent — or FALLBACK for the forms they do not run.
+    (The per-node kernel below and the WASM chains' instruction, whose operands are constants, both start here.)"""
+    if type(b) is not np.ndarray or b.dtype not in INT8 or b.ndim != 2 or b.shape[0] != k or k == 0 or \
+            not _float_params(b_scale, bias, n=b.shape[1]):
+        return FALLBACK
+    bz = _b_zero_point(b, b_zero_point)
+    if bz is FALLBACK:
+        return FALLBACK
+    return bz, np.ascontiguousarray(b_scale, F32).reshape(-1), _per_column_bias(bias, b.shape[1])
+
+
 def dynamic_quantize_matmul(gemm, quantize, a, b, b_scale, b_zero_point=None, bias=None):
     """com.microsoft DynamicQuantizeMatMul: DynamicQuantizeLinear of float32 A, then MatMulInteger with the float32
     epilogue in the same pass."""
-    if type(a) is not np.ndarray or a.dtype != F32 or type(b) is not np.ndarray or b.ndim != 2 or \
-            not _float_params(b_scale, bias, n=b.shape[-1]):
+    if type(a) is not np.ndarray or a.dtype != F32 or a.ndim < 2:
         return FALLBACK
-    q = quantize(a)
+    operands = dynamic_quantize_matmul_constants(b, b_scale, b_zero_point, bias, a.shape[-1])
+    q = FALLBACK if operands is FALLBACK else quantize(a)
     if q is FALLBACK:
         return FALLBACK
     aq, a_scale, a_zp = q
-    return _to_float(gemm, aq, b, a_zp, b_zero_point, _multiplier(a_scale, b_scale), bias)
+    bz, _, bias = operands
+    mult = np.ascontiguousarray(_multiplier(a_scale, b_scale), F32).reshape(-1)
+    return gemm(aq, b, a_zp.reshape(-1).astype(np.int32), bz, mult, bias)
 
 
 def qlinear_matmul(gemm, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
@@ -124,16 +139,3 @@ def qlinear_matmul(gemm, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_s
     mult = quant._scale_product(a_scale, b_scale, y_scale)
     return quant._requantize(acc.astype(np.float64), mult, y_zero_point.astype(np.float64),
                              D.code_of(y_zero_point.dtype), "QLinearMatMul")
-
-
-def dynamic_quantize_matmul_constants(b, b_scale, b_zero_point, bias, k):
-    """A DynamicQuantizeMatMul's constant operands (B of K rows, its scale and zero point, the bias) as a kernel that
-    quantizes A itself takes them — (bz, b_scale flat, bias per column), None where absent — or FALLBACK for the
-    forms dynamic_quantize_matmul would not run either."""
-    if type(b) is not np.ndarray or b.dtype not in INT8 or b.ndim != 2 or b.shape[0] != k or k == 0 or \
-            not _float_params(b_scale, bias, n=b.shape[1]):
-        return FALLBACK
-    bz = _b_zero_point(b, b_zero_point)
-    if bz is FALLBACK:
-        return FALLBACK
-    return bz, np.ascontiguousarray(b_scale, F32).reshape(-1), _per_column_bias(bias, b.shape[1])
