@@ -1,6 +1,7 @@
 """The WASM EP's 8-bit kernels (wasm_kernels/ox_qgemm.c): MatMulInteger, DynamicQuantizeLinear, QLinearMatMul and
 com.microsoft DynamicQuantizeMatMul / MatMulIntegerToFloat on the module's int8 GEMM, in the argument forms of
 onnxide.ops.qgemm_forms (same claim / fallback contract as wasm_ops.py)."""
+import functools
 import math
 
 import numpy as np
@@ -52,22 +53,28 @@ def dynamic_quantize_linear(rt, x):
     return y, scale, zero
 
 
-def _claim(run):
-    """A claim whose kernel is run(rt, *inputs) (none of these ops has attributes to check)."""
+def _claim(kernel_of):
+    """A claim whose kernel is kernel_of(rt), made once per node (none of these ops has attributes to check)."""
     def claim(rt, node, opdef, attrs):
         if attrs:
             return None
-        return guarded(lambda *xs, **_: run(rt, *xs), opdef.kernel)
+        run = kernel_of(rt)
+        return guarded(lambda *xs, **_: run(*xs), opdef.kernel)
     return claim
 
 
+def _on_gemm(op):
+    """kernel_of for a qgemm_forms op: op on this module's GEMM."""
+    return lambda rt: functools.partial(op, _gemm(rt))
+
+
 CLAIMS = {
-    "MatMulInteger": _claim(lambda rt, *xs: forms.matmul_integer(_gemm(rt), *xs)),
-    "DynamicQuantizeLinear": _claim(dynamic_quantize_linear),
-    "QLinearMatMul": _claim(lambda rt, *xs: forms.qlinear_matmul(_gemm(rt), *xs)),
+    "MatMulInteger": _claim(_on_gemm(forms.matmul_integer)),
+    "DynamicQuantizeLinear": _claim(lambda rt: functools.partial(dynamic_quantize_linear, rt)),
+    "QLinearMatMul": _claim(_on_gemm(forms.qlinear_matmul)),
 }
 MS_CLAIMS = {
-    "MatMulIntegerToFloat": _claim(lambda rt, *xs: forms.matmul_integer_to_float(_gemm(rt), *xs)),
-    "DynamicQuantizeMatMul": _claim(lambda rt, *xs: forms.dynamic_quantize_matmul(
-        _gemm(rt), lambda x: dynamic_quantize_linear(rt, x), *xs)),
+    "MatMulIntegerToFloat": _claim(_on_gemm(forms.matmul_integer_to_float)),
+    "DynamicQuantizeMatMul": _claim(lambda rt: functools.partial(
+        forms.dynamic_quantize_matmul, _gemm(rt), functools.partial(dynamic_quantize_linear, rt))),
 }
