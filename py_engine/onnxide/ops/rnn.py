@@ -7,6 +7,7 @@ from .inference import rule
 from .math import via_float32
 from .registry import op
 from . import weight_cache
+from ..runtime.providers import FALLBACK
 
 # name (lower case) -> (function(x, alpha, beta), default alpha, default beta, uses alpha, uses beta)
 _ACTS = {
@@ -333,6 +334,27 @@ def lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direc
         Bv = np.asarray(B).astype(cdt, copy=False)
         xw += (Bv[:, :4 * H] + Bv[:, 4 * H:])[:, None, None, :]
     return cdt, xw, h, c, reverse, H
+
+
+def lstm_with(recurrence, matmul, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
+              activation_alpha=None, activation_beta=None, activations=None, clip=None, direction="forward",
+              hidden_size=None, input_forget=0, layout=0, ctx=None):
+    """The plain float32 LSTM (_default_lstm) on an EP's kernels — the input projection by matmul(a, b, out=...), the
+    recurrence by recurrence(xw, rt, h0, c0, hs, h_last, c_last) (rt = transposed_r(R); h0 / c0 contiguous or None;
+    it fills hs [T, directions, batch, H] in processing order and the last h and c) — with this module's checks and
+    output assembly; FALLBACK for the other forms and dtypes (the numpy kernel)."""
+    f32 = lambda v: type(v) is np.ndarray and v.dtype == np.float32  # noqa: E731
+    if not _default_lstm(activations, clip, input_forget, P, sequence_lens) or not all(map(f32, (X, W, R))) or \
+            not all(v is None or f32(v) for v in (B, initial_h, initial_c)):
+        return FALLBACK
+    _, xw, h0, c0, reverse, H = lstm_projection(X, W, R, B, initial_h, initial_c, layout, hidden_size, direction,
+                                                matmul)
+    nd, T, Bn = xw.shape[:3]
+    hs = np.empty((T, nd, Bn, H), np.float32)
+    h_last, c_last = np.empty((nd, Bn, H), np.float32), np.empty((nd, Bn, H), np.float32)
+    recurrence(xw, transposed_r(R), None if initial_h is None else np.ascontiguousarray(h0),
+               None if initial_c is None else np.ascontiguousarray(c0), hs, h_last, c_last)
+    return lstm_outputs(hs, h_last, c_last, reverse, layout, ctx.num_outputs if ctx is not None else 1, np.float32)
 
 
 def lstm_outputs(hs, h_last, c_last, reverse, layout, num_outputs, out_dtype):
