@@ -1,6 +1,6 @@
 // pyodide_snapshot.mjs — a memory snapshot of Pyodide's interpreter after start-up, for the web host's fast boot
-// (web/host.mjs restores it with loadPyodide's _loadSnapshot instead of initialising Python: ~2.3 s of a cold page
-// load on the 2-core CI machine). The pure-Python standard-library modules `import numpy, onnxide` pulls in are
+// (web/host.mjs restores it with loadPyodide's _loadSnapshot instead of initialising Python: web/bench/cold_start.py
+// times the boot either way). The pure-Python standard-library modules `import numpy, onnxide` pulls in are
 // imported first, so that their import is in the snapshot too. Packages with compiled extensions (numpy) cannot be:
 // their wasm modules live outside the heap, and the host installs them after the restore. The snapshot holds the
 // build id of pyodide.asm.wasm, so it is only ever restored by the Pyodide that made it.

@@ -66,7 +66,7 @@ def warm(rt):
     """Run every kernel once on small data (V8 compiles wasm lazily and tiers up hot functions)."""
     if id(rt.backend) in _WARMED:
         return
-    # (plain values, not numpy.random: importing it loads ten more wasm modules in the page, ~0.1 s of a cold start)
+    # (plain values, not numpy.random: importing it in the page loads ten more of numpy's wasm modules)
     x = np.sin(np.arange(1 * 8 * 12 * 12, dtype=np.float32)).reshape(1, 8, 12, 12)
     w = np.cos(np.arange(8 * 8 * 3 * 3, dtype=np.float32)).reshape(8, 8, 3, 3)
     K.matmul_fast(rt, x.reshape(24, 48), x.reshape(48, 24))

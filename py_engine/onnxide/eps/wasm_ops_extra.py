@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..ops import activations, resize as R
+from ..ops.contrib_norm import _Outs  # (LayerNormalization's three outputs when SkipLayerNorm's fourth is asked)
 from ..ops.conv_geometry import ConvGeometry
 from .wasm_ops import ACT, BINOP, F32, FALLBACK, _contig, _is_f32, gemm_call, guarded
 from .wasm_ops_elem import binary_fast, layernorm_fast, unary_fast
@@ -194,14 +195,10 @@ def skip_layernorm_fast(rt, x, skip, gamma, beta=None, bias=None, *, epsilon=1e-
     if bias is not None:
         s = binary_fast(rt, BINOP["Add"], s, bias)
     n = max(1, ctx.num_outputs if ctx is not None else 1)
-    stats = layernorm_fast(rt, s, gamma, beta, axis=-1, epsilon=epsilon, ctx=ctx if n <= 3 else _ThreeOuts)
+    stats = layernorm_fast(rt, s, gamma, beta, axis=-1, epsilon=epsilon, ctx=ctx if n <= 3 else _Outs(3))
     if n == 1:
         return stats
     return (*stats, s)[:n]
-
-
-class _ThreeOuts:  # (LayerNormalization's three outputs, when SkipLayerNormalization's fourth is asked too)
-    num_outputs = 3
 
 
 def claim_skip_layernorm(rt, node, opdef, attrs):
