@@ -72,9 +72,13 @@ static void attention(const int* p, const float* q, const float* k, const float*
 }
 
 /* com.microsoft DynamicQuantizeMatMul of M×K x by B packed by ox_qgemm_pack_b: x quantized (uint8, its scale and
- * zero point), then the int8 GEMM with the float epilogue, multiplier a_scale · b_scale[n] in float32. scratch: x's
- * uint8 values (M·K bytes, rounded up to floats), N multipliers, the zero point, then ox_qgemm's scratch. 1 when x
- * holds a NaN or an infinity (nothing written), else 0. */
+ * zero point), then the int8 GEMM with the float epilogue, multiplier a_scale · b_scale[n] in float32. scratch
+ * (ox_dq_matmul_scratch_floats): x's uint8 values (M·K bytes, rounded up to floats), N multipliers, the zero point,
+ * then ox_qgemm's scratch. 1 when x holds a NaN or an infinity (nothing written), else 0. */
+OX_EXPORT int ox_dq_matmul_scratch_floats(int M, int N, int K) {
+    return (M * K + 3) / 4 + N + 1 + ox_qgemm_scratch_floats(M, K);
+}
+
 static int dq_matmul(const int* p, const float* x, const short* pb, const int* bz, const float* b_scale,
                      const float* bias, float* y, float* scratch) {
     int M = p[0], N = p[1], K = p[2], scale_step = p[3];

@@ -360,7 +360,7 @@ def _dq_matmul(b, step, node, opdef, attrs):
         raise Decline("DynamicQuantizeMatMul form")
     bz, b_scale, bias = ops
     m, n = math.prod(shape) // k, b.const(kb).shape[1]
-    scratch = (m * k + 3) // 4 + n + 1 + b.lib.call("ox_qgemm_scratch_floats", [m, k])
+    scratch = b.lib.call("ox_dq_matmul_scratch_floats", [m, n, k])
     b.emit("dq_matmul", [m, n, k, int(b_scale.size > 1)],
            [b.src(kx), b.fixed(Q.packed_b(b.lib, b.const(kb))), -1 if bz is None else b.fixed(bz), b.fixed(b_scale),
             -1 if bias is None else b.fixed(bias), b.dst(out(step), shape[:-1] + (n,)), b.scratch(scratch)])
