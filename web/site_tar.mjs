@@ -13,16 +13,16 @@ export async function gunzip(bytes) {
   return new Uint8Array(await new Response(inflate.readable).arrayBuffer());
 }
 
+const utf8 = new TextDecoder();
 const text = (b, from, len) => {
   let end = from;
   while (end < from + len && b[end] !== 0) end++;
-  return new TextDecoder().decode(b.subarray(from, end));
+  return utf8.decode(b.subarray(from, end));
 };
 
-/** Writes every regular file of ustar archive `tar` under `dir` (folders made as needed); returns the file count. */
+/** Writes every regular file of ustar archive `tar` under `dir` (folders made as needed). */
 export function writeTar(FS, tar, dir) {
   const made = new Set();
-  let files = 0;
   for (let at = 0; at + 512 <= tar.length;) {
     const name = text(tar, at, 100);
     if (!name) break;  // (the two zero blocks that end the archive)
@@ -37,11 +37,9 @@ export function writeTar(FS, tar, dir) {
         made.add(folder);
       }
       FS.writeFile(path, tar.subarray(at + 512, at + 512 + size));
-      files++;
     } else if (type !== '5') {
       throw new Error(`site-packages archive: entry ${path} of type '${type}' (only files and folders expected)`);
     }
     at += 512 + Math.ceil(size / 512) * 512;
   }
-  return files;
 }
