@@ -104,23 +104,32 @@ def _run(scope, passes, max_rounds):
     return any_change
 
 
+def _at_fixed_point(done, body, outer):
+    """Whether `body` was optimized before with the same outer constant objects it reads now (nothing new from the
+    enclosing graphs: running it again changes nothing); else records the constants it is about to be run with."""
+    reads = {k: outer[k] for k in free_names(body) if k in outer}
+    last = done.get(id(body))
+    if last is not None and last[0] is body and last[1].keys() == reads.keys() and all(
+            last[1][k] is v for k, v in reads.items()):
+        return True
+    done[id(body)] = (body, reads)
+    return False
+
+
 def optimize(model, level, max_rounds=8, max_sweeps=3):
     """Run the passes of `level` (ORT's GraphOptimizationLevel value) on every graph; returns the model.
 
     Bodies go innermost first, then the main graph; the sweep repeats while a graph changed and the model has
     subgraphs, since folding an enclosing graph's Constant nodes into initializers lets its bodies fold more."""
     passes = passes_for(level)
-    done = {}  # id(body) -> (body, the outer constants it read when it reached its fixed point)
+    done = {}  # id(body) -> (body, the outer constants it read at its last fixed point)
     with np.errstate(all="ignore"):  # folding NaN/inf constants is the model's business, not a warning
         for _ in range(max_sweeps if passes else 1):
             bodies = list(_bodies_with_constants(model.graph)) if passes else []
             changed = False
             for body, outer, enclosing in bodies:
-                seen = {k: id(outer[k]) for k in free_names(body) if k in outer}  # the outer constants it reads
-                last = done.get(id(body))
-                if last is not None and last[0] is body and last[1] == seen:
-                    continue  # (nothing new from the enclosing graphs since its last fixed point)
-                done[id(body)] = (body, seen)
+                if _at_fixed_point(done, body, outer):
+                    continue
                 changed |= _run(GraphScope(model, body, outer, enclosing), passes, max_rounds)
             changed |= _run(model, passes, max_rounds)
             if not bodies or not changed:
