@@ -137,11 +137,16 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    ap.add_argument("--models", default="", help="comma-separated parts of model names to run (default: all; "
+                                                   "not with --write)")
     args = ap.parse_args(argv)
+    wanted = [w.lower() for w in args.models.split(",") if w]
+    if wanted and args.write:
+        ap.error("--write records every model: leave out --models")
     import onnxruntime as ort
     from threadpoolctl import threadpool_info
 
-    models = standard_models()
+    models = [m for m in standard_models() if not wanted or any(w in m[0].lower() for w in wanted)]
     rows = []
     for threads in args.threads:
         for name, model, feeds, dims in models:
