@@ -1,6 +1,6 @@
 /* Packed SGEMM for the native CPU EP: C = A·B (+ bias, activation) with B packed once (constant weights, either
  * orientation) into 32-column panels, A packed per call into 14-row panels, a 14×32 register-blocked micro-kernel
- * (AVX-512 where the build has it, AVX2 + FMA as four 8-column strips, plain vectorisable C otherwise), K blocked to keep a B panel in L1; output
+ * (AVX-512 where the build has it, AVX2 + FMA as 6×16 blocks, plain vectorisable C otherwise), K blocked; output
  * tiles split over the pool's threads (nx_pool.h). Row-major throughout. Also the convolution whose B rows are read in place from
  * stride-phase planes of the input (nx_conv_shifted). */
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #define KC 256
 #define PF_STEPS 48  /* A prefetched this many k steps ahead (~2.7 KB: L3 latency; 8 was ~6% slower on ResNet-18) */
 #define CACHE_BUDGET (1536L << 10)  /* bytes of packed operand kept in L2 while the other one streams */
+#define ALIGN_FLOATS 16  /* scratch slack for aligning a packed B (aligned64) */
 
 void nx_act_row(float* y, long n, int act, float a, float b);
 
@@ -85,34 +86,113 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
     }
 }
 #elif defined(__AVX2__) && defined(__FMA__)
-/* AVX2: the 14×32 tile as four 14×8 column strips, each kept in 14 ymm accumulators (with the B strip and the
- * broadcast A value, 16 registers: no spills); per k 15 loads feed 14 FMAs (the plain-C fallback spilled the whole
- * tile: ResNet-18 ran 2x slower than numpy's BLAS on an AVX2 machine). The first R rows only (R = 14, 8 or 4):
- * a last row panel of a few real rows (M = 16, 32, 64: 2, 4, 8 of 14) does not compute the zero rows. */
-static inline __attribute__((always_inline)) void micro_rows_of(const int R, long kc, const float* ap,
-                                                                const float* bp, const int* off, float* acc,
-                                                                long ld, int add, long cols) {
-    for (int j = 0; j < NR && j < cols; j += 8) {
-        __m256 c[MR];
-        for (int i = 0; i < R; i++) c[i] = add ? _mm256_loadu_ps(acc + i * ld + j) : _mm256_setzero_ps();
-        for (long k = 0; k < kc; k++) {
-            const float* brow = off ? bp + off[k] : bp + k * NR;
-            __m256 b = _mm256_loadu_ps(brow + j);
-            const float* a = ap + k * MR;
-            if (j == 0) _mm_prefetch((const char*)(a + PF_STEPS * MR), _MM_HINT_T0);
-#pragma GCC unroll 14
-            for (int i = 0; i < R; i++) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i), b, c[i]);
-        }
-        for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + i * ld + j, c[i]);
+/* AVX2 (16 ymm registers): the 14×32 tile as 6×16 blocks (12 accumulators, the two B vectors of a k step and the
+ * broadcast A value: 15 registers; per k 8 loads feed 12 FMAs), then a 2- or 3-row block for the rows left. The two
+ * 6-row blocks of one 16-column half run back to back, while that half of the B panel (KC cache lines) is in L1. The 14×8 column
+ * strips this replaces (15 loads per 14 FMAs) ran ~10% slower on Zen 3; they stay for a tile whose wanted columns
+ * fit in one strip (silero VAD's convs have 3-5 positions: a 16-wide block would be 3-5x the work). */
+#define BLOCK_ROWS 6
+_Static_assert(MR == 2 * BLOCK_ROWS + 2, "micro_rows: two 6-row blocks and a 2-row one");
+static inline __attribute__((always_inline)) const float* b_row(const float* bp, const int* off, long k) {
+    return off ? bp + off[k] : bp + k * NR;
+}
+
+/* rows [r0, r0 + R) × columns [j, j + 16) */
+static inline __attribute__((always_inline)) void block16(const int R, int r0, int j, long kc, const float* ap,
+                                                          const float* bp, const int* off, float* acc, long ld,
+                                                          int add, int prefetch) {
+    __m256 c0[BLOCK_ROWS], c1[BLOCK_ROWS];
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++) {
+        c0[i] = add ? _mm256_loadu_ps(acc + (r0 + i) * ld + j) : _mm256_setzero_ps();
+        c1[i] = add ? _mm256_loadu_ps(acc + (r0 + i) * ld + j + 8) : _mm256_setzero_ps();
     }
+#pragma GCC unroll 2
+    for (long k = 0; k < kc; k++) {
+        const float* brow = b_row(bp, off, k) + j;
+        __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
+        const float* a = ap + k * MR;
+        if (prefetch) _mm_prefetch((const char*)(a + PF_STEPS * MR), _MM_HINT_T0);
+#pragma GCC unroll 6
+        for (int i = 0; i < R; i++) {
+            __m256 ai = _mm256_broadcast_ss(a + r0 + i);
+            c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++) {
+        _mm256_storeu_ps(acc + (r0 + i) * ld + j, c0[i]);
+        _mm256_storeu_ps(acc + (r0 + i) * ld + j + 8, c1[i]);
+    }
+}
+
+/* rows [r0, r0 + R) × all 32 columns (R ≤ 3: 12 accumulators) */
+static inline __attribute__((always_inline)) void block32(const int R, int r0, long kc, const float* ap,
+                                                          const float* bp, const int* off, float* acc, long ld,
+                                                          int add) {
+    __m256 c[3][4];
+#pragma GCC unroll 3
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) c[i][q] = add ? _mm256_loadu_ps(acc + (r0 + i) * ld + 8 * q) : _mm256_setzero_ps();
+#pragma GCC unroll 2
+    for (long k = 0; k < kc; k++) {
+        const float* brow = b_row(bp, off, k);
+        __m256 b[4] = {_mm256_loadu_ps(brow), _mm256_loadu_ps(brow + 8), _mm256_loadu_ps(brow + 16),
+                       _mm256_loadu_ps(brow + 24)};
+        const float* a = ap + k * MR + r0;
+#pragma GCC unroll 3
+        for (int i = 0; i < R; i++) {
+            __m256 ai = _mm256_broadcast_ss(a + i);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) c[i][q] = _mm256_fmadd_ps(ai, b[q], c[i][q]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) _mm256_storeu_ps(acc + (r0 + i) * ld + 8 * q, c[i][q]);
+}
+
+/* rows [r0, r0 + R) (R = 2 or 3) × the wanted columns: one 32-wide block, or a 16-wide one when that covers them */
+static inline __attribute__((always_inline)) void block_few(const int R, int r0, long kc, const float* ap,
+                                                            const float* bp, const int* off, float* acc, long ld,
+                                                            int add, long cols) {
+    if (cols > 16) block32(R, r0, kc, ap, bp, off, acc, ld, add);
+    else block16(R, r0, 0, kc, ap, bp, off, acc, ld, add, 0);
+}
+
+/* the first R rows (R = 14, 8 or 4) × the first 8 columns, one 14×8 strip */
+static inline __attribute__((always_inline)) void strip8(const int R, long kc, const float* ap, const float* bp,
+                                                         const int* off, float* acc, long ld, int add) {
+    __m256 c[MR];
+    for (int i = 0; i < R; i++) c[i] = add ? _mm256_loadu_ps(acc + i * ld) : _mm256_setzero_ps();
+    for (long k = 0; k < kc; k++) {
+        __m256 b = _mm256_loadu_ps(b_row(bp, off, k));
+        const float* a = ap + k * MR;
+#pragma GCC unroll 14
+        for (int i = 0; i < R; i++) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i), b, c[i]);
+    }
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + i * ld, c[i]);
 }
 
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
                                                              const int* off, float* acc, long ld, int add,
                                                              long cols, long rows) {
-    if (rows <= 4) micro_rows_of(4, kc, ap, bp, off, acc, ld, add, cols);
-    else if (rows <= 8) micro_rows_of(8, kc, ap, bp, off, acc, ld, add, cols);
-    else micro_rows_of(MR, kc, ap, bp, off, acc, ld, add, cols);
+    if (cols <= 8) {
+        if (rows <= 4) strip8(4, kc, ap, bp, off, acc, ld, add);
+        else if (rows <= 8) strip8(8, kc, ap, bp, off, acc, ld, add);
+        else strip8(MR, kc, ap, bp, off, acc, ld, add);
+        return;
+    }
+    /* 6-row blocks, then the 1-3 rows left (the packed A is zero past M: rows up to the block's end may be read) */
+    int groups = rows >= 10 ? 2 : rows >= 4 ? 1 : 0;
+    for (int j = 0; j < NR && j < cols; j += 16)
+        for (int g = 0; g < groups; g++) block16(BLOCK_ROWS, g * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, !(j | g));
+    long left = rows - groups * BLOCK_ROWS;
+    if (left > 2) block_few(3, groups * BLOCK_ROWS, kc, ap, bp, off, acc, ld, add, cols);
+    else if (left > 0) block_few(2, groups * BLOCK_ROWS, kc, ap, bp, off, acc, ld, add, cols);
 }
 #else
 static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, float* acc, long ld,
@@ -238,8 +318,12 @@ NX_EXPORT void nx_gemm_pack_a(long M, long K, const float* a, long lda, float* a
  * raw `b` (K×N, row stride ldb, packed here). bias, row_bias and
  * res (row stride ldr) may be NULL. Returns 0, or -1 when scratch could not be allocated. */
 NX_EXPORT long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw) {
-    return (a_raw ? nx_gemm_packed_a_size(M, K) : 0) + (b_raw ? nx_gemm_packed_size(K, N) : 0);
+    return (a_raw ? nx_gemm_packed_a_size(M, K) : 0) + (b_raw ? nx_gemm_packed_size(K, N) + ALIGN_FLOATS : 0);
 }
+
+/* p rounded up to a 64-byte boundary (a B panel's rows are read in 32-byte vectors: unaligned, each would straddle
+ * two cache lines, ~10% slower) */
+static float* aligned64(float* p) { return (float*)(((unsigned long)p + 63) & ~63UL); }
 
 /* packing items [lo, hi): A's (K block, row panel) pairs first when A is raw, then B's panels when B is raw */
 static void gemm_pack_chunks(void* p, long lo, long hi, int who) {
@@ -297,7 +381,7 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
     float* mine = scratch ? NULL : malloc(sizeof(float) * nx_gemm_scratch_size(M, N, K, !ap, !bp) + 64);
     if (!scratch && !mine) return -1;
     g.a_own = ap ? NULL : (scratch ? scratch : mine);
-    g.b_own = bp ? NULL : (scratch ? scratch : mine) + (ap ? 0 : nx_gemm_packed_a_size(M, K));
+    g.b_own = bp ? NULL : aligned64((scratch ? scratch : mine) + (ap ? 0 : nx_gemm_packed_a_size(M, K)));
     /* tiles go B block by B block, row panel by row panel within a block. An A that fits in cache: blocks of one
      * B panel (each B panel streams once and meets every row panel while hot: MiniLM's weights); else a B that
      * fits: one block (A streams once: a conv's weights); else blocks of as many B panels as fit (each block read

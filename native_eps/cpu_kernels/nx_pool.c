@@ -168,7 +168,9 @@ void nx_for(int threads, long n, nx_body body, void* ctx) {
 }
 
 void* nx_scratch(struct nx_scratch* s, int who) {
-    if (!s->slot[who]) s->slot[who] = malloc(s->bytes);  /* (slot `who` is only ever touched by participant who) */
+    /* (slot `who` is only ever touched by participant who; 64-byte aligned: packed GEMM panels are read in 32-byte
+     * vectors, which must not straddle cache lines) */
+    if (!s->slot[who] && posix_memalign(&s->slot[who], 64, s->bytes ? s->bytes : 1)) s->slot[who] = NULL;
     return s->slot[who];
 }
 

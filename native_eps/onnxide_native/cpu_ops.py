@@ -258,7 +258,7 @@ def packed_b(lib, b, trans):
     def pack(b):
         k, n = (b.shape[1], b.shape[0]) if trans else b.shape
         bc = np.ascontiguousarray(b)
-        bp = np.empty(lib.nx_gemm_packed_size(k, n), F32)
+        bp = conv_winograd.aligned_empty(lib.nx_gemm_packed_size(k, n), F32)
         lib.nx_gemm_pack_b(k, n, bc.ctypes.data, 1 if trans else n, k if trans else 1, bp.ctypes.data)
         return bp
     return _once_or_cached(b, ("nx_gemm_b", trans), pack)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from onnxide.ops import qgemm_forms as forms
+from onnxide.ops import conv_winograd, qgemm_forms as forms
 from onnxide.runtime.providers import FALLBACK
 
 from .cpu_ops import _once_or_cached, threads
@@ -19,7 +19,7 @@ def packed_b(lib, b):
     """A 2-D uint8 / int8 B in nx_qgemm's int16 panels (cached for initializers)."""
     def pack(b):
         k, n = b.shape
-        bp = np.empty(lib.nx_qgemm_packed_size(k, n), np.int16)
+        bp = conv_winograd.aligned_empty(lib.nx_qgemm_packed_size(k, n), np.int16)
         bc = np.ascontiguousarray(b)  # (held: a copy's address is only good while the copy lives)
         lib.nx_qgemm_pack_b(k, n, bc.ctypes.data, int(b.dtype == np.int8), bp.ctypes.data)
         return bp
