@@ -272,7 +272,8 @@ struct gemm_job {
     long M, N, K, lda, ldb, ldc, ldr, mpanels, panels, kblocks, nb;
     const float *a, *ap, *b, *bp, *bias, *row_bias, *res;
     float *c, *a_own, *b_own;
-    int act;
+    int* b_state;  /* with B packed on demand (b_lazy): per panel 0 = not packed, 1 = being packed, 2 = packed */
+    int act, b_lazy;
     float alpha, beta;
 };
 
@@ -318,14 +319,27 @@ NX_EXPORT void nx_gemm_pack_a(long M, long K, const float* a, long lda, float* a
  * raw `b` (K×N, row stride ldb, packed here). bias, row_bias and
  * res (row stride ldr) may be NULL. Returns 0, or -1 when scratch could not be allocated. */
 NX_EXPORT long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw) {
-    return (a_raw ? nx_gemm_packed_a_size(M, K) : 0) + (b_raw ? nx_gemm_packed_size(K, N) + ALIGN_FLOATS : 0);
+    return (a_raw ? nx_gemm_packed_a_size(M, K) : 0)
+           + (b_raw ? nx_gemm_packed_size(K, N) + ALIGN_FLOATS + (N + NR - 1) / NR : 0);  /* (+ the panel states) */
 }
 
 /* p rounded up to a 64-byte boundary (a B panel's rows are read in 32-byte vectors: unaligned, each would straddle
  * two cache lines, ~10% slower) */
 static float* aligned64(float* p) { return (float*)(((unsigned long)p + 63) & ~63UL); }
 
-/* packing items [lo, hi): A's (K block, row panel) pairs first when A is raw, then B's panels when B is raw */
+/* raw B's panel jp into its place in b_own, zero past N */
+static void pack_b_panel(const struct gemm_job* g, long jp) {
+    long n0 = jp * NR, w = g->N - n0 < NR ? g->N - n0 : NR;
+    for (long k = 0; k < g->K; k++) {
+        const float* src = g->b + k * g->ldb + n0;
+        float* d = g->b_own + jp * g->K * NR + k * NR;
+        for (long j = 0; j < w; j++) d[j] = src[j];
+        for (long j = w; j < NR; j++) d[j] = 0.f;
+    }
+}
+
+/* packing items [lo, hi): A's (K block, row panel) pairs first when A is raw, then B's panels when B is raw and
+ * not packed on demand */
 static void gemm_pack_chunks(void* p, long lo, long hi, int who) {
     const struct gemm_job* g = p;
     long a_items = g->a_own ? g->kblocks * g->mpanels : 0;
@@ -336,14 +350,24 @@ static void gemm_pack_chunks(void* p, long lo, long hi, int who) {
             pack_a(g->a, g->lda, g->M, ip * MR, k0, kc, g->a_own + ip * MR * g->K + k0 * MR);
             continue;
         }
-        long jp = t - a_items, n0 = jp * NR, w = g->N - n0 < NR ? g->N - n0 : NR;
-        for (long k = 0; k < g->K; k++) {
-            const float* src = g->b + k * g->ldb + n0;
-            float* d = g->b_own + jp * g->K * NR + k * NR;
-            for (long j = 0; j < w; j++) d[j] = src[j];
-            for (long j = w; j < NR; j++) d[j] = 0.f;
-        }
+        pack_b_panel(g, t - a_items);
     }
+}
+
+/* B panel jp packed on demand: by the first participant to need it, which then computes its tiles (in the tile
+ * order of one-panel blocks, the tiles of a panel run back to back, mostly in one chunk): the panel is read from
+ * that core's cache. Packing every panel first, split over the threads, left most tiles reading a panel another
+ * core had written (a 1×1 conv over 16×27×4224: 2 threads no faster than one) */
+static void need_b_panel(const struct gemm_job* g, long jp) {
+    int* st = g->b_state + jp;
+    int s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+    if (s == 2) return;
+    if (s == 0 && __atomic_compare_exchange_n(st, &s, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+        pack_b_panel(g, jp);
+        __atomic_store_n(st, 2, __ATOMIC_RELEASE);
+        return;
+    }
+    while (__atomic_load_n(st, __ATOMIC_ACQUIRE) != 2) NX_CPU_RELAX();  /* (being packed: a panel's copy is short) */
 }
 
 /* output tiles [lo, hi) in the order nx_gemm chose (B block by B block, row panel by row panel within one) */
@@ -358,6 +382,7 @@ static void gemm_tile_chunks(void* p, long lo, long hi, int who) {
         long pb = panels - jb * nb < nb ? panels - jb * nb : nb;  /* panels in this (possibly last) block */
         long ip = r / pb, jp = jb * nb + r % pb;
         long n0 = jp * NR, w = g->N - n0 < NR ? g->N - n0 : NR;
+        if (g->b_lazy) need_b_panel(g, jp);
         tile_product(g->K, ip, apk, bpk + jp * g->K * NR, g->c, g->ldc, g->M, n0, w, g->bias, g->row_bias, g->res,
                      g->ldr, g->act, g->alpha, g->beta);
     }
@@ -390,7 +415,12 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
     long nb = mpanels * MR * K * (long)sizeof(float) <= CACHE_BUDGET ? 1
               : panels * panel_bytes <= CACHE_BUDGET ? panels : CACHE_BUDGET / panel_bytes;
     g.nb = nb < 1 ? 1 : nb;
-    nx_for(nt, (g.a_own ? g.kblocks * mpanels : 0) + (g.b_own ? panels : 0), gemm_pack_chunks, &g);
+    g.b_lazy = g.b_own && g.nb == 1;
+    if (g.b_lazy) {
+        g.b_state = (int*)(g.b_own + nx_gemm_packed_size(K, N));
+        memset(g.b_state, 0, panels * sizeof(int));
+    }
+    nx_for(nt, (g.a_own ? g.kblocks * mpanels : 0) + (g.b_own && !g.b_lazy ? panels : 0), gemm_pack_chunks, &g);
     nx_for(nt, mpanels * panels, gemm_tile_chunks, &g);
     free(mine);
     return 0;

@@ -20,11 +20,6 @@
 #define CHUNKS_PER_PARTICIPANT 4
 #define NX_POOL_PURE_SPIN_US 50
 
-#if defined(__x86_64__) || defined(__i386__)
-#define CPU_RELAX() __builtin_ia32_pause()
-#else
-#define CPU_RELAX() ((void)0)
-#endif
 
 #define LOAD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
 #define RELAXED(p) __atomic_load_n(p, __ATOMIC_RELAXED)
@@ -75,7 +70,7 @@ static uint32_t next_gen(uint32_t seen) {
     for (long i = 1;; i++) {
         uint32_t g = LOAD(&P.gen);
         if (g != seen) return g;
-        CPU_RELAX();
+        NX_CPU_RELAX();
         if (i % 64 == 0) {
             long spent = now_us() - start;
             if (spent > RELAXED(&nx_pool_spin_us)) break;
@@ -161,7 +156,7 @@ void nx_for(int threads, long n, nx_body body, void* ctx) {
     claim(g, 0, body, ctx, n, chunk, chunks);
     /* chunks still running on workers: they hold a core, so the wait is short; yield if it is not */
     for (long i = 1; LOAD(&P.done) < chunks; i++) {
-        CPU_RELAX();
+        NX_CPU_RELAX();
         if (i % 1024 == 0) sched_yield();
     }
     pthread_mutex_unlock(&P.owner);

@@ -4,6 +4,13 @@
 
 #define NX_POOL_MAX 64  /* participants in one loop at most (the caller and 63 workers) */
 
+/* the pause hint of a spin-wait loop */
+#if defined(__x86_64__) || defined(__i386__)
+#define NX_CPU_RELAX() __builtin_ia32_pause()
+#else
+#define NX_CPU_RELAX() ((void)0)
+#endif
+
 /* one chunk [lo, hi) of a loop, run by participant `who` (0 the caller, < NX_POOL_MAX: an index into per-participant
  * scratch or partial results; a participant runs its chunks one after another) */
 typedef void (*nx_body)(void* ctx, long lo, long hi, int who);
