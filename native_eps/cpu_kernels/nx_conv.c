@@ -90,18 +90,17 @@ static void dwconv_chunks(void* ctx, long lo, long hi, int who) {
         padded_phases(x + p * H * W, H, W, PT, PL, SH, SW, RQ, WQ, xq, slack);
         long i0 = 0;
         for (; i0 + 8 * NX_VL <= len; i0 += 8 * NX_VL) NX_DW_CHUNK(8);
+        for (; i0 + 2 * NX_VL < len; i0 += 4 * NX_VL) NX_DW_CHUNK(4);  /* (4 chains of FMAs hide their latency) */
         for (; i0 < len; i0 += 2 * NX_VL) NX_DW_CHUNK(2);
-        for (long oh = 0; oh < OH; oh++) {
-            memcpy(yp + oh * OW, acc + oh * WQ, OW * sizeof(float));
-            nx_act_row(yp + oh * OW, OW, act, a, b);
-        }
+        nx_act_row(acc, len, act, a, b);  /* (one run: rows of 7-28 outputs left most of it to the scalar tail) */
+        for (long oh = 0; oh < OH; oh++) memcpy(yp + oh * OW, acc + oh * WQ, OW * sizeof(float));
     }
 }
 
 /* depthwise (returns 0, or -1 when its scratch could not be allocated): y[n, c] = act(bias[c] + sum_kh,kw w[c, kh, kw] * x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]).
  * Over the phase-split plane every tap is one flat multiply-add over OH rows of width WQ (each tap's phase plane
  * and offset precomputed; the extra columns are dropped at the end), in chunks of 8 vectors of outputs, the rest in
- * chunks of 2 vectors that may run past the plane into the zeroed slack (those outputs are dropped too). */
+ * chunks of 4 and 2 vectors that may run past the plane into the zeroed slack (those outputs are dropped too). */
 NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                          long PT, long PL, long OH, long OW, const float* x, const float* w, const float* bias,
                          float* y, int act, float a, float b, int threads) {
@@ -116,7 +115,7 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     long WQ = (WP + SW - 1) / SW, RQ = (R + SH - 1) / SH;
     long taps = KH * KW;
     long len = OH * WQ;
-    long slack = (KW - 1) * DW / SW + 16;  /* the last 2-vector chunk's overrun past its phase plane */
+    long slack = (KW - 1) * DW / SW + 4 * NX_VL;  /* the last 4-vector chunk's overrun past its phase plane */
     int nt = nx_team(threads, (double)planes * OH * OW * KH * KW);
     long* off = malloc(taps * sizeof(long));
     if (!off) return -1;
@@ -128,7 +127,7 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     struct dwconv_job job = {.C = C, .H = H, .W = W, .OH = OH, .OW = OW, .SH = SH, .SW = SW, .PT = PT, .PL = PL,
                              .RQ = RQ, .WQ = WQ, .taps = taps, .len = len, .slack = slack, .x = x, .w = w,
                              .bias = bias, .y = y, .act = act, .a = a, .b = b, .off = off, .failed = 0,
-                             .planes = {.bytes = sizeof(float) * (SH * SW * RQ * WQ + slack + len + 2 * NX_VL)}};
+                             .planes = {.bytes = sizeof(float) * (SH * SW * RQ * WQ + slack + len + 4 * NX_VL)}};
     nx_for(nt, planes, dwconv_chunks, &job);
     nx_scratch_free(&job.planes);
     free(off);
