@@ -16,13 +16,31 @@ from . import cpu_ops as K
 HOST_EPS = ("NativeCPUExecutionProvider", "CPUExecutionProvider")
 
 
+# instructions whose epilogue applies their `act` to everything they write (nx_chain.c)
+_ACT_EPILOGUE = {"gemm", "dwconv", "conv_shifted", "winograd"}
+
+
+def _act(b, step, kx, fa, fb, code):
+    """Activation `code` of value kx: folded into the instruction that has just written kx when its epilogue can
+    apply it and no other step reads kx (MobileNetV3's HardSwish after its convs: a pass over the output saved), else
+    an act instruction."""
+    shape = b.shape(kx)
+    where = b.where.get(kx)
+    last = b.code[-1] if b.code else None
+    if (where is not None and where[0] == "buf" and last is not None and last[4] == 0
+            and last[0] in {b.backend.ops[op] for op in _ACT_EPILOGUE} and b.life[where[1]][0] == len(b.code) - 1
+            and b.readers[kx] == 1 and kx not in b.kept):
+        b.code[-1] = (last[0], last[1], last[2], [fa, fb], code)
+        b.where[_out(step)] = where
+        return
+    b.emit("act", [math.prod(shape)], [b.src(kx), b.dst(_out(step), shape), -1], [fa, fb], code)
+
+
 def _unary(b, step, node, opdef, attrs):
     p = activations.unary_activation(node.op_type, opdef, attrs, K.ACT)
     if p is None:
         raise Decline(node.op_type)
-    x = step.in_keys[0]
-    shape = b.shape(x)
-    b.emit("act", [math.prod(shape)], [b.src(x), b.dst(_out(step), shape), -1], [p[1], p[2]], K.ACT[p[0]])
+    _act(b, step, step.in_keys[0], p[1], p[2], K.ACT[p[0]])
 
 
 def _binary(b, step, node, opdef, attrs):
@@ -189,7 +207,7 @@ def _contrib_act(b, step, node, opdef, attrs):
     kbias = step.in_keys[1] if len(step.in_keys) > 1 else None
     shape = b.shape(kx)
     if kbias is None:
-        b.emit("act", [math.prod(shape)], [b.src(kx), b.dst(_out(step), shape), -1], [], code)
+        _act(b, step, kx, 0.0, 0.0, code)
     elif shape and b.shape(kbias) == shape[-1:]:
         b.emit("bias_act", [math.prod(shape) // shape[-1], shape[-1]],
                [b.src(kx), b.dst(_out(step), shape), b.src(kbias)], [], code)

@@ -396,3 +396,35 @@ def test_steps_run_one_by_one_keep_their_kernel_context():
     want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
     for x in (np.array(0.5, np.float32), np.array([0.5], np.float32)):
         np.testing.assert_allclose(sess.run(None, {"x": x})[0], want.run(None, {"x": x})[0], atol=1e-6)
+
+
+def _chain_ops(sess):
+    """The instruction names of the session's chains."""
+    from onnxide_native.chain import OPS
+    names = {code: name for name, code in OPS.items()}
+    return [names[int(op)] for s in _chains(sess) for prog in s.kernel.programs.values() if prog is not None
+            for op in prog.code[:prog.n, 0]]
+
+
+@pytest.mark.parametrize("case", ["depthwise", "shifted", "1x1", "winograd"])
+def test_activation_folds_into_the_conv_before_it(case):
+    """HardSwish after a conv becomes the conv's epilogue when nothing else reads the conv's output; when something
+    does (an Add of both, or a graph output) the conv's own output stays and the act is its own instruction."""
+    xs, ws, attrs = CONVS[case]
+    x, w, b = _w(*xs), _w(*ws), _w(ws[0])
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], **attrs)
+    inits = [("w", w), ("b", b)]
+    scale, half = _then_scale("h")
+    alone = [conv, helper.make_node("HardSwish", ["c"], ["h"]), scale]
+    inits.append(half)
+    sess, _ = _check(_model(alone, {"x": x}, "y", inits), {"x": x})
+    assert "act" not in _chain_ops(sess)
+    shared = [conv, helper.make_node("HardSwish", ["c"], ["h"]), helper.make_node("Add", ["c", "h"], ["y"])]
+    sess, _ = _check(_model(shared, {"x": x}, "y", inits), {"x": x})
+    assert "act" in _chain_ops(sess)
+    g = helper.make_graph(alone, "g", [helper.make_tensor_value_info("x", F, x.shape)],
+                          [helper.make_tensor_value_info(n, F, None) for n in ("y", "c")],
+                          [numpy_helper.from_array(a, n) for n, a in inits])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    sess, _ = _check(data, {"x": x})
+    assert "act" in _chain_ops(sess)

@@ -4,6 +4,7 @@ EP's nx_chain_run, the WASM side module's ox_chain_run) over one arena, so Pytho
 Here: tensors (arena buffers, external pointers), instruction records, buffer lifetimes, staged inputs, the program,
 the step that runs it (or its original steps one by one for other inputs) and the plan pass. A backend gives its op
 codes, its lowerings and the call (`Backend`)."""
+import collections
 import math
 import threading
 
@@ -105,6 +106,8 @@ class Builder:
     def __init__(self, backend, types, consts, nt, known=None):
         self.backend, self.lib, self.types, self.consts, self.nt = backend, backend.lib, types, consts, nt
         self.known = known if known is not None else {}  # key -> shape the lowering of an earlier step gave it
+        self.readers = collections.Counter()  # key -> how many of the chain's steps read it (Program sets it)
+        self.kept = set()                     # the keys read after the chain
         self.code = []          # [(op, p, t, f, act)]
         self.tensors = []       # ("buf", buffer id) | ("ext", ext index)
         self.ext = []           # constant arrays; None for an input slot, filled per run
@@ -210,6 +213,8 @@ class Program:
 
     def __init__(self, backend, steps, types, consts, nt, outputs, known):
         b = Builder(backend, types, consts, nt, known)
+        b.readers = collections.Counter(k for s in steps for k in s.in_keys if k is not None)
+        b.kept = set(outputs)
         self.owner = []  # the step each instruction comes from
         for i, s in enumerate(steps):
             backend.lower(b, s)
