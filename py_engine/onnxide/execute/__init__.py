@@ -107,6 +107,12 @@ class Executor:
     def _run(self, feeds, output_names, fetch_devices, control):
         plan = self.main_plan
         env = dict(plan.const_env)
+        if not plan.devices and not self.devices and not fetch_devices:  # (host only: no binding, moves, cleaning)
+            for name in plan.input_names:
+                env[name] = feeds[name] if name in feeds else env.get(name)
+            yield from self.execute(plan, env, control)
+            slot = dict(zip(plan.output_names, plan.output_keys))
+            return [env[slot[n]] for n in output_names]
         extra = []
         try:
             yield from self._bind(plan, [feeds.get(n) if n in feeds else env.get(n) for n in plan.input_names],
