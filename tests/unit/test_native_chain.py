@@ -428,3 +428,33 @@ def test_activation_folds_into_the_conv_before_it(case):
     data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
     sess, _ = _check(data, {"x": x})
     assert "act" in _chain_ops(sess)
+
+
+def test_a_one_chain_plan_runs_directly_with_the_general_paths_results_and_errors():
+    """A graph that is one chain runs through Executor._run_single: outputs in any order and subset, as the general
+    step loop (taken with RunOptions) gives them; a failing kernel is reported as the same node error."""
+    x = _w(1, 64)
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["m0"]), helper.make_node("Relu", ["m0"], ["r0"]),
+             helper.make_node("MatMul", ["r0", "w1"], ["y"])]
+    inits = [("w0", _w(64, 32)), ("w1", _w(32, 10))]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", F, [1, 64])],
+                          [helper.make_tensor_value_info(n, F, None) for n in ("y", "r0")],
+                          [numpy_helper.from_array(a, n) for n, a in inits])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
+    sess, _ = _check(data, {"x": x})
+    assert sess._executor._single_step() is not None
+    general = onnxide.RunOptions()
+    for names in (None, ["r0"], ["r0", "y"], ["y", "y"]):
+        for got, want in zip(sess.run(names, {"x": x}), sess.run(names, {"x": x}, general)):
+            np.testing.assert_array_equal(got, want)
+    chain = _chains(sess)[0].kernel
+
+    def fail(*args):
+        raise MemoryError("no scratch")
+    chain.backend.run = fail
+    errors = []
+    for options in (None, general):
+        with pytest.raises(Exception) as e:
+            sess.run(None, {"x": x}, options)
+        errors.append((type(e.value), str(e.value)))
+    assert errors[0] == errors[1] and "no scratch" in errors[0][1]

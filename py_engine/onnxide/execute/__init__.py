@@ -95,6 +95,10 @@ class Executor:
     def run(self, feeds, output_names, fetch_devices=None, control=None):
         """Output values for `output_names` (host arrays, or values on `fetch_devices[name]`); `control` (a
         RunControl) may stop the run between steps."""
+        if control is None and not fetch_devices and self.profiler is None:
+            single = self._single_step()
+            if single is not None:
+                return self._run_single(single, feeds, output_names)
         if self._device_turns is None:
             return drive_sync(self._run(feeds, output_names, fetch_devices, control))
         with self._device_turns:
@@ -102,6 +106,33 @@ class Executor:
 
     async def run_async(self, feeds, output_names, fetch_devices=None, control=None):
         return await drive_async(self._run(feeds, output_names, fetch_devices, control))
+
+    def _single_step(self):
+        """(step, {output name: index of the step's output}) when the main plan is one host step whose kernel returns
+        its outputs as a tuple of arrays (a chain of the whole graph: small models) and makes every graph output;
+        else None. Checked again when the plan's steps change."""
+        plan = self.main_plan
+        if getattr(self, "_single_of", None) is not plan.steps:
+            self._single_of, self._single = plan.steps, None
+            step = plan.steps[0] if len(plan.steps) == 1 else None
+            if (step is not None and getattr(step.kernel, "returns_array_tuple", False) and not self.devices
+                    and not plan.devices and step.bodies is None
+                    and all(k in step.out_keys for k in plan.output_keys)):
+                self._single = (step, {n: step.out_keys.index(k) for n, k in zip(plan.output_names,
+                                                                                  plan.output_keys)})
+        return self._single
+
+    def _run_single(self, single, feeds, output_names):
+        """run() of a one-step plan (_single_step): the step's kernel on the feeds and constants it reads, without
+        the general loop's environment, generators and per-step checks (none of which has work to do there)."""
+        step, index = single
+        env = self.main_plan.const_env
+        args = [feeds[k] if k in feeds else env.get(k) for k in step.in_keys]
+        try:
+            result = step.kernel(*args, **step.call_kwargs)
+        except Exception as e:
+            raise node_error(step, e) from (None if isinstance(e, OnnxideError) else e)
+        return [result[index[n]] for n in output_names]
 
     # --- one run -----------------------------------------------------------------------------------------------
     def _run(self, feeds, output_names, fetch_devices, control):

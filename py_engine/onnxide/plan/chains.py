@@ -252,6 +252,8 @@ class Chain:
     original steps one by one when the inputs are not float32 arrays of the shapes it was lowered for. Outputs are
     fresh arrays (copied out of the arena), so the arena is reused."""
 
+    returns_array_tuple = True  # (the executor may call a one-chain plan directly: Executor._single_step)
+
     def __init__(self, backend, steps, types, consts, outputs, known):
         self.backend, self.steps, self.types, self.consts, self.outputs = backend, steps, types, consts, outputs
         self.known = known
@@ -325,19 +327,21 @@ def run_in_host_arena(chain, prog, nt, inputs, call):
         limits.check(prog.arena_bytes, f"{chain.backend.node_type} arena")
         ws = spaces[nt] = _Workspace(prog)
     for i, view in ws.staged:
-        np.copyto(view, inputs[i])
-    held = list(inputs)
-    for i, slot in prog.in_place:
-        x = inputs[i] if inputs[i].flags.c_contiguous else np.ascontiguousarray(inputs[i])
-        held[i] = x
-        ws.ext[slot] = x.ctypes.data
+        view[...] = inputs[i]
+    held = inputs
+    if prog.in_place:
+        held = list(inputs)
+        for i, slot in prog.in_place:
+            x = inputs[i] if inputs[i].flags.c_contiguous else np.ascontiguousarray(inputs[i])
+            held[i] = x
+            ws.ext[slot] = x.ctypes.data
     rc = call(prog, ws, nt)
     if rc > 0:  # (input only the steps' own kernels define)
         return chain.stepwise(inputs)
     if rc:
         raise chain.failed(prog, rc)
-    return tuple(view.copy() if view is not None else held[i].reshape(shape)
-                 for view, (_, i, shape) in zip(ws.outputs, prog.outputs))
+    return tuple([view.copy() if view is not None else held[i].reshape(shape)
+                  for view, (_, i, shape) in zip(ws.outputs, prog.outputs)])
 
 
 class ChainNode:
