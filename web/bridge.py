@@ -12,6 +12,7 @@ awaits its Tensors, checked like any custom op's results.
 """
 import functools
 import inspect
+import math
 import os
 import shutil
 import time
@@ -201,7 +202,8 @@ def create(model, external, options, call_kernel=None):
     except Exception:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    _sessions[sid] = (sess, folder, where)
+    declared = {a.name: a.type for a in sess.get_outputs()}  # (get_outputs builds its NodeArgs anew each call)
+    _sessions[sid] = (sess, folder, where, declared)
     return _js({"id": sid, "inputMetadata": [_meta(a) for a in sess.get_inputs()],
                 "outputMetadata": [_meta(a) for a in sess.get_outputs()], "providers": sess.get_providers(),
                 "createMs": (time.perf_counter() - t0) * 1e3})
@@ -329,7 +331,7 @@ def _to_numpy(name, feed, what=None):
     code = JS_TO_CODE.get(js_type)
     if code is None:
         raise onnxide.InvalidArgument(f"{what}: unsupported tensor type '{js_type}'")
-    count = int(np.prod(dims, dtype=np.int64))
+    count = math.prod(dims)
     if code == dt.STRING:
         return np.array(list(feed.data.to_py()), dtype=object).reshape(dims)
     if code in (dt.INT4, dt.UINT4):
@@ -372,15 +374,14 @@ async def run(sid, feeds, fetches):
     [{name, type, dims, data} or {name, valueId}]."""
     if sid not in _sessions:
         raise onnxide.InvalidArgument(f"Session {sid} was released")
-    sess, _, where = _sessions[sid]
+    sess, _, where, declared = _sessions[sid]
     t0 = time.perf_counter()
     np_feeds = {f.name: _feed(f.name, f, sess) for f in feeds}
     t1 = time.perf_counter()
     names = list(fetches.to_py()) if fetches is not None and hasattr(fetches, "to_py") else None
-    names = names or [a.name for a in sess.get_outputs()]
+    names = names or list(declared)
     outputs = await sess._run_awaitable(names, np_feeds, {n: d for n, d in where.items() if n in names})
     t2 = time.perf_counter()
-    declared = {a.name: a.type for a in sess.get_outputs()}
     wire = []
     for i, (name, value) in enumerate(zip(names, outputs)):
         if name in where:

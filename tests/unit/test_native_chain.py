@@ -2,6 +2,8 @@
 onnxruntime's results for every lowering (GEMM forms, element-wise broadcasts, activations, softmax, norms, pooling,
 each conv path, views), at one and two threads; the chain really forms; inputs of other shapes run the original steps;
 values read after the chain and graph outputs come out right; symbolic dims get a chain once the shapes repeat."""
+import asyncio
+
 import numpy as np
 import onnxruntime
 import pytest
@@ -431,8 +433,9 @@ def test_activation_folds_into_the_conv_before_it(case):
 
 
 def test_a_one_chain_plan_runs_directly_with_the_general_paths_results_and_errors():
-    """A graph that is one chain runs through Executor._run_single: outputs in any order and subset, as the general
-    step loop (taken with RunOptions) gives them; a failing kernel is reported as the same node error."""
+    """A graph that is one chain runs through Executor._run_single (run and run_async): outputs in any order and
+    subset, as the general step loop (taken with RunOptions) gives them; a failing kernel is reported as the same
+    node error."""
     x = _w(1, 64)
     nodes = [helper.make_node("MatMul", ["x", "w0"], ["m0"]), helper.make_node("Relu", ["m0"], ["r0"]),
              helper.make_node("MatMul", ["r0", "w1"], ["y"])]
@@ -445,8 +448,10 @@ def test_a_one_chain_plan_runs_directly_with_the_general_paths_results_and_error
     assert sess._executor._single_step() is not None
     general = onnxide.RunOptions()
     for names in (None, ["r0"], ["r0", "y"], ["y", "y"]):
-        for got, want in zip(sess.run(names, {"x": x}), sess.run(names, {"x": x}, general)):
-            np.testing.assert_array_equal(got, want)
+        want = sess.run(names, {"x": x}, general)
+        for got in (sess.run(names, {"x": x}), asyncio.run(sess.run_async(names, {"x": x}))):
+            for g1, w1 in zip(got, want):
+                np.testing.assert_array_equal(g1, w1)
     chain = _chains(sess)[0].kernel
 
     def fail(*args):

@@ -105,6 +105,10 @@ class Executor:
             return drive_sync(self._run(feeds, output_names, fetch_devices, control))
 
     async def run_async(self, feeds, output_names, fetch_devices=None, control=None):
+        if control is None and not fetch_devices and self.profiler is None:
+            single = self._single_step()
+            if single is not None:  # (a chain's kernels are synchronous: nothing to await)
+                return self._run_single(single, feeds, output_names)
         return await drive_async(self._run(feeds, output_names, fetch_devices, control))
 
     def _single_step(self):
