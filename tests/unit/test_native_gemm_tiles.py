@@ -10,6 +10,9 @@ pytestmark = pytest.mark.skipif("NativeCPUExecutionProvider" not in onnxide.get_
                                 reason="native CPU kernels not built (native_eps/cpu_kernels/build.sh)")
 
 
+RELU = 1  # nx activation code (onnxide_native.cpu_ops.ACT["relu"])
+
+
 def _lib():
     from onnxide_native import lib
     return lib.load()
@@ -19,7 +22,7 @@ def _addr(a):
     return None if a is None else a.ctypes.data
 
 
-def _gemm(lib, a, b, *, pack_a, pack_b, bias=None, row_bias=None, res=None):
+def _gemm(lib, a, b, *, pack_a, pack_b, bias=None, row_bias=None, res=None, act=0):
     m, k = a.shape
     n = b.shape[1]
     ap = bp = None
@@ -31,7 +34,7 @@ def _gemm(lib, a, b, *, pack_a, pack_b, bias=None, row_bias=None, res=None):
         lib.nx_gemm_pack_b(k, n, b.ctypes.data, n, 1, bp.ctypes.data)
     c = np.full((m, n), np.nan, np.float32)
     rc = lib.nx_gemm(m, n, k, None if pack_a else a.ctypes.data, k, _addr(ap), None if pack_b else b.ctypes.data, n,
-                     _addr(bp), c.ctypes.data, n, _addr(bias), _addr(row_bias), _addr(res), n, 0, 0.0, 0.0, None, 1)
+                     _addr(bp), c.ctypes.data, n, _addr(bias), _addr(row_bias), _addr(res), n, act, 0.0, 0.0, None, 1)
     assert rc == 0
     return c
 
@@ -54,3 +57,12 @@ def test_every_tile_shape(k, pack_a, pack_b):
                 want += bias[None, :] + row_bias[:, None] + res
             got = _gemm(lib, a, b, pack_a=pack_a, pack_b=pack_b, bias=bias, row_bias=row_bias, res=res)
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k), err_msg=f"M={m} N={n} K={k}")
+            if extra:  # the epilogue bit for bit: float32 (acc + (bias + row bias)) + res, then ReLU
+                acc = _gemm(lib, a, b, pack_a=pack_a, pack_b=pack_b)
+                res = res.copy()
+                res[0, 0], res[-1, -1] = np.nan, -acc[-1, -1] - (bias[-1] + row_bias[-1])  # (a NaN; a ±0 sum)
+                relu = (acc + (bias[None, :] + row_bias[:, None])) + res
+                relu = np.where(relu < 0, np.float32(0), relu)
+                got = _gemm(lib, acc, np.eye(n, dtype=np.float32), pack_a=pack_a, pack_b=pack_b, bias=bias,
+                            row_bias=row_bias, res=res, act=RELU)
+                np.testing.assert_array_equal(got.view(np.uint32), relu.view(np.uint32), f"M={m} N={n} K={k}")
