@@ -3,6 +3,7 @@ onnxruntime's results for every lowering (GEMM forms, element-wise broadcasts, a
 each conv path, views), at one and two threads; the chain really forms; inputs of other shapes run the original steps;
 values read after the chain and graph outputs come out right; symbolic dims get a chain once the shapes repeat."""
 import asyncio
+import concurrent.futures
 
 import numpy as np
 import onnxruntime
@@ -449,7 +450,9 @@ def test_a_one_chain_plan_runs_directly_with_the_general_paths_results_and_error
     general = onnxide.RunOptions()
     for names in (None, ["r0"], ["r0", "y"], ["y", "y"]):
         want = sess.run(names, {"x": x}, general)
-        for got in (sess.run(names, {"x": x}), asyncio.run(sess.run_async(names, {"x": x}))):
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # (a fresh event loop: Playwright may own this one)
+            awaited = pool.submit(asyncio.run, sess.run_async(names, {"x": x})).result()
+        for got in (sess.run(names, {"x": x}), awaited):
             for g1, w1 in zip(got, want):
                 np.testing.assert_array_equal(g1, w1)
     chain = _chains(sess)[0].kernel
