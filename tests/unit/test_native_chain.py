@@ -446,7 +446,7 @@ def test_a_one_chain_plan_runs_directly_with_the_general_paths_results_and_error
                           [numpy_helper.from_array(a, n) for n, a in inits])
     data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString()
     sess, _ = _check(data, {"x": x})
-    assert sess._executor._single_step() is not None
+    assert sess._executor._single is not None
     general = onnxide.RunOptions()
     for names in (None, ["r0"], ["r0", "y"], ["y", "y"]):
         want = sess.run(names, {"x": x}, general)

@@ -76,6 +76,16 @@ class RunControl:
             raise Fail(f"Exiting: the run exceeded its timeout of {self.timeout:g} s ({TIMEOUT_KEY})")
 
 
+def _one_chain(plan):
+    """(step, {output name: index of the step's output}) when `plan` is one host step whose kernel returns its
+    outputs as a tuple of arrays (a chain of the whole graph: small models) and makes every graph output; else None."""
+    step = plan.steps[0] if len(plan.steps) == 1 else None
+    if (step is None or not getattr(step.kernel, "returns_array_tuple", False) or plan.devices
+            or step.bodies is not None or not all(k in step.out_keys for k in plan.output_keys)):
+        return None
+    return step, {n: step.out_keys.index(k) for n, k in zip(plan.output_names, plan.output_keys)}
+
+
 class Executor:
     """Runs a model's main graph (bodies on demand) with the session's providers. Building one plans every graph
     and places the initializers its devices read (the session's `prepare`)."""
@@ -90,46 +100,29 @@ class Executor:
         _give_contexts(self.main_plan)
         if self.devices:  # the weights placed on devices go back when the executor goes (a session, set_providers)
             weakref.finalize(self, _free_constants, list(_device_constants(self.main_plan)))
+        # a plan that is one chain runs without the step loop (_run_single) when nothing is profiled or moved
+        self._single = _one_chain(self.main_plan) if profiler is None else None
 
     # --- the two drivers ---------------------------------------------------------------------------------------
     def run(self, feeds, output_names, fetch_devices=None, control=None):
         """Output values for `output_names` (host arrays, or values on `fetch_devices[name]`); `control` (a
         RunControl) may stop the run between steps."""
-        if control is None and not fetch_devices and self.profiler is None:
-            single = self._single_step()
-            if single is not None:
-                return self._run_single(single, feeds, output_names)
+        if self._single is not None and control is None and not fetch_devices:
+            return self._run_single(feeds, output_names)
         if self._device_turns is None:
             return drive_sync(self._run(feeds, output_names, fetch_devices, control))
         with self._device_turns:
             return drive_sync(self._run(feeds, output_names, fetch_devices, control))
 
     async def run_async(self, feeds, output_names, fetch_devices=None, control=None):
-        if control is None and not fetch_devices and self.profiler is None:
-            single = self._single_step()
-            if single is not None:  # (a chain's kernels are synchronous: nothing to await)
-                return self._run_single(single, feeds, output_names)
+        if self._single is not None and control is None and not fetch_devices:  # (a chain awaits nothing)
+            return self._run_single(feeds, output_names)
         return await drive_async(self._run(feeds, output_names, fetch_devices, control))
 
-    def _single_step(self):
-        """(step, {output name: index of the step's output}) when the main plan is one host step whose kernel returns
-        its outputs as a tuple of arrays (a chain of the whole graph: small models) and makes every graph output;
-        else None. Checked again when the plan's steps change."""
-        plan = self.main_plan
-        if getattr(self, "_single_of", None) is not plan.steps:
-            self._single_of, self._single = plan.steps, None
-            step = plan.steps[0] if len(plan.steps) == 1 else None
-            if (step is not None and getattr(step.kernel, "returns_array_tuple", False) and not self.devices
-                    and not plan.devices and step.bodies is None
-                    and all(k in step.out_keys for k in plan.output_keys)):
-                self._single = (step, {n: step.out_keys.index(k) for n, k in zip(plan.output_names,
-                                                                                  plan.output_keys)})
-        return self._single
-
-    def _run_single(self, single, feeds, output_names):
-        """run() of a one-step plan (_single_step): the step's kernel on the feeds and constants it reads, without
+    def _run_single(self, feeds, output_names):
+        """run() of a one-chain plan (_one_chain): the step's kernel on the feeds and constants it reads, without
         the general loop's environment, generators and per-step checks (none of which has work to do there)."""
-        step, index = single
+        step, index = self._single
         env = self.main_plan.const_env
         args = [feeds[k] if k in feeds else env.get(k) for k in step.in_keys]
         try:
@@ -142,16 +135,15 @@ class Executor:
     def _run(self, feeds, output_names, fetch_devices, control):
         plan = self.main_plan
         env = dict(plan.const_env)
-        if not plan.devices and not self.devices and not fetch_devices:  # (host only: no binding, moves, cleaning)
-            for name in plan.input_names:
-                env[name] = feeds[name] if name in feeds else env.get(name)
+        values = [feeds[n] if n in feeds else env.get(n) for n in plan.input_names]
+        if not self.devices and not fetch_devices:  # host only: nothing to move, hand over or release
+            env.update(zip(plan.input_names, values))
             yield from self.execute(plan, env, control)
             slot = dict(zip(plan.output_names, plan.output_keys))
             return [env[slot[n]] for n in output_names]
         extra = []
         try:
-            yield from self._bind(plan, [feeds.get(n) if n in feeds else env.get(n) for n in plan.input_names],
-                                  env, extra)
+            yield from self._bind(plan, values, env, extra)
             yield from self.execute(plan, env, control)
             outs = yield from self._fetch(plan, env, output_names, fetch_devices or {})
         except BaseException:
@@ -233,8 +225,6 @@ class Executor:
         """Generator: the requested outputs on the devices asked for (host by default). A device output asked for
         where it is goes to the caller as is (a second request shares it); the rest stays for _clean."""
         slot = dict(zip(plan.output_names, plan.output_keys))
-        if not self.devices and not fetch_devices:
-            return [env[slot[n]] for n in names]
         outs, handed = [], set()
         for name in names:
             key = slot[name]

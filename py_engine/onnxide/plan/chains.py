@@ -103,11 +103,12 @@ class Builder:
     """Lowers steps into instructions over tensors: arena buffers (values made inside, scratch) and external pointers
     (the chain's inputs, constants, packed weights). `consts` holds the plan's constants by key."""
 
-    def __init__(self, backend, types, consts, nt, known=None):
+    def __init__(self, backend, types, consts, nt, known=None, steps=(), kept=()):
         self.backend, self.lib, self.types, self.consts, self.nt = backend, backend.lib, types, consts, nt
         self.known = known if known is not None else {}  # key -> shape the lowering of an earlier step gave it
-        self.readers = collections.Counter()  # key -> how many of the chain's steps read it (Program sets it)
-        self.kept = set()                     # the keys read after the chain
+        # key -> how many of the chain's `steps` read it; the keys read after the chain
+        self.readers = collections.Counter(k for s in steps for k in s.in_keys if k is not None)
+        self.kept = set(kept)
         self.code = []          # [(op, p, t, f, act)]
         self.tensors = []       # ("buf", buffer id) | ("ext", ext index)
         self.ext = []           # constant arrays; None for an input slot, filled per run
@@ -212,9 +213,7 @@ class Program:
     pointer i), the external pointers, the arena size, where the chain's inputs go and its outputs are."""
 
     def __init__(self, backend, steps, types, consts, nt, outputs, known):
-        b = Builder(backend, types, consts, nt, known)
-        b.readers = collections.Counter(k for s in steps for k in s.in_keys if k is not None)
-        b.kept = set(outputs)
+        b = Builder(backend, types, consts, nt, known, steps, outputs)
         self.owner = []  # the step each instruction comes from
         for i, s in enumerate(steps):
             backend.lower(b, s)
@@ -252,7 +251,7 @@ class Chain:
     original steps one by one when the inputs are not float32 arrays of the shapes it was lowered for. Outputs are
     fresh arrays (copied out of the arena), so the arena is reused."""
 
-    returns_array_tuple = True  # (the executor may call a one-chain plan directly: Executor._single_step)
+    returns_array_tuple = True  # (the executor may call a one-chain plan directly: execute._one_chain)
 
     def __init__(self, backend, steps, types, consts, outputs, known):
         self.backend, self.steps, self.types, self.consts, self.outputs = backend, steps, types, consts, outputs
