@@ -89,7 +89,7 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
 /* AVX2 (16 ymm registers): the 14×32 tile as 6×16 blocks (12 accumulators, the two B vectors of a k step and the
  * broadcast A value: 15 registers; per k 8 loads feed 12 FMAs), then a 2- or 3-row block for the rows left. The two
  * 6-row blocks of one 16-column half run back to back, while that half of the B panel (KC cache lines) is in L1. The 14×8 column
- * strips this replaces (15 loads per 14 FMAs) ran ~10% slower on Zen 3; they stay for a tile whose wanted columns
+ * strips this replaces (15 loads per 14 FMAs) were bound by the loads; they stay for a tile whose wanted columns
  * fit in one strip (silero VAD's convs have 3-5 positions: a 16-wide block would be 3-5x the work). */
 #define BLOCK_ROWS 6
 _Static_assert(MR == 2 * BLOCK_ROWS + 2, "micro_rows: two 6-row blocks and a 2-row one");
@@ -324,7 +324,7 @@ NX_EXPORT long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw
 }
 
 /* p rounded up to a 64-byte boundary (a B panel's rows are read in 32-byte vectors: unaligned, each would straddle
- * two cache lines, ~10% slower) */
+ * two cache lines: tests/bench/micro.py times both) */
 static float* aligned64(float* p) { return (float*)(((unsigned long)p + 63) & ~63UL); }
 
 /* raw B's panel jp into its place in b_own, zero past N */
@@ -357,7 +357,7 @@ static void gemm_pack_chunks(void* p, long lo, long hi, int who) {
 /* B panel jp packed on demand: by the first participant to need it, which then computes its tiles (in the tile
  * order of one-panel blocks, the tiles of a panel run back to back, mostly in one chunk): the panel is read from
  * that core's cache. Packing every panel first, split over the threads, left most tiles reading a panel another
- * core had written (a 1×1 conv over 16×27×4224: 2 threads no faster than one) */
+ * core had written (small 1×1 convs gained little from a second thread; micro.py's 1×1 conv row, 1 and 2) */
 static void need_b_panel(const struct gemm_job* g, long jp) {
     int* st = g->b_state + jp;
     int s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
@@ -505,7 +505,7 @@ static void shifted_plane_chunks(void* p, long lo, long hi, int who) {
                 continue;
             }
             /* d[j] = padded row r at column j*SW + pw - PL: zeros where that is outside [0, W), a strided copy
-             * between (a bounds test per value made this pass a third of a 3-channel stride-2 conv) */
+             * between (no bounds test per value) */
             const float* src = g->x + (c * H + r) * W;
             long off = pw - g->PL;                                      /* column of j = 0 */
             long j_lo = off >= 0 ? 0 : (-off + SW - 1) / SW;            /* first j with a column >= 0 */

@@ -144,6 +144,9 @@ def native_vs_numpy(rng):
     vad_w = rng.standard_normal((128, 129, 3)).astype(np.float32)
     dw_x = rng.standard_normal((1, 48, 80, 80)).astype(np.float32)
     dw_w = rng.standard_normal((48, 1, 3, 3)).astype(np.float32)
+    pw_x = rng.standard_normal((1, 16, 56, 56)).astype(np.float32)  # MobileNetV3's 16→72 1×1 conv: a raw B
+    pw_w = rng.standard_normal((72, 16, 1, 1)).astype(np.float32)
+    pw_w.flags.writeable = False
     big = rng.standard_normal((1, 32, 160, 160)).astype(np.float32)
     chan = rng.standard_normal((1, 32, 1, 1)).astype(np.float32)
     convs = []  # ResNet-18 / PP-OCR layers: (what, x, w, pads, strides), weights read-only like initializers
@@ -167,6 +170,8 @@ def native_vs_numpy(rng):
                      lambda: cpu("", "MaxPool", 12)(p, **pool)),
                     ("depthwise 3×3 conv (1,48,80,80)", lambda: cpu_ops.conv(nx, dw_x, dw_w, group=48, pads=[1] * 4),
                      lambda: cpu("", "Conv", 11)(dw_x, dw_w, group=48, pads=[1] * 4)),
+                    ("1×1 conv 16→72 at 56² (B packed per call)", lambda: cpu_ops.conv(nx, pw_x, pw_w),
+                     lambda: cpu("", "Conv", 11)(pw_x, pw_w)),
                     ("Add (1,32,160,160) + (1,32,1,1)", lambda: cpu_ops.binary(nx, 0, big, chan),
                      lambda: np.add(big, chan)),
                     ("BatchNormalization (1,24,160,160)", lambda: cpu_ops.batch_norm(nx, bn_x, *bn),
@@ -193,6 +198,9 @@ def native_vs_numpy(rng):
                     fl = 2 * m_ * k_ * n_
                     print(f"  MatMul {m_}×{k_} @ {k_}×{n_} GFLOP/s: native {fl / native_ms / 1e6:6.1f}   OpenBLAS "
                           f"({threads} thread(s)) {fl / median_ms(lambda: a_ @ b_) / 1e6:6.1f}")
+            if threads == 1:
+                _packed_b_alignment(nx, rng)
+                _one_chain_run()
             if threads == 1:  # numpy only: silero VAD's 1-D conv through the gathered path and through im2col
                 small = median_ms(lambda: conv.conv(vad_x, vad_w, pads=[1, 1]))
                 saved, conv.SMALL_GATHER = conv.SMALL_GATHER, 0
@@ -200,6 +208,35 @@ def native_vs_numpy(rng):
                 row("  the same through im2col (SMALL_GATHER = 0)",
                     median_ms(lambda: conv.conv(vad_x, vad_w, pads=[1, 1])))
                 conv.SMALL_GATHER = saved
+
+
+def _packed_b_alignment(nx, rng, m=128, k=384, n=1536):
+    """nx_gemm with its packed B panels on a 64-byte boundary (as cpu_ops.packed_b allocates them) and 16 bytes
+    past one (numpy's own alignment): a 32-byte load then straddles two cache lines."""
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    size = nx.nx_gemm_packed_size(k, n)
+    raw = np.empty(size + 32, np.float32)
+    start = (-raw.ctypes.data % 64) // 4
+    print(f"  nx_gemm {m}×{k} @ {k}×{n}, B packed (GFLOP/s):")
+    for what, offset in (("panels 64-byte aligned", 0), ("panels 16 bytes past 64", 4)):
+        bp = raw[start + offset:start + offset + size]
+        nx.nx_gemm_pack_b(k, n, b.ctypes.data, n, 1, bp.ctypes.data)
+        ms = median_ms(lambda: nx.nx_gemm(m, n, k, a.ctypes.data, k, None, None, 0, bp.ctypes.data, c.ctypes.data,
+                                          n, None, None, None, 0, 0, 0.0, 0.0, None, 1))
+        print(f"    {what:38s} {2 * m * k * n / ms / 1e6:6.1f}")
+
+
+def _one_chain_run():
+    """session.run of the benchmark's MLP 64-256-256-10, whose plan is one native chain (Executor._run_single)."""
+    import onnxide
+    from run_bench import _mlp_bytes
+    so = onnxide.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = onnxide.InferenceSession(_mlp_bytes(), so)
+    x = {"x": np.random.default_rng(0).standard_normal((1, 64)).astype(np.float32)}
+    row("session.run, MLP 64-256-256-10 (one native chain)", median_ms(lambda: sess.run(None, x), 2000))
 
 
 def _numpy_attention(cpu_ops, nx, q, k, v):

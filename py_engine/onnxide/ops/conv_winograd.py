@@ -35,7 +35,8 @@ _SCRATCH_KEEP = 64 << 20  # scratch buffers up to this many bytes are kept per t
 
 def aligned_empty(shape, dtype, align=64):
     """An uninitialised C-contiguous array whose data starts on an `align`-byte boundary (numpy's allocator gives
-    16: a 32-byte vector load from a packed GEMM panel would then straddle two cache lines, ~10% slower)."""
+    16: a 32-byte vector load from a packed GEMM panel would then straddle two cache lines; tests/bench/micro.py
+    times both)."""
     dtype = np.dtype(dtype)
     count = 1
     for d in (shape if isinstance(shape, tuple) else (shape,)):
