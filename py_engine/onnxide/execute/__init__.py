@@ -100,6 +100,7 @@ class Executor:
         _give_contexts(self.main_plan)
         if self.devices:  # the weights placed on devices go back when the executor goes (a session, set_providers)
             weakref.finalize(self, _free_constants, list(_device_constants(self.main_plan)))
+        self._output_slot = dict(zip(self.main_plan.output_names, self.main_plan.output_keys))  # name -> env key
         # a plan that is one chain runs without the step loop (_run_single) when nothing is profiled or moved
         self._single = _one_chain(self.main_plan) if profiler is None else None
 
@@ -139,8 +140,7 @@ class Executor:
         if not self.devices and not fetch_devices:  # host only: nothing to move, hand over or release
             env.update(zip(plan.input_names, values))
             yield from self.execute(plan, env, control)
-            slot = dict(zip(plan.output_names, plan.output_keys))
-            return [env[slot[n]] for n in output_names]
+            return [env[self._output_slot[n]] for n in output_names]
         extra = []
         try:
             yield from self._bind(plan, values, env, extra)
@@ -224,7 +224,7 @@ class Executor:
     def _fetch(self, plan, env, names, fetch_devices):
         """Generator: the requested outputs on the devices asked for (host by default). A device output asked for
         where it is goes to the caller as is (a second request shares it); the rest stays for _clean."""
-        slot = dict(zip(plan.output_names, plan.output_keys))
+        slot = self._output_slot
         outs, handed = [], set()
         for name in names:
             key = slot[name]
