@@ -167,6 +167,9 @@ static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
             if (n == 3) {
                 const float *a = in[0], *b = in[1], *c = in[2];
                 for (long w = 0; w < W; w++) row[w] = max_nan(max_nan(a[w], b[w]), c[w]);
+            } else if (n == 2 && KH == 2) {
+                const float *a = in[0], *b = in[1];
+                for (long w = 0; w < W; w++) row[w] = max_nan(a[w], b[w]);
             } else {
                 for (long w = 0; w < W; w++) row[w] = n ? in[0][w] : -FLT_MAX;
                 for (long i = 1; i < n; i++)
@@ -180,6 +183,8 @@ static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
             if (KW == 3 && SW == 2 && DW == 1) {
                 for (long ow = 0; ow < OW; ow++)
                     o[ow] = max_nan(max_nan(rp[2 * ow], rp[2 * ow + 1]), rp[2 * ow + 2]);
+            } else if (KW == 2 && SW == 2 && DW == 1) {
+                for (long ow = 0; ow < OW; ow++) o[ow] = max_nan(rp[2 * ow], rp[2 * ow + 1]);
             } else {
                 for (long ow = 0; ow < OW; ow++) o[ow] = rp[ow * SW];
                 for (long kw = 1; kw < KW; kw++)
@@ -191,7 +196,8 @@ static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
 
 /* max pooling over planes (pads are ignored positions; NaN propagates); dilation DH, DW. Per output row: the
  * column-wise max over the window's input rows into a row padded with the lowest float (one pass, vectorised), then
- * the window along that one row (one pass for the common 3-wide stride-2 window) */
+ * the window along that one row (one pass for the common 3- and 2-wide stride-2 windows; a 2-row window takes one
+ * pass for its rows too) */
 NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                           long PT, long PL, long OH, long OW, const float* x, float* y, int threads) {
     NX_CHECK(planes >= 0);

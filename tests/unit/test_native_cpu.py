@@ -188,6 +188,9 @@ def test_fused_conv(activation, params, conv, threads):
     ((1, 2, 12, 12), {"kernel_shape": [2, 2], "dilations": [2, 3], "pads": [0, 1, 1, 0]}),
     ((1, 2, 8, 8), {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER"}),
     ((2, 3, 20), {"kernel_shape": [4], "strides": [3], "pads": [1, 2]}),
+    ((1, 3, 10, 9), {"kernel_shape": [2, 2], "strides": [2, 2]}),  # 2×2 stride 2: its own row and window passes
+    ((1, 3, 9, 9), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ((1, 2, 8, 8), {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
 ])
 def test_max_pool(shape, attrs):
     x = _x(*shape)
