@@ -431,11 +431,22 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
  * (oh, ow) reads plane (c, kh*DH % SH, kw*DW % SW) at (oh + kh*DH / SH, ow + kw*DW / SW): over the positions
  * q = oh*Ws + ow every tap is one contiguous row at a fixed offset. No im2col matrix or panel is built; positions
  * with ow >= OW (the Ws - OW columns past each output row) are computed and dropped.
- * y (M × OH*OW) = act(W·x + bias[m] + res[m, p]); weights packed by nx_gemm_pack_a. */
-static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long DW, long OH, long OW, long* hs,
-                             long* ws) {
+ * A stride-1 conv padded on both sides shares its pad columns: a plane row is the input row and max(left, right)
+ * zeros, a read left of a row lands in the zeros closing the row above (`lead` zeros open the plane): 33 columns
+ * instead of 34 for a 3×3 conv of a 32-wide map, 9 instead of 10 for an 8-wide one (positions computed and
+ * dropped). y (M × OH*OW) = act(W·x + bias[m] + res[m, p]); weights packed by nx_gemm_pack_a. */
+static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long DW, long OH, long OW, long W, long PL,
+                             long* hs, long* ws, long* lead) {
     *hs = OH + (KH - 1) * DH / SH;
     *ws = OW + (KW - 1) * DW / SW;
+    *lead = 0;
+    long PR = OW + (KW - 1) * DW - PL - W;  /* the right pad the windows reach */
+    long shared = W + (PL > PR ? PL : PR);
+    if (shared < OW) shared = OW;
+    if (SH == 1 && SW == 1 && PL >= 1 && PR >= 1 && PL + *hs * shared <= *hs * *ws) {  /* (within the scratch bound) */
+        *ws = shared;
+        *lead = PL;
+    }
 }
 
 /* whether some tap of a kernel axis (K taps, dilation D, stride S) reads stride phase ph (a 1×1 stride-2 conv
@@ -473,14 +484,13 @@ static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q,
 
 NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long SW, long DH, long DW, long OH,
                                        long OW) {
-    long hs, ws;
-    shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);
+    long hs = OH + (KH - 1) * DH / SH, ws = OW + (KW - 1) * DW / SW;  /* (unshared pads: the larger geometry) */
     return C * SH * SW * hs * ws + shifted_slack(ws) + C * KH * KW + 16;  /* planes, slack, offsets */
 }
 
 /* the arguments of one nx_conv_shifted call and its geometry, for the chunks of its loops */
 struct shifted_job {
-    long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, M, K, hs, ws, plane, Q, P, mpanels, panels;
+    long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, M, K, hs, ws, lead, plane, Q, P, mpanels, panels;
     const float *x, *ap, *bias, *res;
     float *y, *xs;
     const int* off;
@@ -495,8 +505,9 @@ static void shifted_plane_chunks(void* p, long lo, long hi, int who) {
     (void)who;
     for (long cp = lo; cp < hi; cp++) {
         long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
-        float* dst = g->xs + cp * g->plane;
+        float* dst = g->xs + cp * g->plane + g->lead;
         if (!phase_used(ph, g->KH, g->DH, SH) || !phase_used(pw, g->KW, g->DW, SW)) continue;  /* no tap reads it */
+        memset(dst - g->lead, 0, g->lead * sizeof(float));
         for (long i = 0; i < hs; i++) {
             long r = i * SH + ph - g->PT;
             float* d = dst + i * ws;
@@ -507,7 +518,7 @@ static void shifted_plane_chunks(void* p, long lo, long hi, int who) {
             /* d[j] = padded row r at column j*SW + pw - PL: zeros where that is outside [0, W), a strided copy
              * between (no bounds test per value) */
             const float* src = g->x + (c * H + r) * W;
-            long off = pw - g->PL;                                      /* column of j = 0 */
+            long off = pw - g->PL + g->lead;                            /* column of j = 0 */
             long j_lo = off >= 0 ? 0 : (-off + SW - 1) / SW;            /* first j with a column >= 0 */
             long j_hi = (W - off + SW - 1) / SW;                        /* first j with a column >= W */
             if (j_hi > ws) j_hi = ws;
@@ -551,9 +562,9 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     NX_CHECK(C >= 1 && M >= 1 && scratch);
     NX_CHECK(KH >= 1 && KW >= 1 && SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PT >= 0 && PL >= 0);
     NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1);
-    long hs, ws;
-    shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);
-    long K = C * KH * KW, plane = hs * ws, Q = OH * ws, P = OH * OW;
+    long hs, ws, lead;
+    shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, W, PL, &hs, &ws, &lead);
+    long K = C * KH * KW, plane = lead + hs * ws, Q = OH * ws, P = OH * OW;
     long slack = shifted_slack(ws);
     if ((double)C * SH * SW * plane + slack >= 2147483647.0) return -1;  /* offsets are int */
     float* mine = scratch ? NULL : malloc(sizeof(float) * nx_conv_shifted_scratch(C, KH, KW, SH, SW, DH, DW, OH, OW));
@@ -564,14 +575,15 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     /* weights larger than ~1 MB stream once (row panels outer, the input planes stay in cache); else the
      * position panels go outer and the weights are re-read from cache */
     struct shifted_job g = {.C = C, .H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW,
-                            .PT = PT, .PL = PL, .OH = OH, .OW = OW, .M = M, .K = K, .hs = hs, .ws = ws, .plane = plane,
+                            .PT = PT, .PL = PL, .OH = OH, .OW = OW, .M = M, .K = K, .hs = hs, .ws = ws, .lead = lead,
+                            .plane = plane,
                             .Q = Q, .P = P, .mpanels = (M + MR - 1) / MR, .panels = (Q + NR - 1) / NR, .x = x,
                             .ap = ap, .bias = bias, .res = res, .y = y, .xs = xs, .off = off, .act = act,
                             .a_outer = M * K * (long)sizeof(float) > (1L << 20), .alpha = alpha, .beta = beta};
     memset(xs + C * SH * SW * plane, 0, slack * sizeof(float));
     for (long k = 0; k < K; k++) {
         long c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-        off[k] = (int)((((c * SH + kh * DH % SH) * SW + kw * DW % SW) * hs + kh * DH / SH) * ws + kw * DW / SW);
+        off[k] = (int)(((c * SH + kh * DH % SH) * SW + kw * DW % SW) * plane + kh * DH / SH * ws + kw * DW / SW);
     }
     nx_for(nt, C * SH * SW, shifted_plane_chunks, &g);
     nx_for(nt, g.mpanels * g.panels, shifted_tile_chunks, &g);

@@ -154,7 +154,12 @@ def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
             (24, 36, 1, (61, 58), (5, 3), (2, 1), (1, 2), (2, 1, 2, 1)),
             (3, 5, 1, (44, 47), (5, 5), (1, 1), (10, 10), (2, 2, 2, 2)),  # rows reaching far past the planes
             (16, 20, 1, (13, 11), (1, 1), (2, 2), (1, 1), (0, 0, 0, 0)),  # 1×1 stride 2: one phase of four read
-            (8, 6, 1, (7, 7), (1, 1), (1, 1), (1, 1), (1, 0, 2, 1))]:     # a padded 1×1
+            (8, 6, 1, (7, 7), (1, 1), (1, 1), (1, 1), (1, 0, 2, 1)),      # a padded 1×1
+            # stride 1 padded left and right: rows share their pad columns (lead zeros before each plane)
+            (16, 32, 1, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+            (4, 6, 1, (9, 8), (3, 3), (1, 1), (1, 1), (1, 2, 1, 1)),
+            (6, 5, 1, (12, 11), (3, 3), (1, 1), (2, 2), (2, 2, 2, 2)),
+            (5, 4, 1, (1, 9), (1, 3), (1, 1), (1, 1), (0, 2, 0, 1))]:     # one row: the shared rows would not fit
         x, w, b = _x(2, c, *spatial), _x(m, c // group, *kernel), _x(m)
         attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads),
                  "activation": "Relu"}
@@ -162,7 +167,7 @@ def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
                    threads=threads)[0]
         _check("FusedConv", [x, w, b, _x(*y.shape)], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4,
                threads=threads)
-    assert len(results) == 2 * len(CONVS) + 12 and not any(r is cpu_ops.FALLBACK for r in results)
+    assert len(results) == 2 * len(CONVS) + 20 and not any(r is cpu_ops.FALLBACK for r in results)
 
 
 @pytest.mark.parametrize("activation,params", [("Relu", None), ("LeakyRelu", [0.2]), ("Sigmoid", None),
