@@ -186,13 +186,18 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
         else strip8(MR, kc, ap, bp, off, acc, ld, add);
         return;
     }
-    /* 6-row blocks, then the 1-3 rows left (the packed A is zero past M: rows up to the block's end may be read) */
-    int groups = rows >= 10 ? 2 : rows >= 4 ? 1 : 0;
-    for (int j = 0; j < NR && j < cols; j += 16)
-        for (int g = 0; g < groups; g++) block16(BLOCK_ROWS, g * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, !(j | g));
+    /* 6-row blocks, then the 1-5 rows left: 4 or 5 as 16-wide blocks of that many rows (a conv's 32 output channels
+     * end in a panel of 4), 3 or fewer as one 32-wide block (the packed A is zero past M: a block of 2 may read the
+     * row past the last) */
+    int groups = rows >= MR ? 2 : (int)(rows / BLOCK_ROWS);
     long left = rows - groups * BLOCK_ROWS;
-    if (left > 2) block_few(3, groups * BLOCK_ROWS, kc, ap, bp, off, acc, ld, add, cols);
-    else if (left > 0) block_few(2, groups * BLOCK_ROWS, kc, ap, bp, off, acc, ld, add, cols);
+    for (int j = 0; j < NR && j < cols; j += 16) {
+        for (int g = 0; g < groups; g++) block16(BLOCK_ROWS, g * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, !(j | g));
+        if (left == 5) block16(5, groups * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, 0);
+        else if (left == 4) block16(4, groups * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, 0);
+    }
+    if (left == 3) block_few(3, groups * BLOCK_ROWS, kc, ap, bp, off, acc, ld, add, cols);
+    else if (left > 0 && left < 3) block_few(2, groups * BLOCK_ROWS, kc, ap, bp, off, acc, ld, add, cols);
 }
 #else
 static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, float* acc, long ld,
