@@ -227,10 +227,15 @@ static void micro_shifted(long kc, const float* ap, const float* base, const int
     micro_rows(kc, ap, base, off, acc, NR, add, cols, rows);
 }
 
-/* row[j] = act(row[j] + bias) over n values; ReLU inline (a call per tile row costs as much as a short K) */
+/* row[j] = act(row[j] + bias) over n values; ReLU and HardSwish (nx_act_row's formula) inline: a call per tile row
+ * costs as much as a short K */
 static inline void row_epilogue(float* row, long n, float bias, int act, float alpha, float beta) {
     if (act == NX_ACT_RELU) {
         for (long j = 0; j < n; j++) { float v = row[j] + bias; row[j] = v < 0.f ? 0.f : v; }
+        return;
+    }
+    if (act == NX_ACT_HARDSWISH) {
+        for (long j = 0; j < n; j++) { float v = row[j] + bias; row[j] = v * nx_unit_clamp(fmaf(v, 1.f / 6.f, 0.5f)); }
         return;
     }
     if (bias != 0.f) for (long j = 0; j < n; j++) row[j] += bias;
@@ -554,8 +559,13 @@ static void shifted_tile_chunks(void* p, long lo, long hi, int who) {
          * positions out as runs along output rows (the dropped columns skipped) */
         if (g->res) shifted_runs(tile, (float*)(g->res + i0 * P), P, h, q0, Q, g->ws, g->OW, 0);  /* read only */
         long cols = Q - q0 < NR ? Q - q0 : NR;  /* (the strips computed) */
-        for (long i = 0; i < h; i++)
-            row_epilogue(tile + i * NR, cols, g->bias ? g->bias[i0 + i] : 0.f, g->act, g->alpha, g->beta);
+        if (cols == NR && g->act && g->act != NX_ACT_RELU && g->act != NX_ACT_HARDSWISH) {  /* one call per tile */
+            for (long i = 0; g->bias && i < h; i++) row_epilogue(tile + i * NR, NR, g->bias[i0 + i], 0, 0.f, 0.f);
+            nx_act_row(tile, h * NR, g->act, g->alpha, g->beta);
+        } else {
+            for (long i = 0; i < h; i++)
+                row_epilogue(tile + i * NR, cols, g->bias ? g->bias[i0 + i] : 0.f, g->act, g->alpha, g->beta);
+        }
         shifted_runs(tile, g->y + i0 * P, P, h, q0, Q, g->ws, g->OW, 1);
     }
 }
