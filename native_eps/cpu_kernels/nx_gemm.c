@@ -1,5 +1,5 @@
 /* Packed SGEMM for the native CPU EP: C = A·B (+ bias, activation) with B packed once (constant weights, either
- * orientation) into 32-column panels, A packed per call into 14-row panels, a 14×32 register-blocked micro-kernel
+ * orientation) into 32-column panels, A packed per call into MR-row panels, an MR×32 register-blocked micro-kernel
  * (AVX-512 where the build has it, AVX2 + FMA as 6×16 blocks, plain vectorisable C otherwise), K blocked; output
  * tiles split over the pool's threads (nx_pool.h). Row-major throughout. Also the convolution whose B rows are read in place from
  * stride-phase planes of the input (nx_conv_shifted). */
@@ -11,7 +11,11 @@
 #include <immintrin.h>
 #endif
 
-#define MR 14
+#ifdef __AVX512F__
+#define MR 14  /* rows of a tile: 14 × 2 zmm accumulators */
+#else
+#define MR 16  /* rows of a tile: 6 + 6 + 4 (AVX2 blocks); 16, 32, 64 ... output channels fill whole tiles */
+#endif
 #define NR 32
 #define KC 256
 #define PF_STEPS 48  /* A prefetched this many k steps ahead (~2.7 KB: L3 latency; 8 was ~6% slower on ResNet-18) */
@@ -86,13 +90,16 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
     }
 }
 #elif defined(__AVX2__) && defined(__FMA__)
-/* AVX2 (16 ymm registers): the 14×32 tile as 6×16 blocks (12 accumulators, the two B vectors of a k step and the
- * broadcast A value: 15 registers; per k 8 loads feed 12 FMAs), then a 2- or 3-row block for the rows left. The two
- * 6-row blocks of one 16-column half run back to back, while that half of the B panel (KC cache lines) is in L1. The 14×8 column
- * strips this replaces (15 loads per 14 FMAs) were bound by the loads; they stay for a tile whose wanted columns
- * fit in one strip (silero VAD's convs have 3-5 positions: a 16-wide block would be 3-5x the work). */
+/* AVX2 (16 ymm registers): the 16×32 tile as 6×16 blocks (12 accumulators, the two B vectors of a k step and the
+ * broadcast A value: 15 registers; per k 8 loads feed 12 FMAs); a whole tile as 6 + 5 + 5 rows, a partial one as
+ * 6-row blocks and a block of the rows left.
+ * The blocks of one 16-column half run back to back, while that half of the B panel (KC cache lines) is in L1. A
+ * 14-row tile (6 + 6 + 2) left most conv weights (16, 32, 64 ... output channels) a panel of 2 or 4 rows; on its
+ * own that panel took about half a full one's time. 8-column strips (15 loads per 14 FMAs: load-bound) stay for a
+ * tile whose wanted columns fit in one (silero VAD's convs have 3-5 positions: a 16-wide block would be 3-5x the
+ * work). */
 #define BLOCK_ROWS 6
-_Static_assert(MR == 2 * BLOCK_ROWS + 2, "micro_rows: two 6-row blocks and a 2-row one");
+_Static_assert(MR == 2 * BLOCK_ROWS + 4, "micro_rows: two 6-row blocks and a 4-row one");
 static inline __attribute__((always_inline)) const float* b_row(const float* bp, const int* off, long k) {
     return off ? bp + off[k] : bp + k * NR;
 }
@@ -163,33 +170,42 @@ static inline __attribute__((always_inline)) void block_few(const int R, int r0,
     else block16(R, r0, 0, kc, ap, bp, off, acc, ld, add, 0);
 }
 
-/* the first R rows (R = 14, 8 or 4) × the first 8 columns, one 14×8 strip */
-static inline __attribute__((always_inline)) void strip8(const int R, long kc, const float* ap, const float* bp,
-                                                         const int* off, float* acc, long ld, int add) {
-    __m256 c[MR];
-    for (int i = 0; i < R; i++) c[i] = add ? _mm256_loadu_ps(acc + i * ld) : _mm256_setzero_ps();
+/* rows [r0, r0 + R) (R = 8 or 4) × the first 8 columns, one strip */
+static inline __attribute__((always_inline)) void strip8(const int R, int r0, long kc, const float* ap,
+                                                         const float* bp, const int* off, float* acc, long ld,
+                                                         int add) {
+    __m256 c[8];
+    for (int i = 0; i < R; i++) c[i] = add ? _mm256_loadu_ps(acc + (r0 + i) * ld) : _mm256_setzero_ps();
     for (long k = 0; k < kc; k++) {
         __m256 b = _mm256_loadu_ps(b_row(bp, off, k));
-        const float* a = ap + k * MR;
-#pragma GCC unroll 14
+        const float* a = ap + k * MR + r0;
+#pragma GCC unroll 8
         for (int i = 0; i < R; i++) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i), b, c[i]);
     }
-    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + i * ld, c[i]);
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + (r0 + i) * ld, c[i]);
 }
 
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
                                                              const int* off, float* acc, long ld, int add,
                                                              long cols, long rows) {
-    if (cols <= 8) {
-        if (rows <= 4) strip8(4, kc, ap, bp, off, acc, ld, add);
-        else if (rows <= 8) strip8(8, kc, ap, bp, off, acc, ld, add);
-        else strip8(MR, kc, ap, bp, off, acc, ld, add);
+    if (cols <= 8) {  /* (the packed A is zero past M: a strip may read rows past the last) */
+        if (rows <= 4) strip8(4, 0, kc, ap, bp, off, acc, ld, add);
+        else strip8(8, 0, kc, ap, bp, off, acc, ld, add);
+        if (rows > 12) strip8(8, 8, kc, ap, bp, off, acc, ld, add);
+        else if (rows > 8) strip8(4, 8, kc, ap, bp, off, acc, ld, add);
         return;
     }
-    /* 6-row blocks, then the 1-5 rows left: 4 or 5 as 16-wide blocks of that many rows (a conv's 32 output channels
-     * end in a panel of 4), 3 or fewer as one 32-wide block (the packed A is zero past M: a block of 2 may read the
-     * row past the last) */
-    int groups = rows >= MR ? 2 : (int)(rows / BLOCK_ROWS);
+    /* 6-row blocks, then the 1-5 rows left: 4 or 5 as 16-wide blocks of that many rows, 3 or fewer as one 32-wide
+     * block (a block of 2 may read the zero row past the last) */
+    if (rows == MR) {  /* a whole tile: 6 + 5 + 5 rows (a 4-row block's 8 accumulators barely hide the FMA latency) */
+        for (int j = 0; j < NR && j < cols; j += 16) {
+            block16(6, 0, j, kc, ap, bp, off, acc, ld, add, !j);
+            block16(5, 6, j, kc, ap, bp, off, acc, ld, add, 0);
+            block16(5, 11, j, kc, ap, bp, off, acc, ld, add, 0);
+        }
+        return;
+    }
+    int groups = (int)(rows / BLOCK_ROWS);
     long left = rows - groups * BLOCK_ROWS;
     for (int j = 0; j < NR && j < cols; j += 16) {
         for (int g = 0; g < groups; g++) block16(BLOCK_ROWS, g * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, !(j | g));
@@ -288,7 +304,7 @@ struct gemm_job {
 };
 
 /* rows of C = act(A·B + ...) for an M below MR with B packed, B panels [lo, hi): each row against each panel in
- * registers (a 14-row tile would compute MR - M rows of zeros: 14x the work for the one-row GEMMs of a batch-1 MLP) */
+ * registers (an MR-row tile would compute MR - M rows of zeros: 16x the work for the one-row GEMMs of a batch-1 MLP) */
 static void few_rows_chunks(void* p, long lo, long hi, int who) {
     const struct gemm_job* g = p;
     long K = g->K;
@@ -475,6 +491,25 @@ static long shifted_slack(long ws) { return NR + ws; }
 
 /* between a tile (h rows of NR positions from q0 on the Ws-wide grid) and the OH×OW rows of m: copy the tile's
  * valid positions out (`out`), or add the matrix's values into the tile (residual) */
+typedef float nx_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float nx_v4 __attribute__((vector_size(16), aligned(4), may_alias));
+
+/* d[0, n) = s[0, n) for a run within a tile row (n <= NR) in vector moves, the last one overlapping the one before:
+ * a memcpy call per run and tile row cost as much as the copy (a 3×3 conv of a 32-wide map has 28 runs a tile) */
+static inline void copy_run(float* d, const float* s, long n) {
+    if (n >= 8) {
+        for (long j = 0; j + 8 < n; j += 8) *(nx_v8*)(d + j) = *(const nx_v8*)(s + j);
+        *(nx_v8*)(d + n - 8) = *(const nx_v8*)(s + n - 8);
+    } else if (n >= 4) {
+        *(nx_v4*)d = *(const nx_v4*)s;
+        *(nx_v4*)(d + n - 4) = *(const nx_v4*)(s + n - 4);
+    } else {
+        if (n > 0) d[0] = s[0];
+        if (n > 1) d[1] = s[1];
+        if (n > 2) d[2] = s[2];
+    }
+}
+
 static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q, long ws, long OW, int out) {
     for (long q = q0; q < q0 + NR && q < Q;) {
         long oh = q / ws, ow = q % ws, len = ws - ow;
@@ -484,7 +519,7 @@ static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q,
             for (long i = 0; i < h; i++) {
                 float* t = tile + i * NR + (q - q0);
                 float* r = m + i * P + oh * OW + ow;
-                if (out) memcpy(r, t, run * sizeof(float));
+                if (out) copy_run(r, t, run);
                 else for (long j = 0; j < run; j++) t[j] += r[j];
             }
         }

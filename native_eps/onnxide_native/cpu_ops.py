@@ -310,7 +310,7 @@ def gemm(lib, a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, act=(0, 
     m, k = a.shape
     n = b.shape[0] if transB else b.shape[1]
     if (b.shape[1] if transB else b.shape[0]) != k or m < 4 or n < SMALL_N or m * n * k < SMALL_GEMM:
-        return FALLBACK  # (a GEMV-like Gemm wastes most of the 14-row tiles: numpy's GEMV is faster)
+        return FALLBACK  # (a GEMV-like Gemm wastes most of the 16-row tiles: numpy's GEMV is faster)
     bias = row_bias = res = None
     if c is not None:
         if beta != 1.0:
