@@ -2,6 +2,9 @@
 workers awake or asleep, from several application threads at once and in a forked child, a model's outputs are the
 bits one thread gives."""
 import multiprocessing
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -102,3 +105,50 @@ def test_forked_child_starts_its_own_workers():
     assert child.exitcode == 0
     for out in outs:
         np.testing.assert_array_equal(out, ONE_THREAD)
+
+
+def _cpu_list(cpus):
+    """A CPU set as /proc writes it (ranges: 0-3,6)."""
+    ranges, cpus = [], sorted(cpus)
+    for c in cpus:
+        if ranges and c == ranges[-1][1] + 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return ",".join(f"{a}-{b}" if a != b else f"{a}" for a, b in ranges)
+
+
+def _allowed_cpus(task):
+    with open(f"/proc/self/task/{task}/status") as f:
+        return next(line.split(":", 1)[1].strip() for line in f if line.startswith("Cpus_allowed_list"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux /proc and two CPUs")
+def test_workers_keep_the_process_cpu_set():
+    """A worker woken on its caller's CPU moves itself off it by narrowing its CPU set for a moment (nx_pool.c
+    move_off_caller); every worker's set is the process's again afterwards. The caller and every other thread are
+    put on one CPU first and a busy process holds the other one, so a worker woken there (spin 0: asleep between
+    loops) finds no idle CPU and shares the caller's: the move happens."""
+    lib = _library()
+    _run(2)  # (the workers exist)
+    allowed = os.sched_getaffinity(0)
+    one = {min(allowed)}
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    os.sched_setaffinity(busy.pid, allowed - one)
+    old = lib.nx_set_pool_spin(0)
+    try:
+        for _ in range(20):
+            for t in os.listdir("/proc/self/task"):  # every thread onto one CPU, the others then free to move
+                os.sched_setaffinity(int(t), one)
+                if int(t) != os.getpid():
+                    os.sched_setaffinity(int(t), allowed)
+            for out in _run(2, times=4):
+                np.testing.assert_array_equal(out, ONE_THREAD)
+            others = {_allowed_cpus(t) for t in os.listdir("/proc/self/task") if int(t) != os.getpid()}
+            assert others == {_cpu_list(allowed)}
+    finally:
+        busy.kill()
+        busy.wait()
+        os.sched_setaffinity(0, allowed)
+        lib.nx_set_pool_spin(old)
