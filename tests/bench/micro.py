@@ -144,6 +144,10 @@ def native_vs_numpy(rng):
     vad_w = rng.standard_normal((128, 129, 3)).astype(np.float32)
     dw_x = rng.standard_normal((1, 48, 80, 80)).astype(np.float32)
     dw_w = rng.standard_normal((48, 1, 3, 3)).astype(np.float32)
+    dw7_x = rng.standard_normal((1, 576, 7, 7)).astype(np.float32)  # MobileNetV3's last depthwise: 8 channels a time
+    dw7_w = rng.standard_normal((576, 1, 5, 5)).astype(np.float32)
+    p2 = rng.standard_normal((1, 16, 64, 64)).astype(np.float32)  # the README CNN's first MaxPool
+    pool2 = {"kernel_shape": [2, 2], "strides": [2, 2]}
     pw_x = rng.standard_normal((1, 16, 56, 56)).astype(np.float32)  # MobileNetV3's 16→72 1×1 conv: a raw B
     pw_w = rng.standard_normal((72, 16, 1, 1)).astype(np.float32)
     pw_w.flags.writeable = False
@@ -153,7 +157,8 @@ def native_vs_numpy(rng):
     for what, c, h, m, k, st in [("conv 64→64 3×3 at 56² (Winograd)", 64, 56, 64, 3, 1),
                                  ("conv 3→64 7×7/2 at 224² (stem)", 3, 224, 64, 7, 2),
                                  ("conv 96→24 3×3 at 80² (shifted rows)", 96, 80, 24, 3, 1),
-                                 ("conv 512→512 3×3 at 7²", 512, 7, 512, 3, 1)]:
+                                 ("conv 512→512 3×3 at 7²", 512, 7, 512, 3, 1),
+                                 ("conv 16→32 3×3 at 32² (README CNN)", 16, 32, 32, 3, 1)]:
         wc = rng.standard_normal((m, c, k, k)).astype(np.float32)
         wc.flags.writeable = False
         convs.append((what, rng.standard_normal((1, c, h, h)).astype(np.float32), wc, [k // 2] * 4, [st, st]))
@@ -168,8 +173,12 @@ def native_vs_numpy(rng):
                      lambda: cpu("", "Softmax", 13)(s)),
                     ("MaxPool 3×3/2 (1,64,112,112)", lambda: cpu_ops.max_pool(nx, p, **pool),
                      lambda: cpu("", "MaxPool", 12)(p, **pool)),
+                    ("MaxPool 2×2/2 (1,16,64,64)", lambda: cpu_ops.max_pool(nx, p2, **pool2),
+                     lambda: cpu("", "MaxPool", 12)(p2, **pool2)),
                     ("depthwise 3×3 conv (1,48,80,80)", lambda: cpu_ops.conv(nx, dw_x, dw_w, group=48, pads=[1] * 4),
                      lambda: cpu("", "Conv", 11)(dw_x, dw_w, group=48, pads=[1] * 4)),
+                    ("depthwise 5×5 conv (1,576,7,7)", lambda: cpu_ops.conv(nx, dw7_x, dw7_w, group=576, pads=[2] * 4),
+                     lambda: cpu("", "Conv", 11)(dw7_x, dw7_w, group=576, pads=[2] * 4)),
                     ("1×1 conv 16→72 at 56² (B packed per call)", lambda: cpu_ops.conv(nx, pw_x, pw_w),
                      lambda: cpu("", "Conv", 11)(pw_x, pw_w)),
                     ("Add (1,32,160,160) + (1,32,1,1)", lambda: cpu_ops.binary(nx, 0, big, chan),
