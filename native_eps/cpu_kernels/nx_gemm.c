@@ -14,7 +14,7 @@
 #ifdef __AVX512F__
 #define MR 14  /* rows of a tile: 14 × 2 zmm accumulators */
 #else
-#define MR 16  /* rows of a tile: 6 + 6 + 4 (AVX2 blocks); 16, 32, 64 ... output channels fill whole tiles */
+#define MR 16  /* rows of a tile: 6 + 5 + 5 (AVX2 blocks); 16, 32, 64 ... output channels fill whole tiles */
 #endif
 #define NR 32
 #define KC 256
@@ -99,7 +99,7 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
  * tile whose wanted columns fit in one (silero VAD's convs have 3-5 positions: a 16-wide block would be 3-5x the
  * work). */
 #define BLOCK_ROWS 6
-_Static_assert(MR == 2 * BLOCK_ROWS + 4, "micro_rows: two 6-row blocks and a 4-row one");
+_Static_assert(MR == BLOCK_ROWS + 5 + 5, "micro_rows: a whole tile is 6 + 5 + 5 rows");
 static inline __attribute__((always_inline)) const float* b_row(const float* bp, const int* off, long k) {
     return off ? bp + off[k] : bp + k * NR;
 }

@@ -123,8 +123,8 @@ def _allowed_cpus(task):
         return next(line.split(":", 1)[1].strip() for line in f if line.startswith("Cpus_allowed_list"))
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/task") or len(os.sched_getaffinity(0)) < 2,
-                    reason="needs Linux /proc and two CPUs")
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or not os.path.exists("/proc/self/task")
+                    or len(os.sched_getaffinity(0)) < 2, reason="needs Linux CPU sets and two CPUs")
 def test_workers_keep_the_process_cpu_set():
     """A worker woken on its caller's CPU moves itself off it by narrowing its CPU set for a moment (nx_pool.c
     move_off_caller); every worker's set is the process's again afterwards. The caller and every other thread are
