@@ -130,6 +130,7 @@ struct dwblock_job {
     float* y;
     int act;
     float a, b;
+    const long* off;      /* each tap's offset in the channel-interleaved input */
     int failed;
     struct nx_scratch s;  /* per participant: the block's padded input, its outputs, its weights (NX_VL lanes each) */
 };
@@ -141,8 +142,9 @@ struct dwblock_job {
  * channels at 7×7) they were most of the time */
 static void dwblock_chunks(void* ctx, long lo, long hi, int who) {
     struct dwblock_job* j = ctx;
-    long C = j->C, H = j->H, W = j->W, KH = j->KH, KW = j->KW, SH = j->SH, SW = j->SW, DH = j->DH, DW = j->DW;
-    long OH = j->OH, OW = j->OW, R = j->R, WP = j->WP, taps = KH * KW, cb = (C + NX_VL - 1) / NX_VL;
+    long C = j->C, H = j->H, W = j->W, SH = j->SH, SW = j->SW;
+    long OH = j->OH, OW = j->OW, R = j->R, WP = j->WP, taps = j->KH * j->KW, cb = (C + NX_VL - 1) / NX_VL;
+    const long* toff = j->off;
     float* xt = nx_scratch(&j->s, who);
     if (!xt) {
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
@@ -150,9 +152,6 @@ static void dwblock_chunks(void* ctx, long lo, long hi, int who) {
     }
     float* yt = xt + R * WP * NX_VL;
     float* wt = yt + OH * OW * NX_VL;
-    long* toff = (long*)(wt + taps * NX_VL);  /* each tap's offset in xt */
-    for (long kh = 0; kh < KH; kh++)
-        for (long kw = 0; kw < KW; kw++) toff[kh * KW + kw] = (kh * DH * WP + kw * DW) * NX_VL;
     for (long blk = lo; blk < hi; blk++) {
         long n = blk / cb, c0 = blk % cb * NX_VL, lanes = C - c0 < NX_VL ? C - c0 : NX_VL;
         memset(xt, 0, R * WP * NX_VL * sizeof(float));
@@ -234,17 +233,20 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     long len = OH * WQ;
     long slack = (KW - 1) * DW / SW + 4 * NX_VL;  /* the last 4-vector chunk's overrun past its phase plane */
     int nt = nx_team(threads, (double)planes * OH * OW * KH * KW);
-    if (OH * OW <= NX_DW_BLOCKED_MAX) {  /* small maps: NX_VL channels at a time */
-        struct dwblock_job job = {.C = C, .H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW,
-                                  .PT = PT, .PL = PL, .OH = OH, .OW = OW, .R = R, .WP = WP, .x = x, .w = w,
-                                  .bias = bias, .y = y, .act = act, .a = a, .b = b, .failed = 0,
-                                  .s = {.bytes = sizeof(float) * NX_VL * (R * WP + OH * OW + taps) + sizeof(long) * taps}};
-        nx_for(nt, N * ((C + NX_VL - 1) / NX_VL), dwblock_chunks, &job);
-        nx_scratch_free(&job.s);
-        return job.failed ? -1 : 0;
-    }
     long* off = malloc(taps * sizeof(long));
     if (!off) return -1;
+    if (OH * OW <= NX_DW_BLOCKED_MAX) {  /* small maps: NX_VL channels at a time */
+        for (long kh = 0; kh < KH; kh++)
+            for (long kw = 0; kw < KW; kw++) off[kh * KW + kw] = (kh * DH * WP + kw * DW) * NX_VL;
+        struct dwblock_job job = {.C = C, .H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW,
+                                  .PT = PT, .PL = PL, .OH = OH, .OW = OW, .R = R, .WP = WP, .x = x, .w = w,
+                                  .bias = bias, .y = y, .act = act, .a = a, .b = b, .off = off, .failed = 0,
+                                  .s = {.bytes = sizeof(float) * NX_VL * (R * WP + OH * OW + taps)}};
+        nx_for(nt, N * ((C + NX_VL - 1) / NX_VL), dwblock_chunks, &job);
+        nx_scratch_free(&job.s);
+        free(off);
+        return job.failed ? -1 : 0;
+    }
     for (long kh = 0; kh < KH; kh++)
         for (long kw = 0; kw < KW; kw++) {
             long r = kh * DH, col = kw * DW;

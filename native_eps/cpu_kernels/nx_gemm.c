@@ -95,7 +95,7 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
  * 6-row blocks and a block of the rows left.
  * The blocks of one 16-column half run back to back, while that half of the B panel (KC cache lines) is in L1. A
  * 14-row tile (6 + 6 + 2) left most conv weights (16, 32, 64 ... output channels) a panel of 2 or 4 rows; on its
- * own that panel took about half a full one's time. 8-column strips (15 loads per 14 FMAs: load-bound) stay for a
+ * own that panel took about half a full one's time (measured at the time). 8-column strips (15 loads per 14 FMAs: load-bound) stay for a
  * tile whose wanted columns fit in one (silero VAD's convs have 3-5 positions: a 16-wide block would be 3-5x the
  * work). */
 #define BLOCK_ROWS 6
@@ -461,10 +461,15 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
  * zeros, a read left of a row lands in the zeros closing the row above (`lead` zeros open the plane): 33 columns
  * instead of 34 for a 3×3 conv of a 32-wide map, 9 instead of 10 for an 8-wide one (positions computed and
  * dropped). y (M × OH*OW) = act(W·x + bias[m] + res[m, p]); weights packed by nx_gemm_pack_a. */
-static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long DW, long OH, long OW, long W, long PL,
-                             long* hs, long* ws, long* lead) {
+static void unshared_geometry(long KH, long KW, long SH, long SW, long DH, long DW, long OH, long OW, long* hs,
+                              long* ws) {
     *hs = OH + (KH - 1) * DH / SH;
     *ws = OW + (KW - 1) * DW / SW;
+}
+
+static void shifted_geometry(long KH, long KW, long SH, long SW, long DH, long DW, long OH, long OW, long W, long PL,
+                             long* hs, long* ws, long* lead) {
+    unshared_geometry(KH, KW, SH, SW, DH, DW, OH, OW, hs, ws);
     *lead = 0;
     long PR = OW + (KW - 1) * DW - PL - W;  /* the right pad the windows reach */
     long shared = W + (PL > PR ? PL : PR);
@@ -489,13 +494,11 @@ static int phase_used(long ph, long K, long D, long S) {
 /* zeros after the last plane: the last position panel's rows reach up to NR - 1 + (ws - OW) floats past it */
 static long shifted_slack(long ws) { return NR + ws; }
 
-/* between a tile (h rows of NR positions from q0 on the Ws-wide grid) and the OH×OW rows of m: copy the tile's
- * valid positions out (`out`), or add the matrix's values into the tile (residual) */
 typedef float nx_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 typedef float nx_v4 __attribute__((vector_size(16), aligned(4), may_alias));
 
-/* d[0, n) = s[0, n) for a run within a tile row (n <= NR) in vector moves, the last one overlapping the one before:
- * a memcpy call per run and tile row cost as much as the copy (a 3×3 conv of a 32-wide map has 28 runs a tile) */
+/* d[0, n) = s[0, n) for a run within a tile row (n <= NR) in vector moves, the last one overlapping the one before,
+ * instead of a memcpy call per run and tile row (a 3×3 conv of a 32-wide map has ~2 runs per row of a tile) */
 static inline void copy_run(float* d, const float* s, long n) {
     if (n >= 8) {
         for (long j = 0; j + 8 < n; j += 8) *(nx_v8*)(d + j) = *(const nx_v8*)(s + j);
@@ -510,6 +513,8 @@ static inline void copy_run(float* d, const float* s, long n) {
     }
 }
 
+/* between a tile (h rows of NR positions from q0 on the Ws-wide grid) and the OH×OW rows of m: copy the tile's
+ * valid positions out (`out`), or add the matrix's values into the tile (residual) */
 static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q, long ws, long OW, int out) {
     for (long q = q0; q < q0 + NR && q < Q;) {
         long oh = q / ws, ow = q % ws, len = ws - ow;
@@ -529,7 +534,8 @@ static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q,
 
 NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long SW, long DH, long DW, long OH,
                                        long OW) {
-    long hs = OH + (KH - 1) * DH / SH, ws = OW + (KW - 1) * DW / SW;  /* (unshared pads: the larger geometry) */
+    long hs, ws;
+    unshared_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);  /* (the larger of the two geometries) */
     return C * SH * SW * hs * ws + shifted_slack(ws) + C * KH * KW + 16;  /* planes, slack, offsets */
 }
 

@@ -89,8 +89,8 @@ static uint32_t next_gen(uint32_t seen) {
 }
 
 /* a worker woken on the CPU its caller runs on moves off it: Linux often wakes a thread that slept on the waker's
- * CPU, and the two then share one core until the load balancer separates them, milliseconds later (after a pause,
- * half the runs of a small 2-thread model had both on one CPU and took 1.35x as long). Allowing every CPU of the
+ * CPU, and the two then share one core until the load balancer separates them, milliseconds later (measured at the
+ * time: after a pause, half the runs of a small 2-thread model had both on one CPU and took 1.35x as long). Allowing every CPU of the
  * thread's own set but that one moves it now; its set is given back at once. Not when the set has too few CPUs for
  * the team (then sharing is unavoidable). */
 static void move_off_caller(int team) {
