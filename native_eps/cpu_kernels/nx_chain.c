@@ -8,7 +8,7 @@
 
 enum { OP_GEMM = 1, OP_ACT, OP_BIAS_ACT, OP_BINARY, OP_SOFTMAX, OP_LAYERNORM, OP_AFFINE, OP_MAXPOOL, OP_GAVG,
        OP_DWCONV, OP_CONV_SHIFTED, OP_WINOGRAD, OP_COPY, OP_STRIDED, OP_UPSAMPLE, OP_ATTENTION, OP_FILL,
-       OP_LSTM };
+       OP_LSTM, OP_DQ, OP_QGEMM };
 
 /* one instruction: 40 longs (onnxide_native/chain.py writes them) */
 typedef struct {
@@ -54,8 +54,27 @@ static void strided_copy(long rank, const long* dims, const long* xs, const long
     }
 }
 
+/* A DynamicQuantizeLinear result in the arena (OP_DQ writes it, OP_QGEMM reads it): the scale, the zero point, then
+ * the uint8 values from byte 16 */
+typedef struct {
+    float scale;
+    int32_t zero;
+    int32_t pad[2];
+} dq_head;
+
+/* com.microsoft DynamicQuantizeMatMul's GEMM of quantized x (dq_head and its values) by B packed by
+ * nx_qgemm_pack_b: multipliers a_scale · b_scale[n] in float32 into mult, then the int8 GEMM with the float epilogue */
+static int dq_gemm(const long* p, const dq_head* xq, const int16_t* bp, const int32_t* bz, const float* b_scale,
+                   const float* bias, float* y, float* mult, int threads) {
+    long N = p[1], scale_step = p[3];
+    for (long j = 0; j < (scale_step ? N : 1); j++) mult[j] = xq->scale * b_scale[j];
+    return nx_qgemm_f32(p[0], N, p[2], xq + 1, 0, &xq->zero, 0, bp, bz, mult, scale_step, bias, 0, 0.f, 0.f, y,
+                        threads);
+}
+
 /* Runs instructions [0, n) over the arena and external pointers. Returns -1 - i when instruction i could not get
- * scratch memory, else 0. */
+ * scratch memory, 1 + i when it found input only the steps' own kernels define (a NaN or an infinity to quantize),
+ * else 0. */
 NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* arena, void* const* ext, int threads) {
     table tb = {off, arena, ext};
     for (long i = 0; i < n; i++) {
@@ -119,6 +138,17 @@ NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* 
             break;
         case OP_LSTM:  /* p: T B H nd; t: xw rt h0 c0 hs hT cT (nx_rnn.c's arguments) */
             bad = nx_lstm(p[0], p[1], p[2], p[3], T(0), T(1), T(2), T(3), T(4), T(5), T(6), threads);
+            break;
+        case OP_DQ: {  /* p: n; t: x, its dq_head and values */
+            dq_head* h = (dq_head*)T(1);
+            uint8_t zero;
+            if (nx_dynamic_quantize(p[0], T(0), (uint8_t*)(h + 1), &h->scale, &zero, threads)) return 1 + (int)i;
+            h->zero = zero;
+            break;
+        }
+        case OP_QGEMM:  /* p: M N K scale_step; t: x's dq_head, B (packed), bz, b_scale, bias, y, multipliers */
+            bad = dq_gemm(p, (const dq_head*)T(0), (const int16_t*)T(1), (const int32_t*)T(2), T(3), T(4), T(5), T(6),
+                          threads);
             break;
         default: return -1 - (int)i;
         }

@@ -2,6 +2,8 @@
 #ifndef NX_KERNELS_H
 #define NX_KERNELS_H
 
+#include <stdint.h>
+
 int nx_gemm(long M, long N, long K, const float* a, long lda, const float* ap, const float* b, long ldb,
             const float* bp, float* c, long ldc, const float* bias, const float* row_bias, const float* res, long ldr,
             int act, float alpha, float beta, float* scratch, int threads);
@@ -32,6 +34,10 @@ int nx_winograd_f4(long N, long C, long H, long W, long M, long PT, long PL, lon
 void nx_upsample_nearest(long planes, long H, long W, long fh, long fw, const float* x, float* y, int threads);
 int nx_attention(long B, long S, long T, long N, long H, long HV, const float* q, const float* k, const float* v,
                  const float* bias, int bias_b, int bias_h, float scale, float* out, int threads);
+int nx_dynamic_quantize(long n, const float* x, uint8_t* y, float* scale, uint8_t* zero, int threads);
+int nx_qgemm_f32(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
+                 const int16_t* bp, const int32_t* bz, const float* scale, long scale_step, const float* bias, int act,
+                 float fa, float fb, float* yf, int threads);
 int nx_lstm(long T, long B, long H, long nd, const float* xw, const float* rt, const float* h0, const float* c0,
             float* hs, float* hT, float* cT, int threads);
 

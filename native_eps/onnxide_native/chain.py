@@ -14,7 +14,8 @@ from .chain_lower import lower
 # nx_chain.c's op codes; its nx_instr is 40 longs
 OPS = {name: i + 1 for i, name in enumerate(("gemm", "act", "bias_act", "binary", "softmax", "layernorm", "affine",
                                              "maxpool", "gavg", "dwconv", "conv_shifted", "winograd", "copy",
-                                             "strided", "upsample", "attention", "fill", "lstm"))}
+                                             "strided", "upsample", "attention", "fill", "lstm", "dq",
+                                             "qgemm"))}
 
 
 class NativeChains(chains.Backend):

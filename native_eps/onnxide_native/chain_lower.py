@@ -6,12 +6,13 @@ import math
 import numpy as np
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import activations, resize, rnn
+from onnxide.ops import activations, qgemm_forms as forms, resize, rnn
 from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.plan.chain_lower import COPIES, forward_lstm, lower_step, lstm_outputs, out as _out, trailing_mean
 from onnxide.plan.chains import F32, Decline
 
 from . import cpu_ops as K
+from . import cpu_qops as Q
 
 HOST_EPS = ("NativeCPUExecutionProvider", "CPUExecutionProvider")
 
@@ -243,6 +244,31 @@ def _attention(b, step, node, opdef, attrs):
            [0.0, 0.0, scale])
 
 
+def _dq_matmul(b, step, node, opdef, attrs):
+    """com.microsoft DynamicQuantizeMatMul with constant B, scale, zero point and bias: x quantized into the arena
+    once per chain (the nodes reading one x — attention's Q, K, V projections — share it), then the int8 GEMM with
+    its float epilogue (x holding a NaN or an infinity: the chain reruns stepwise, as the per-node kernel falls
+    back)."""
+    kx, kb, ks, kz, kbias = (list(step.in_keys) + [None] * 5)[:5]
+    shape = b.shape(kx)
+    if attrs or len(shape) < 2 or any(k is not None and b.const(k) is None for k in (kb, ks, kz, kbias)):
+        raise Decline("DynamicQuantizeMatMul operands")
+    k = shape[-1]
+    ops = forms.dynamic_quantize_matmul_constants(b.const(kb), b.const(ks), b.const(kz), b.const(kbias), k)
+    if ops is forms.FALLBACK:
+        raise Decline("DynamicQuantizeMatMul form")
+    bz, b_scale, bias = ops
+    m, n = math.prod(shape) // k, b.const(kb).shape[1]
+    quantized = ("quantized", kx)  # (nx_chain.c's dq_head, then the m·k uint8 values)
+    if quantized not in b.where:
+        x = b.src(kx)
+        b.emit("dq", [m * k], [x, b.dst(quantized, (4 + (m * k + 3) // 4,))])
+    b.emit("qgemm", [m, n, k, int(b_scale.size > 1)],
+           [b.src(quantized), b.fixed(Q.packed_b(b.lib, b.const(kb))), -1 if bz is None else b.fixed(bz),
+            b.fixed(b_scale), -1 if bias is None else b.fixed(bias), b.dst(_out(step), shape[:-1] + (n,)),
+            b.scratch(n)])
+
+
 def _resize(b, step, node, opdef, attrs):
     """Nearest upsampling by whole factors (resize.integer_nearest_factors decides, as for the EP's claim)."""
     if opdef.since < 11:
@@ -347,7 +373,8 @@ LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(Fa
          **{op: _binary for op in K.BINARY},
          **{op: _unary for op in activations.BY_OP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,
-            "MultiHeadAttention": _attention, **{op: _contrib_act for op in activations.CONTRIB}}
+            "MultiHeadAttention": _attention, "DynamicQuantizeMatMul": _dq_matmul,
+            **{op: _contrib_act for op in activations.CONTRIB}}
 
 
 

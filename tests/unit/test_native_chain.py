@@ -468,3 +468,45 @@ def test_a_one_chain_plan_runs_directly_with_the_general_paths_results_and_error
             sess.run(None, {"x": x}, options)
         errors.append((type(e.value), str(e.value)))
     assert errors[0] == errors[1] and "no scratch" in errors[0][1]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("zero_point,bias,per_column", [(False, False, False), (True, True, True),
+                                                        (True, False, False), (False, True, True)])
+def test_dynamic_quantize_matmul_readers_of_one_x_quantize_it_once(monkeypatch, zero_point, bias, per_column,
+                                                                   threads):
+    """Three com.microsoft DynamicQuantizeMatMul of one x (attention's Q, K, V projections) and an Add in one chain:
+    x quantized by one "dq" instruction, each GEMM a "qgemm" reading it; the numpy kernels' bits (quantization and
+    int8 GEMM are exact, the float epilogue the same float32 steps). A NaN in x reruns the chain with the steps' own
+    kernels, as the per-node kernel hands NaN to the numpy one."""
+    from onnxide.plan import chains
+    k, n = 40, 24
+    inits, nodes = [("c", _w(n))], []
+    for i in range(3):
+        inits += [(f"B{i}", rng.integers(-128, 128, (k, n)).astype(np.int8)),
+                  (f"bs{i}", (rng.random(n if per_column else 1) * 0.01).astype(np.float32)),
+                  (f"bz{i}", rng.integers(-5, 5, n if per_column else 1).astype(np.int8)), (f"bias{i}", _w(n))]
+        ins = ["x", f"B{i}", f"bs{i}", f"bz{i}" if zero_point else "", f"bias{i}" if bias else ""]
+        while not ins[-1]:
+            ins.pop()
+        nodes.append(helper.make_node("DynamicQuantizeMatMul", ins, [f"y{i}"], domain="com.microsoft"))
+    nodes += [helper.make_node("Add", ["y0", "y1"], ["s"]), helper.make_node("Add", ["s", "y2"], ["t"]),
+              helper.make_node("Add", ["t", "c"], ["out"])]
+    model = _model(nodes, {"x": _w(2, 7, k)}, "out", inits)
+    x = rng.standard_normal((2, 7, k)).astype(np.float32) * 3
+    so = onnxide.SessionOptions()
+    so.intra_op_num_threads = threads
+    cpu = onnxide.InferenceSession(model, providers=["CPUExecutionProvider"])
+    sess = onnxide.InferenceSession(model, so, providers=[NATIVE, "CPUExecutionProvider"])
+    for _ in range(2):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0])
+    assert [s.node.op_type for s in sess._executor.main_plan.steps] == ["NativeChain"]
+    ops = _chain_ops(sess)  # (one program per thread count a run asked for)
+    assert ops and sorted(ops) == sorted((["binary"] * 3 + ["dq"] + ["qgemm"] * 3) * (len(ops) // 7))
+    stepwise = []
+    real = chains.Chain.stepwise
+    monkeypatch.setattr(chains.Chain, "stepwise", lambda self, inputs: stepwise.append(1) or real(self, inputs))
+    x[0, 0, 0] = np.nan
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0])
+    assert stepwise

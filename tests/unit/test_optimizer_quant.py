@@ -1,6 +1,7 @@
 """The dynamic-quantization fusions (optimizer/fuse_quant.py): DynamicQuantizeLinear → MatMulInteger → Cast → Mul
-(scale product) [→ Add bias] becomes com.microsoft DynamicQuantizeMatMul (MatMulIntegerToFloat when the quantized
-input is shared) at the extended level, leaves near misses alone, and the saved fused model runs in onnxruntime.
+(scale product) [→ Add bias] becomes com.microsoft DynamicQuantizeMatMul (one per reader when the quantized input is
+shared; MatMulIntegerToFloat when a reader does not fuse) at the extended level, leaves near misses alone, and the
+saved fused model runs in onnxruntime.
 
 Tolerances: onnxide's fused kernels do the unfused graph's float32 steps in the same order (float(acc) times the
 float32 product a_scale * b_scale, then + bias), so its fused and unfused outputs must be bit-identical. Against
@@ -105,19 +106,29 @@ def test_dynamic_quantize_matmul_fusion(tmp_path, wtype, per_column, mul_order, 
     _close_to_onnxruntime(opt, ort_fused)
 
 
-def test_shared_quantized_input_becomes_matmul_integer_to_float(tmp_path):
-    """One DynamicQuantizeLinear read by two chains (as Q/K/V projections are): it stays, each chain becomes
-    MatMulIntegerToFloat."""
+def test_shared_quantized_input_becomes_one_dynamic_quantize_matmul_per_reader(tmp_path):
+    """One DynamicQuantizeLinear read by two chains (as Q/K/V projections are): each chain becomes a
+    DynamicQuantizeMatMul of x (quantizing x again gives the same values: bit-identical to the unfused graph)."""
     m = _model([("0", {}), ("1", dict(bias=False))])
     nodes, plain, opt, path = _run(m, tmp_path)
-    assert [n.op_type for n in nodes] == ["DynamicQuantizeLinear", "MatMulIntegerToFloat", "MatMulIntegerToFloat"]
-    assert nodes[1].inputs == ["x_q", "w0", "x_s", "ws0", "x_z", "wz0", "b0"]
+    assert [n.op_type for n in nodes] == ["DynamicQuantizeMatMul", "DynamicQuantizeMatMul"]
+    assert nodes[0].inputs == ["x", "w0", "ws0", "wz0", "b0"] and nodes[1].inputs == ["x", "w1", "ws1", "wz1"]
     for a, b in zip(opt, plain):
         np.testing.assert_array_equal(a, b)
     so = onnxruntime.SessionOptions()
     so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     _close_to_onnxruntime(onnxruntime.InferenceSession(path, so).run(None, {"x": X}),
                           onnxruntime.InferenceSession(m.SerializeToString(), so).run(None, {"x": X}))
+
+
+def test_shared_quantized_input_with_a_reader_that_does_not_fuse_stays(tmp_path):
+    """A second reader of the quantized x that is not a fusable chain (its scale product is a graph output) keeps
+    DynamicQuantizeLinear for both: the first chain becomes MatMulIntegerToFloat."""
+    m = _model([("0", {}), ("1", {})], extra_outputs=[("sc1", [N])])
+    nodes, plain, opt, _ = _run(m, tmp_path)
+    assert [n.op_type for n in nodes] == ["DynamicQuantizeLinear", "MatMulIntegerToFloat"] + UNFUSED[1:]
+    for a, b in zip(opt, plain):
+        np.testing.assert_array_equal(a, b)
 
 
 UNFUSED = ["DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul", "Mul", "Add"]

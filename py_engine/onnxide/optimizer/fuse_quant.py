@@ -1,7 +1,8 @@
 """Dynamic-quantization fusions onnxruntime makes at the extended level: MatMulInteger → Cast → Mul(scale product)
-(+ bias Add) ⇒ com.microsoft MatMulIntegerToFloat, then DynamicQuantizeLinear feeding only that node ⇒
-com.microsoft DynamicQuantizeMatMul. The fused kernels compute the same float32 steps in the same order
-(float(acc) * (a_scale * b_scale), then + bias), so fusing changes no result bit."""
+(+ bias Add) ⇒ com.microsoft MatMulIntegerToFloat, then DynamicQuantizeLinear feeding only such nodes ⇒
+com.microsoft DynamicQuantizeMatMul (one per reader; onnxruntime fuses a sole reader only). The fused kernels compute
+the same float32 steps in the same order (float(acc) * (a_scale * b_scale), then + bias), so fusing changes no result
+bit."""
 import numpy as np
 
 from ..ir.infer import dims_of
@@ -118,29 +119,40 @@ def fuse_matmul_integer_to_float(model):
     return changed
 
 
+def _quantized_product(g, mm):
+    """Whether MatMulIntegerToFloat `mm` has constant B / b_scale / b_zero_point / bias of the forms
+    DynamicQuantizeMatMul takes."""
+    if not _op(mm, "MatMulIntegerToFloat", (MS,)) or len(mm.inputs) < 5:
+        return False
+    bias = _arg(mm, 6)
+    n = _weights(g, mm.inputs[1], mm.inputs[3], _arg(mm, 5))
+    return n is not None and not (bias and (constant_value(g, bias) is None or constant_value(g, bias).shape != (n,)
+                                            or constant_value(g, bias).dtype != np.float32))
+
+
 @needs({"MatMulIntegerToFloat"}, {"DynamicQuantizeLinear"})
 def fuse_dynamic_quantize_matmul(model):
-    """DynamicQuantizeLinear(x) whose three outputs only MatMulIntegerToFloat reads (as A, a_scale, a_zero_point),
-    with constant B / b_scale / b_zero_point / bias  ⇒  com.microsoft DynamicQuantizeMatMul(x, B, b_scale, b_zp,
-    bias)."""
+    """DynamicQuantizeLinear(x) whose three outputs only MatMulIntegerToFloat nodes read (each as A, a_scale,
+    a_zero_point), with constant B / b_scale / b_zero_point / bias  ⇒  one com.microsoft DynamicQuantizeMatMul(x, B,
+    b_scale, b_zp, bias) per reader. With several readers (attention's Q, K, V projections of one x) each quantizes x
+    itself — the same values, so no result bit changes — and a chain (native EP) quantizes it once for all of them."""
     g, changed = model.graph, False
     uses, outputs, prod = consumers(g), graph_output_names(g), producers(g)
-    for mm in list(g.nodes):
-        if not _op(mm, "MatMulIntegerToFloat", (MS,)) or len(mm.inputs) < 5:
+    for dql in list(g.nodes):
+        if not _op(dql, "DynamicQuantizeLinear") or len(dql.outputs) != 3 or not all(dql.outputs) or \
+                any(o in outputs for o in dql.outputs) or not _float32(g, dql.inputs[0]):
             continue
-        bias = _arg(mm, 6)
-        n = _weights(g, mm.inputs[1], mm.inputs[3], _arg(mm, 5))
-        if n is None or (bias and (constant_value(g, bias) is None or constant_value(g, bias).shape != (n,) or
-                                   constant_value(g, bias).dtype != np.float32)):
+        readers = uses.get(dql.outputs[0], [])
+        if not readers or any(uses.get(o, []) != readers for o in dql.outputs[1:]) or \
+                len(set(map(id, readers))) != len(readers) or \
+                any(not _quantized_product(g, mm) or [mm.inputs[0], mm.inputs[2], mm.inputs[4]] != dql.outputs
+                    for mm in readers):
             continue
-        dql = prod.get(mm.inputs[0])
-        if not _op(dql, "DynamicQuantizeLinear") or dql.outputs != [mm.inputs[0], mm.inputs[2], mm.inputs[4]] or \
-                any(uses.get(o) != [mm] or o in outputs for o in dql.outputs) or not _float32(g, dql.inputs[0]):
-            continue
-        inputs = [dql.inputs[0], mm.inputs[1], mm.inputs[3], _arg(mm, 5), bias]
-        while inputs[-1] == "":
-            inputs.pop()
-        g.nodes[g.nodes.index(mm)] = _node("DynamicQuantizeMatMul", inputs, mm, mm)
+        for mm in readers:
+            inputs = [dql.inputs[0], mm.inputs[1], mm.inputs[3], _arg(mm, 5), _arg(mm, 6)]
+            while inputs[-1] == "":
+                inputs.pop()
+            g.nodes[g.nodes.index(mm)] = _node("DynamicQuantizeMatMul", inputs, mm, mm)
         g.nodes.remove(dql)
         model.opsets.setdefault(MS, 1)
         uses, prod = consumers(g), producers(g)

@@ -20,7 +20,7 @@ MIN_KERNELS = 2  # a chain of one light kernel saves nothing; one heavy kernel a
 # ops whose small instances still gain from a chain (numpy's GEMM / conv calls cost several µs each); a run of only
 # small element-wise nodes the partition left to the CPU EP saves a few µs and is left as it is
 HEAVY = frozenset({"MatMul", "Gemm", "FusedGemm", "FusedMatMul", "Conv", "FusedConv", "MultiHeadAttention",
-                   "LayerNormalization", "SkipLayerNormalization", "Softmax", "LogSoftmax"})
+                   "LayerNormalization", "SkipLayerNormalization", "Softmax", "LogSoftmax", "DynamicQuantizeMatMul"})
 VIEWS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")  # the output is the input's buffer
 
 
