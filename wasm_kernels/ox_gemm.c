@@ -286,6 +286,57 @@ static void gemv_dots(int M, int N, int K, const float* A, int rsa, int csa, flo
     }
 }
 
+/* A few rows (M < MR) by a B packed ahead (ox_gemm_pack_b): each row against four 8-column panels at a time, the
+ * micro-kernel's sums in its order (alpha * A(i, k), then one multiply-add per k from 0 per (jc, pc) block), so a
+ * row's values do not depend on M; without it one row was an MR-row tile of zeros (an MLP's layers at batch 1). */
+static void gemv_packed(int M, int N, int K, const float* A, int rsa, int csa, float alpha, const float* PB,
+                        float* C, int ldc, const ox_epi* e) {
+    for (int jc = 0; jc < N; jc += OX_NC) {
+        int nc = ox_min(OX_NC, N - jc);
+        for (int pc = 0; pc < K; pc += OX_KC) {
+            int kc = ox_min(OX_KC, K - pc), first = pc == 0, last = pc + kc >= K;
+            const float* pb = PB + (long)jc * K + (long)pc * ((nc + OX_NR - 1) / OX_NR * OX_NR);
+            for (int i = 0; i < M; i++) {
+                const float* a = A + (long)i * rsa + (long)pc * csa;
+                float* c = C + (long)i * ldc + jc;
+                for (int jr = 0; jr < nc; jr += 4 * OX_NR) {
+                    int panels = ox_min(4, (nc - jr + OX_NR - 1) / OX_NR);
+                    const float* b = pb + (long)jr * kc;
+                    f4 acc[8];
+                    for (int q = 0; q < 8; q++) acc[q] = SPLAT(0.f);
+                    if (panels == 4) {  /* (one pointer per panel: the engine keeps them in registers) */
+                        const float *b0 = b, *b1 = b + OX_NR * kc, *b2 = b1 + OX_NR * kc, *b3 = b2 + OX_NR * kc;
+                        for (int k = 0; k < kc; k++, b0 += OX_NR, b1 += OX_NR, b2 += OX_NR, b3 += OX_NR) {
+                            f4 av = SPLAT(alpha * a[(long)k * csa]);
+                            acc[0] = VFMA(av, LD(b0), acc[0]);
+                            acc[1] = VFMA(av, LD(b0 + 4), acc[1]);
+                            acc[2] = VFMA(av, LD(b1), acc[2]);
+                            acc[3] = VFMA(av, LD(b1 + 4), acc[3]);
+                            acc[4] = VFMA(av, LD(b2), acc[4]);
+                            acc[5] = VFMA(av, LD(b2 + 4), acc[5]);
+                            acc[6] = VFMA(av, LD(b3), acc[6]);
+                            acc[7] = VFMA(av, LD(b3 + 4), acc[7]);
+                        }
+                    } else {
+                        for (int k = 0; k < kc; k++) {
+                            f4 av = SPLAT(alpha * a[(long)k * csa]);
+                            for (int q = 0; q < panels; q++) {
+                                acc[2 * q] = VFMA(av, LD(b + (long)q * OX_NR * kc + k * OX_NR), acc[2 * q]);
+                                acc[2 * q + 1] = VFMA(av, LD(b + (long)q * OX_NR * kc + k * OX_NR + 4), acc[2 * q + 1]);
+                            }
+                        }
+                    }
+                    for (int q = 0; q < panels; q++) {
+                        int j = jr + q * OX_NR;
+                        write_row(c + j, acc[2 * q], acc[2 * q + 1], ox_min(OX_NR, nc - j), first, last, e, i,
+                                  jc + j);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* ---- driver --------------------------------------------------------------------------------------------------- */
 
 void ox_gemm_drive(int M, int N, int K, const float* A, int rsa, int csa, float alpha, const ox_bsrc* B,
@@ -297,6 +348,10 @@ void ox_gemm_drive(int M, int N, int K, const float* A, int rsa, int csa, float 
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j += OX_NR)
                 write_row(C + (long)i * ldc + j, SPLAT(0.f), SPLAT(0.f), ox_min(OX_NR, N - j), 1, 1, e, i, j);
+        return;
+    }
+    if (M < OX_MR && B->kind == OX_B_PACKED) {
+        gemv_packed(M, N, K, A, rsa, csa, alpha, (const float*)B->p, C, ldc, e);
         return;
     }
     if (M < 4 && B->kind == OX_B_MATRIX) {

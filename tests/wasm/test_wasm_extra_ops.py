@@ -110,6 +110,25 @@ def test_prepacked_constant_b(rt, m, k, n):
     assert wpack.packed is None
 
 
+@pytest.mark.parametrize("k,n", [(7, 5), (64, 256), (300, 37), (260, 530)])
+def test_prepacked_b_few_rows(rt, k, n):
+    """Fewer rows than a tile (an MLP at batch 1) on a packed B take their own path: near the float64 product, and
+    each row bit-identical to the same row computed inside a full tile (the same sums in the same order), across K
+    blocks (K > 256), column blocks (N > 512) and part panels, with alpha, bias and an activation."""
+    b, bias = rand(k, n), rand(n)
+    b.setflags(write=False)
+    pack = K.PackedB()
+    many = rand(12, k)
+    for _ in range(2):
+        tiled = K.gemm_fast(rt, many, b, bias, alpha=0.5, beta=2.0, act=(1, 0.0, 0.0), pack=pack)
+    assert pack.packed is not None
+    for m in (1, 2, 3, 5):
+        got = K.gemm_fast(rt, many[:m], b, bias, alpha=0.5, beta=2.0, act=(1, 0.0, 0.0), pack=pack)
+        want = np.maximum(0.5 * many[:m].astype(np.float64) @ b + 2.0 * bias, 0)
+        np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(got, tiled[:m])
+
+
 @pytest.mark.parametrize("n,c,m,h,w,pads,act", [
     (1, 16, 16, 20, 20, [1, 1, 1, 1], 0), (2, 17, 19, 21, 19, [1, 1, 1, 1], 1), (1, 16, 32, 15, 33, [0, 0, 0, 0], 0),
     (1, 20, 16, 24, 18, [1, 0, 2, 1], 0), (1, 16, 16, 9, 60, [1, 2, 0, 1], 0), (1, 32, 24, 23, 17, [2, 2, 2, 2], 0)])

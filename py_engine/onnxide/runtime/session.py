@@ -238,7 +238,8 @@ class InferenceSession(SessionAPI):
 
     def _run(self, output_names, input_feed, fetch_devices, run_options):
         """run, and IO binding's run: outputs made or read back on `fetch_devices[name]` (the host when absent)."""
-        names, feeds = self._prepare(output_names, with_adapters(input_feed, run_options))
+        names, feeds = self._prepare(output_names, input_feed if run_options is None else
+                                     with_adapters(input_feed, run_options))
         control = RunControl.of(run_options)
         try:
             with self._threads, self._profiled_run(), limits.use(self._memory_limit):
@@ -256,7 +257,7 @@ class InferenceSession(SessionAPI):
         names = list(output_names) if output_names else self._output_names
         if not names:  # (a model without graph outputs: onnxruntime's core refuses the run)
             raise InvalidArgument("At least one output should be requested.")
-        for name in names:
+        for name in names if output_names else ():
             if name not in self._output_names:
                 raise InvalidArgument(f"Invalid output name: {name}")
         if not isinstance(input_feed, dict):
