@@ -112,6 +112,16 @@ def test_multi_head_attention(bias_shape, threads):
                atol=1e-5, threads=threads)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_multi_head_attention_in_query_row_blocks(threads):
+    """Long key sequences: nx_attention takes the queries in blocks whose scores fit its buffer (16 rows for 4,100
+    keys: three blocks of 40 queries, the last one 8 rows), bias rows following their queries."""
+    q, k, v = _x(2, 40, 16), _x(2, 4100, 16), _x(2, 4100, 8)
+    bias = _x(2, 2, 40, 4100) * 3
+    _check("MultiHeadAttention", [q, k, v, None, None, bias], {"num_heads": 2}, domain="com.microsoft", atol=1e-5,
+           threads=threads)
+
+
 CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads
     (3, 8, 1, (23, 19), (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),      # stem: stride 2, four phase planes
     (16, 16, 16, (20, 20), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),   # depthwise, flat taps
