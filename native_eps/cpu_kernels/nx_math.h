@@ -5,6 +5,9 @@
 
 #include <math.h>
 #include <stdint.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #define NX_EXPORT __attribute__((visibility("default")))
 #define NX_INLINE static inline __attribute__((always_inline))
@@ -127,11 +130,23 @@ NX_INLINE float nx_gelu_tanh(float x) {
 }
 
 /* reductions in 16 lanes, so that they vectorise without reassociation flags */
+/* The reductions keep 16 running lanes (acc[j] sums elements j, j + 16, ...), then the tail, then the lanes in order:
+ * the same sums with or without AVX2, whose vectors GCC would not form from the 16-lane arrays on its own. */
 NX_INLINE float nx_sum(const float* x, long n) {
     float acc[16] = {0.f};
     long i = 0;
+#if defined(__AVX2__)
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+    }
+    _mm256_storeu_ps(acc, a0);
+    _mm256_storeu_ps(acc + 8, a1);
+#else
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) acc[j] += x[i + j];
+#endif
     float s = 0.f;
     for (; i < n; i++) s += x[i];
     for (int j = 0; j < 16; j++) s += acc[j];
@@ -152,10 +167,20 @@ NX_INLINE float nx_sum_sq_dev(const float* x, long n, float mean) {
 /* the maximum, ignoring NaNs (a NaN reaches the result through the arithmetic that follows) */
 NX_INLINE float nx_max(const float* x, long n) {
     float acc[16];
-    for (int j = 0; j < 16; j++) acc[j] = -INFINITY;
     long i = 0;
+#if defined(__AVX2__)
+    __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0;
+    for (; i + 16 <= n; i += 16) {  /* (max_ps(x, acc) keeps acc when x is NaN: x > acc ? x : acc) */
+        a0 = _mm256_max_ps(_mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), a1);
+    }
+    _mm256_storeu_ps(acc, a0);
+    _mm256_storeu_ps(acc + 8, a1);
+#else
+    for (int j = 0; j < 16; j++) acc[j] = -INFINITY;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+#endif
     float m = -INFINITY;
     for (; i < n; i++) m = x[i] > m ? x[i] : m;
     for (int j = 0; j < 16; j++) m = acc[j] > m ? acc[j] : m;
