@@ -57,7 +57,8 @@ static void attention_chunks(void* ctx, long lo, long hi, int who) {
         long b = bn / N, n = bn % N;
         float *kt = buf, *vp = kt + kt_size, *p = vp + job->vp_size, *scratch = p + rb * T;
         int failed = 0;
-        /* Kᵀ (H × T): element (d, j) at k[(b*T + j)*N*H + n*H + d]; V (T × HV): (j, d) at v[(b*T + j)*N*HV + n*HV + d] */
+        /* Kᵀ (H × T): element (d, j) at k[(b*T + j)*N*H + n*H + d];
+         * V (T × HV): element (j, d) at v[(b*T + j)*N*HV + n*HV + d] */
         nx_gemm_pack_b(H, T, k + b * T * N * H + n * H, 1, N * H, kt);
         nx_gemm_pack_b(T, HV, v + b * T * N * HV + n * HV, N * HV, 1, vp);
         const float* bh = bias ? bias + ((bias_b ? b : 0) * (bias_h ? N : 1) + (bias_h ? n : 0)) * S * T : NULL;

@@ -137,7 +137,7 @@ def fuse_dynamic_quantize_matmul(model):
     b_scale, b_zp, bias) per reader. With several readers (attention's Q, K, V projections of one x) each quantizes x
     itself — the same values, so no result bit changes — and a chain (native EP) quantizes it once for all of them."""
     g, changed = model.graph, False
-    uses, outputs, prod = consumers(g), graph_output_names(g), producers(g)
+    uses, outputs = consumers(g), graph_output_names(g)
     for dql in list(g.nodes):
         if not _op(dql, "DynamicQuantizeLinear") or len(dql.outputs) != 3 or not all(dql.outputs) or \
                 any(o in outputs for o in dql.outputs) or not _float32(g, dql.inputs[0]):
@@ -155,7 +155,7 @@ def fuse_dynamic_quantize_matmul(model):
             g.nodes[g.nodes.index(mm)] = _node("DynamicQuantizeMatMul", inputs, mm, mm)
         g.nodes.remove(dql)
         model.opsets.setdefault(MS, 1)
-        uses, prod = consumers(g), producers(g)
+        uses = consumers(g)
         changed = True
     return changed
 
