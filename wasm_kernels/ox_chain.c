@@ -6,7 +6,7 @@
 #include "ox_kernels.h"
 
 enum { OP_GEMM = 1, OP_GEMM_PB, OP_CONV, OP_WINOGRAD, OP_POOL, OP_GPOOL, OP_UPSAMPLE, OP_SOFTMAX, OP_ROWNORM,
-       OP_AFFINE, OP_UNARY, OP_BINARY, OP_STRIDED, OP_FILL, OP_ATTENTION, OP_DQ_MATMUL,
+       OP_AFFINE, OP_UNARY, OP_BINARY, OP_STRIDED, OP_FILL, OP_ATTENTION, OP_DQ, OP_QGEMM,
        OP_LSTM };
 
 /* one instruction: 42 int32 words (onnxide.plan.chains.Layout with an int32 word writes them) */
@@ -71,27 +71,25 @@ static void attention(const int* p, const float* q, const float* k, const float*
     }
 }
 
-/* com.microsoft DynamicQuantizeMatMul of M×K x by B packed by ox_qgemm_pack_b: x quantized (uint8, its scale and
- * zero point), then the int8 GEMM with the float epilogue, multiplier a_scale · b_scale[n] in float32. scratch
- * (ox_dq_matmul_scratch_floats): x's uint8 values (M·K bytes, rounded up to floats), N multipliers, the zero point,
- * then ox_qgemm's scratch. 1 when x holds a NaN or an infinity (nothing written), else 0. */
-OX_EXPORT int ox_dq_matmul_scratch_floats(int M, int N, int K) {
-    return (M * K + 3) / 4 + N + 1 + ox_qgemm_scratch_floats(M, K);
-}
+/* A DynamicQuantizeLinear result in the arena (OP_DQ writes it, OP_QGEMM reads it): the scale, the zero point, then
+ * the uint8 values from byte 16 */
+typedef struct {
+    float scale;
+    int zero;
+    int pad[2];
+} dq_head;
 
-static int dq_matmul(const int* p, const float* x, const short* pb, const int* bz, const float* b_scale,
-                     const float* bias, float* y, float* scratch) {
+/* com.microsoft DynamicQuantizeMatMul's GEMM of quantized x (dq_head and its M·K values) by B packed by
+ * ox_qgemm_pack_b: multipliers a_scale · b_scale[n] in float32, then the int8 GEMM with the float epilogue. scratch
+ * (ox_qgemm_f32_scratch_floats): the N multipliers, then ox_qgemm's scratch. */
+OX_EXPORT int ox_qgemm_f32_scratch_floats(int M, int N, int K) { return N + ox_qgemm_scratch_floats(M, K); }
+
+static void dq_gemm(const int* p, const dq_head* xq, const short* pb, const int* bz, const float* b_scale,
+                    const float* bias, float* y, float* scratch) {
     int M = p[0], N = p[1], K = p[2], scale_step = p[3];
-    unsigned char* q = (unsigned char*)scratch;
-    float* mult = scratch + (M * K + 3) / 4;
-    int* az = (int*)(mult + N);
-    float a_scale;
-    unsigned char a_zero;
-    if (ox_dynamic_quantize(M * K, x, q, &a_scale, &a_zero)) return 1;
-    for (int j = 0; j < (scale_step ? N : 1); j++) mult[j] = a_scale * b_scale[j];
-    *az = a_zero;
-    ox_qgemm(M, N, K, q, 0, az, 0, pb, bz, 0, mult, scale_step, bias, y, (float*)(az + 1));
-    return 0;
+    float* mult = scratch;
+    for (int j = 0; j < (scale_step ? N : 1); j++) mult[j] = xq->scale * b_scale[j];
+    ox_qgemm(M, N, K, xq + 1, 0, &xq->zero, 0, pb, bz, 0, mult, scale_step, bias, y, mult + N);
 }
 
 /* Runs instructions [0, n) over the arena and external pointers. Returns -1 - i for an unknown op at instruction
@@ -146,8 +144,15 @@ OX_EXPORT int ox_chain_run(const ox_instr* prog, int n, const int* off, char* ar
         case OP_ATTENTION:  /* p: B S T N H HV bias_b bias_h; t: q k v bias out scores scratch; f[2]: scale */
             attention(p, T(0), T(1), T(2), T(3), T(4), T(5), T(6), f[2]);
             break;
-        case OP_DQ_MATMUL:  /* p: M N K scale_step; t: x B(packed) bz b_scale bias y scratch */
-            if (dq_matmul(p, T(0), (const short*)T(1), (const int*)T(2), T(3), T(4), T(5), T(6))) return 1 + i;
+        case OP_DQ: {  /* p: n; t: x, its dq_head and values */
+            dq_head* h = (dq_head*)T(1);
+            unsigned char zero;
+            if (ox_dynamic_quantize(p[0], T(0), (unsigned char*)(h + 1), &h->scale, &zero)) return 1 + i;
+            h->zero = zero;
+            break;
+        }
+        case OP_QGEMM:  /* p: M N K scale_step; t: x's dq_head, B (packed), bz, b_scale, bias, y, scratch */
+            dq_gemm(p, (const dq_head*)T(0), (const short*)T(1), (const int*)T(2), T(3), T(4), T(5), T(6));
             break;
         case OP_LSTM:  /* p: T B H nd; t: xw rt h0 c0 Y Y_h Y_c scratch (4H + 4 floats) */
             ox_lstm(p[0], p[1], p[2], p[3], T(0), T(1), T(2), T(3), T(4), T(5), T(6), T(7));

@@ -44,7 +44,7 @@ OX_EXPORT void ox_qgemm(int M, int N, int K, const void* A, int a_signed, const 
                         const short* PB, const int* bz, int* Y, const float* scale, int scale_step, const float* bias,
                         float* YF, float* scratch);
 OX_EXPORT int ox_dynamic_quantize(int n, const float* X, unsigned char* Y, float* scale, unsigned char* zero);
-OX_EXPORT int ox_dq_matmul_scratch_floats(int M, int N, int K);
+OX_EXPORT int ox_qgemm_f32_scratch_floats(int M, int N, int K);
 OX_EXPORT void ox_lstm(int T, int B, int H, int nd, const float* xw, const float* rt, const float* h0, const float* c0,
                        float* hs, float* hT, float* cT, float* z);
 

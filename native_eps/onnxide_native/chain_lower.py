@@ -6,9 +6,10 @@ import math
 import numpy as np
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import activations, qgemm_forms as forms, resize, rnn
+from onnxide.ops import activations, resize, rnn
 from onnxide.ops.conv_geometry import ConvGeometry
-from onnxide.plan.chain_lower import COPIES, forward_lstm, lower_step, lstm_outputs, out as _out, trailing_mean
+from onnxide.plan.chain_lower import (COPIES, dq_matmul, forward_lstm, lower_step, lstm_outputs, out as _out,
+                                     trailing_mean)
 from onnxide.plan.chains import F32, Decline
 
 from . import cpu_ops as K
@@ -245,28 +246,9 @@ def _attention(b, step, node, opdef, attrs):
 
 
 def _dq_matmul(b, step, node, opdef, attrs):
-    """com.microsoft DynamicQuantizeMatMul with constant B, scale, zero point and bias: x quantized into the arena
-    once per chain (the nodes reading one x — attention's Q, K, V projections — share it), then the int8 GEMM with
-    its float epilogue (x holding a NaN or an infinity: the chain reruns stepwise, as the per-node kernel falls
-    back)."""
-    kx, kb, ks, kz, kbias = (list(step.in_keys) + [None] * 5)[:5]
-    shape = b.shape(kx)
-    if attrs or len(shape) < 2 or any(k is not None and b.const(k) is None for k in (kb, ks, kz, kbias)):
-        raise Decline("DynamicQuantizeMatMul operands")
-    k = shape[-1]
-    ops = forms.dynamic_quantize_matmul_constants(b.const(kb), b.const(ks), b.const(kz), b.const(kbias), k)
-    if ops is forms.FALLBACK:
-        raise Decline("DynamicQuantizeMatMul form")
-    bz, b_scale, bias = ops
-    m, n = math.prod(shape) // k, b.const(kb).shape[1]
-    quantized = ("quantized", kx)  # (nx_chain.c's dq_head, then the m·k uint8 values)
-    if quantized not in b.where:
-        x = b.src(kx)
-        b.emit("dq", [m * k], [x, b.dst(quantized, (4 + (m * k + 3) // 4,))])
-    b.emit("qgemm", [m, n, k, int(b_scale.size > 1)],
-           [b.src(quantized), b.fixed(Q.packed_b(b.lib, b.const(kb))), -1 if bz is None else b.fixed(bz),
-            b.fixed(b_scale), -1 if bias is None else b.fixed(bias), b.dst(_out(step), shape[:-1] + (n,)),
-            b.scratch(n)])
+    """com.microsoft DynamicQuantizeMatMul (plan/chain_lower.dq_matmul); nx_chain.c's qgemm needs N floats of scratch
+    (the multipliers)."""
+    dq_matmul(b, step, attrs, lambda w: Q.packed_b(b.lib, w), lambda m, n, k: n)
 
 
 def _resize(b, step, node, opdef, attrs):

@@ -340,6 +340,33 @@ def test_dynamic_quantize_matmul_in_a_chain(monkeypatch, zero_point, bias, per_c
     assert stepwise
 
 
+@pytest.mark.parametrize("zero_point,per_column", [(False, False), (True, True)])
+def test_dynamic_quantize_matmul_readers_of_one_x_quantize_it_once(zero_point, per_column):
+    """Three DynamicQuantizeMatMul of one x (attention's Q, K, V projections) and their sum in one chain: one "dq"
+    instruction quantizes x, each GEMM is a "qgemm" reading it; the numpy kernels' bits."""
+    from onnxide.eps.wasm_chain import OPS
+    k, n = 40, 24
+    inits, nodes = [], []
+    for i in range(3):
+        inits += [(f"B{i}", rng.integers(-128, 128, (k, n)).astype(np.int8)),
+                  (f"bs{i}", (rng.random(n if per_column else 1) * 0.01).astype(np.float32)),
+                  (f"bz{i}", rng.integers(-5, 5, n).astype(np.int8)), (f"bias{i}", _w(n))]
+        ins = ["x", f"B{i}", f"bs{i}", f"bz{i}" if zero_point else "", f"bias{i}"]
+        nodes.append(helper.make_node("DynamicQuantizeMatMul", ins, [f"y{i}"], domain="com.microsoft"))
+    nodes += [helper.make_node("Add", ["y0", "y1"], ["s"]), helper.make_node("Add", ["s", "y2"], ["out"])]
+    model = _model(nodes, {"x": [2, 7, k]}, ["out"], inits)
+    x = rng.standard_normal((2, 7, k)).astype(np.float32) * 3
+    cpu = onnxide.InferenceSession(model, providers=["CPUExecutionProvider"])
+    sess = onnxide.InferenceSession(model, providers=[WASM, "CPUExecutionProvider"])
+    for _ in range(2):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0])
+    [step] = sess._executor.main_plan.steps
+    names = {code: name for name, code in OPS.items()}
+    progs = [p for p in step.kernel.programs.values() if p is not None]
+    assert progs and all(sorted(names[int(op)] for op in p.code[:p.n, 0]) == ["binary"] * 2 + ["dq"] + ["qgemm"] * 3
+                         for p in progs)
+
+
 @pytest.mark.parametrize("with_bias,with_state", [(True, True), (False, False)])
 def test_lstm_in_a_chain(with_bias, with_state):
     """The plain forward LSTM lowered into a chain between a MatMul and a Relu (input projection on the packed GEMM,

@@ -9,10 +9,10 @@ import weakref
 
 import numpy as np
 
-from ..ops import activations, qgemm_forms as forms, resize, rnn
+from ..ops import activations, resize, rnn
 from ..plan import chains
 from ..runtime import limits
-from ..plan.chain_lower import COPIES, forward_lstm, lower_step, lstm_outputs, out, trailing_mean
+from ..plan.chain_lower import COPIES, dq_matmul, forward_lstm, lower_step, lstm_outputs, out, trailing_mean
 from ..plan.chains import F32, Decline
 from . import wasm_ops as W
 from . import wasm_ops_elem as E
@@ -22,7 +22,7 @@ from . import wasm_ops_rnn as RNN
 
 OPS = {name: i + 1 for i, name in enumerate(("gemm", "gemm_pb", "conv", "winograd", "pool", "gpool", "upsample",
                                              "softmax", "rownorm", "affine", "unary", "binary", "strided", "fill",
-                                             "attention", "dq_matmul", "lstm"))}
+                                             "attention", "dq", "qgemm", "lstm"))}
 
 
 def _claimed(claim, b, node, opdef, attrs):
@@ -346,24 +346,10 @@ def _attention(b, step, node, opdef, attrs):
 
 
 def _dq_matmul(b, step, node, opdef, attrs):
-    """com.microsoft DynamicQuantizeMatMul with constant B, scale, zero point and bias: x quantized and the int8 GEMM
-    in one instruction (x holding a NaN or an infinity: the chain reruns stepwise, as the per-node kernel falls
-    back)."""
+    """com.microsoft DynamicQuantizeMatMul the WASM EP claims (plan/chain_lower.dq_matmul)."""
     _claimed(Q.MS_CLAIMS["DynamicQuantizeMatMul"], b, node, opdef, attrs)
-    kx, kb, ks, kz, kbias = (list(step.in_keys) + [None] * 5)[:5]
-    shape = b.shape(kx)
-    if len(shape) < 2 or any(k is not None and b.const(k) is None for k in (kb, ks, kz, kbias)):
-        raise Decline("DynamicQuantizeMatMul operands")
-    k = shape[-1]
-    ops = forms.dynamic_quantize_matmul_constants(b.const(kb), b.const(ks), b.const(kz), b.const(kbias), k)
-    if ops is forms.FALLBACK:
-        raise Decline("DynamicQuantizeMatMul form")
-    bz, b_scale, bias = ops
-    m, n = math.prod(shape) // k, b.const(kb).shape[1]
-    scratch = b.lib.call("ox_dq_matmul_scratch_floats", [m, n, k])
-    b.emit("dq_matmul", [m, n, k, int(b_scale.size > 1)],
-           [b.src(kx), b.fixed(Q.packed_b(b.lib, b.const(kb))), -1 if bz is None else b.fixed(bz), b.fixed(b_scale),
-            -1 if bias is None else b.fixed(bias), b.dst(out(step), shape[:-1] + (n,)), b.scratch(scratch)])
+    dq_matmul(b, step, attrs, lambda w: Q.packed_b(b.lib, w),
+              lambda m, n, k: b.lib.call("ox_qgemm_f32_scratch_floats", [m, n, k]))
 
 
 def _lstm(b, step, node, opdef, attrs):

@@ -45,11 +45,11 @@ SIGNATURES = {
     "ox_qgemm": "iiipipippppippp",
     "ox_dynamic_quantize": "ipppp",
     "ox_lstm": "iiiipppppppp",
-    "ox_dq_matmul_scratch_floats": "iii",
+    "ox_qgemm_f32_scratch_floats": "iii",
 }
 RETURNS_INT = {"ox_chain_run", "ox_gemm_scratch_floats", "ox_gemm_packed_b_floats", "ox_conv3x3_wino_scratch_floats",
                "ox_conv2d_scratch_floats", "ox_pool2d_scratch_floats", "ox_qgemm_packed_size", "ox_qgemm_scratch_floats",
-               "ox_dynamic_quantize", "ox_dq_matmul_scratch_floats"}
+               "ox_dynamic_quantize", "ox_qgemm_f32_scratch_floats"}
 
 BUILDS = ("relaxed", "simd128")
 FILE_PATTERN = "onnxide_kernels_{}.wasm"

@@ -3,7 +3,10 @@ ops that are only data movement — views as aliases, Transpose / Slice / Expand
 index as strided copies, Pad as a fill and a copy (constant mode) or strided copies (reflect, edge, wrap) — in the
 "strided" and "fill" instructions both interpreters implement with the same parameters: strided p = rank, x offset,
 y offset, dims[6], x strides[6], y strides[6] (floats); fill p = n, f[2] = the value — and the geometry of a
-ReduceMean over trailing axes (each backend's global-average instruction) — and which LSTM nodes a chain takes."""
+ReduceMean over trailing axes (each backend's global-average instruction) — which LSTM nodes a chain takes, and
+DynamicQuantizeMatMul as a "dq" of its x (once per chain for every node reading it: p = n, t = x, the quantized
+buffer) and a "qgemm" (p = M, N, K, per-column scale; t = the quantized buffer, packed B, b_zero_point, b_scale, bias,
+y, scratch), the instructions both interpreters implement."""
 import itertools
 import math
 
@@ -11,6 +14,7 @@ import numpy as np
 
 from ..errors import OnnxideError
 from ..ops import pad as pad_ops
+from ..ops import qgemm_forms as forms
 from ..ops import reduce as reduce_ops
 from ..ops import registry, rnn
 from .chains import F32, VIEWS, Decline
@@ -192,6 +196,32 @@ def trailing_mean(b, step, opdef, attrs):
     if not y:
         raise Decline("rank")
     return math.prod(shape[:lead]), math.prod(shape[lead:]), y
+
+
+def dq_matmul(b, step, attrs, packed_b, gemm_scratch):
+    """com.microsoft DynamicQuantizeMatMul with constant B, scale, zero point and bias: x quantized into the arena
+    once per chain (the nodes reading one x — attention's Q, K, V projections — share it), then the int8 GEMM with
+    its float epilogue; x holding a NaN or an infinity makes the interpreter return 1 + i and the chain rerun
+    stepwise, as the per-node kernel falls back. `packed_b(B)` is the backend's packed weight, `gemm_scratch(M, N,
+    K)` the floats its qgemm needs."""
+    kx, kb, ks, kz, kbias = (list(step.in_keys) + [None] * 5)[:5]
+    shape = b.shape(kx)
+    if attrs or len(shape) < 2 or any(k is not None and b.const(k) is None for k in (kb, ks, kz, kbias)):
+        raise Decline("DynamicQuantizeMatMul operands")
+    k = shape[-1]
+    ops = forms.dynamic_quantize_matmul_constants(b.const(kb), b.const(ks), b.const(kz), b.const(kbias), k)
+    if ops is forms.FALLBACK:
+        raise Decline("DynamicQuantizeMatMul form")
+    bz, b_scale, bias = ops
+    m, n = math.prod(shape) // k, b.const(kb).shape[1]
+    quantized = ("quantized", kx)  # (a 16-byte head — scale, zero point — then the m·k uint8 values)
+    if quantized not in b.where:
+        x = b.src(kx)
+        b.emit("dq", [m * k], [x, b.dst(quantized, (4 + (m * k + 3) // 4,))])
+    b.emit("qgemm", [m, n, k, int(b_scale.size > 1)],
+           [b.src(quantized), b.fixed(packed_b(b.const(kb))), -1 if bz is None else b.fixed(bz), b.fixed(b_scale),
+            -1 if bias is None else b.fixed(bias), b.dst(out(step), shape[:-1] + (n,)),
+            b.scratch(gemm_scratch(m, n, k))])
 
 
 def _concat(b, step, node, opdef, attrs):
