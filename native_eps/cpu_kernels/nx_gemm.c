@@ -497,8 +497,8 @@ static long shifted_slack(long ws) { return NR + ws; }
 typedef float nx_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 typedef float nx_v4 __attribute__((vector_size(16), aligned(4), may_alias));
 
-/* d[0, n) = s[0, n) for a run within a tile row (n <= NR) in vector moves, the last one overlapping the one before,
- * instead of a memcpy call per run and tile row (a 3×3 conv of a 32-wide map has ~2 runs per row of a tile) */
+/* d[0, n) = s[0, n) in vector moves, the last one overlapping the one before, instead of a memcpy call per short run
+ * (a tile row's runs: a 3×3 conv of a 32-wide map has ~2 per row of a tile; a plane row of a small map) */
 static inline void copy_run(float* d, const float* s, long n) {
     if (n >= 8) {
         for (long j = 0; j + 8 < n; j += 8) *(nx_v8*)(d + j) = *(const nx_v8*)(s + j);
@@ -511,6 +511,14 @@ static inline void copy_run(float* d, const float* s, long n) {
         if (n > 1) d[1] = s[1];
         if (n > 2) d[2] = s[2];
     }
+}
+
+/* d[0, n) = 0 in vector stores (a plane row's pad columns, a pad row: a memset call each cost more than the stores) */
+static inline void zero_run(float* d, long n) {
+    const nx_v8 z = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    long j = 0;
+    for (; j + 8 <= n; j += 8) *(nx_v8*)(d + j) = z;
+    for (; j < n; j++) d[j] = 0.f;
 }
 
 /* between a tile (h rows of NR positions from q0 on the Ws-wide grid) and the OH×OW rows of m: copy the tile's
@@ -549,8 +557,10 @@ struct shifted_job {
     float alpha, beta;
 };
 
-/* stride-phase planes [lo, hi) of the padded input (c, ph, pw) */
-static void shifted_plane_chunks(void* p, long lo, long hi, int who) {
+/* stride-phase planes [lo, hi) of the padded input (c, ph, pw) (no loop made a memset / memcpy call again: those
+ * calls, three per plane row, were most of the planes' time on small maps) */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifted_plane_chunks(void* p, long lo,
+                                                                                               long hi, int who) {
     const struct shifted_job* g = p;
     long H = g->H, W = g->W, SH = g->SH, SW = g->SW, hs = g->hs, ws = g->ws;
     (void)who;
@@ -558,12 +568,12 @@ static void shifted_plane_chunks(void* p, long lo, long hi, int who) {
         long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
         float* dst = g->xs + cp * g->plane + g->lead;
         if (!phase_used(ph, g->KH, g->DH, SH) || !phase_used(pw, g->KW, g->DW, SW)) continue;  /* no tap reads it */
-        memset(dst - g->lead, 0, g->lead * sizeof(float));
+        zero_run(dst - g->lead, g->lead);
         for (long i = 0; i < hs; i++) {
             long r = i * SH + ph - g->PT;
             float* d = dst + i * ws;
             if (r < 0 || r >= H) {
-                memset(d, 0, ws * sizeof(float));
+                zero_run(d, ws);
                 continue;
             }
             /* d[j] = padded row r at column j*SW + pw - PL: zeros where that is outside [0, W), a strided copy
@@ -574,11 +584,11 @@ static void shifted_plane_chunks(void* p, long lo, long hi, int who) {
             long j_hi = (W - off + SW - 1) / SW;                        /* first j with a column >= W */
             if (j_hi > ws) j_hi = ws;
             if (j_lo > j_hi) j_lo = j_hi;
-            memset(d, 0, j_lo * sizeof(float));
-            if (SW == 1) memcpy(d + j_lo, src + j_lo + off, (j_hi - j_lo) * sizeof(float));
+            zero_run(d, j_lo);
+            if (SW == 1) copy_run(d + j_lo, src + j_lo + off, j_hi - j_lo);
             else if (SW == 2) for (long j = j_lo; j < j_hi; j++) d[j] = src[2 * j + off];
             else for (long j = j_lo; j < j_hi; j++) d[j] = src[j * SW + off];
-            memset(d + j_hi, 0, (ws - j_hi) * sizeof(float));
+            zero_run(d + j_hi, ws - j_hi);
         }
     }
 }
