@@ -647,7 +647,7 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
                             .ap = ap, .bias = bias, .res = res, .y = y, .xs = xs, .off = off, .act = act,
                             .a_outer = M * K * (long)sizeof(float) > (1L << 20), .alpha = alpha, .beta = beta};
     memset(xs + C * SH * SW * plane, 0, slack * sizeof(float));
-    for (long c = 0, k = 0; c < C; c++)  /* (nested loops: three divisions per tap cost ~10 % of a small conv) */
+    for (long c = 0, k = 0; c < C; c++)  /* (nested loops: three divisions a tap were ~7 % of an 8×8 64-channel conv) */
         for (long kh = 0; kh < KH; kh++)
             for (long kw = 0; kw < KW; kw++, k++)
                 off[k] = (int)(((c * SH + kh * DH % SH) * SW + kw * DW % SW) * plane + kh * DH / SH * ws +
