@@ -15,7 +15,7 @@ void nx_act_row(float* restrict y, long n, int act, float a, float b) {
     case NX_ACT_SIGMOID: ACT_LOOP(nx_sigmoid(v))
     case NX_ACT_TANH: ACT_LOOP(nx_tanh(v))
     case NX_ACT_HARDSIGMOID: ACT_LOOP(nx_unit_clamp(fmaf(v, a, b)))
-    case NX_ACT_HARDSWISH: ACT_LOOP(v * nx_unit_clamp(fmaf(v, 1.f / 6.f, 0.5f)))
+    case NX_ACT_HARDSWISH: ACT_LOOP(nx_hardswish(v))
     case NX_ACT_CLIP: ACT_LOOP(v < a ? a : (v > b ? b : v))
     case NX_ACT_SQRT: ACT_LOOP(sqrtf(v))  /* (vsqrtps: correctly rounded, as numpy's) */
     case NX_ACT_ERF: ACT_LOOP(nx_erf(v))

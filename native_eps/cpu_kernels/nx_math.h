@@ -75,6 +75,9 @@ NX_INLINE float nx_expm1(float x) {
 /* min(max(v, 0), 1), NaN propagating */
 NX_INLINE float nx_unit_clamp(float v) { v = v < 0.f ? 0.f : v; return v > 1.f ? 1.f : v; }
 
+/* HardSwish: x · clamp(x/6 + 1/2, 0, 1) (the activation kernels and the GEMM / conv epilogues share it) */
+NX_INLINE float nx_hardswish(float v) { return v * nx_unit_clamp(fmaf(v, 1.f / 6.f, 0.5f)); }
+
 NX_INLINE float nx_sigmoid(float x) { return 1.f / (1.f + nx_exp(-x)); }
 
 NX_INLINE float nx_tanh(float x) {

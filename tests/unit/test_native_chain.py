@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxide
+from chain_graphs import dq_matmul_readers
 
 NATIVE = "NativeCPUExecutionProvider"
 pytestmark = pytest.mark.skipif(NATIVE not in onnxide.get_available_providers(),
@@ -481,15 +482,8 @@ def test_dynamic_quantize_matmul_readers_of_one_x_quantize_it_once(monkeypatch, 
     kernels, as the per-node kernel hands NaN to the numpy one."""
     from onnxide.plan import chains
     k, n = 40, 24
-    inits, nodes = [("c", _w(n))], []
-    for i in range(3):
-        inits += [(f"B{i}", rng.integers(-128, 128, (k, n)).astype(np.int8)),
-                  (f"bs{i}", (rng.random(n if per_column else 1) * 0.01).astype(np.float32)),
-                  (f"bz{i}", rng.integers(-5, 5, n if per_column else 1).astype(np.int8)), (f"bias{i}", _w(n))]
-        ins = ["x", f"B{i}", f"bs{i}", f"bz{i}" if zero_point else "", f"bias{i}" if bias else ""]
-        while not ins[-1]:
-            ins.pop()
-        nodes.append(helper.make_node("DynamicQuantizeMatMul", ins, [f"y{i}"], domain="com.microsoft"))
+    nodes, inits = dq_matmul_readers(rng, _w, k, n, zero_point, per_column, bias)
+    inits.append(("c", _w(n)))
     nodes += [helper.make_node("Add", ["y0", "y1"], ["s"]), helper.make_node("Add", ["s", "y2"], ["t"]),
               helper.make_node("Add", ["t", "c"], ["out"])]
     model = _model(nodes, {"x": _w(2, 7, k)}, "out", inits)

@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import onnxide  # noqa: E402
 from onnxide.eps import wasm as wasm_ep  # noqa: E402
+from chain_graphs import dq_matmul_readers  # noqa: E402
 
 if not wasm_ep.available():
     pytest.skip("no wasm kernel build (run wasm_kernels/build.sh)", allow_module_level=True)
@@ -346,13 +347,7 @@ def test_dynamic_quantize_matmul_readers_of_one_x_quantize_it_once(zero_point, p
     instruction quantizes x, each GEMM is a "qgemm" reading it; the numpy kernels' bits."""
     from onnxide.eps.wasm_chain import OPS
     k, n = 40, 24
-    inits, nodes = [], []
-    for i in range(3):
-        inits += [(f"B{i}", rng.integers(-128, 128, (k, n)).astype(np.int8)),
-                  (f"bs{i}", (rng.random(n if per_column else 1) * 0.01).astype(np.float32)),
-                  (f"bz{i}", rng.integers(-5, 5, n).astype(np.int8)), (f"bias{i}", _w(n))]
-        ins = ["x", f"B{i}", f"bs{i}", f"bz{i}" if zero_point else "", f"bias{i}"]
-        nodes.append(helper.make_node("DynamicQuantizeMatMul", ins, [f"y{i}"], domain="com.microsoft"))
+    nodes, inits = dq_matmul_readers(rng, _w, k, n, zero_point, per_column)
     nodes += [helper.make_node("Add", ["y0", "y1"], ["s"]), helper.make_node("Add", ["s", "y2"], ["out"])]
     model = _model(nodes, {"x": [2, 7, k]}, ["out"], inits)
     x = rng.standard_normal((2, 7, k)).astype(np.float32) * 3

@@ -326,7 +326,7 @@ def run_in_host_arena(chain, prog, nt, inputs, call):
         limits.check(prog.arena_bytes, f"{chain.backend.node_type} arena")
         ws = spaces[nt] = _Workspace(prog)
     for i, view in ws.staged:
-        np.copyto(view, inputs[i])  # (half the cost of view[...] = x in the page)
+        np.copyto(view, inputs[i])  # (half the cost of view[...] = x in the page, measured at the time)
     held = inputs
     if prog.in_place:
         held = list(inputs)

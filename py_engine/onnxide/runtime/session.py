@@ -238,8 +238,7 @@ class InferenceSession(SessionAPI):
 
     def _run(self, output_names, input_feed, fetch_devices, run_options):
         """run, and IO binding's run: outputs made or read back on `fetch_devices[name]` (the host when absent)."""
-        names, feeds = self._prepare(output_names, input_feed if run_options is None else
-                                     with_adapters(input_feed, run_options))
+        names, feeds = self._prepare(output_names, with_adapters(input_feed, run_options))
         control = RunControl.of(run_options)
         try:
             with self._threads, self._profiled_run(), limits.use(self._memory_limit):
