@@ -304,26 +304,12 @@ static void gemv_packed(int M, int N, int K, const float* A, int rsa, int csa, f
                     const float* b = pb + (long)jr * kc;
                     f4 acc[8];
                     for (int q = 0; q < 8; q++) acc[q] = SPLAT(0.f);
-                    if (panels == 4) {  /* (one pointer per panel: the engine keeps them in registers) */
-                        const float *b0 = b, *b1 = b + OX_NR * kc, *b2 = b1 + OX_NR * kc, *b3 = b2 + OX_NR * kc;
-                        for (int k = 0; k < kc; k++, b0 += OX_NR, b1 += OX_NR, b2 += OX_NR, b3 += OX_NR) {
-                            f4 av = SPLAT(alpha * a[(long)k * csa]);
-                            acc[0] = VFMA(av, LD(b0), acc[0]);
-                            acc[1] = VFMA(av, LD(b0 + 4), acc[1]);
-                            acc[2] = VFMA(av, LD(b1), acc[2]);
-                            acc[3] = VFMA(av, LD(b1 + 4), acc[3]);
-                            acc[4] = VFMA(av, LD(b2), acc[4]);
-                            acc[5] = VFMA(av, LD(b2 + 4), acc[5]);
-                            acc[6] = VFMA(av, LD(b3), acc[6]);
-                            acc[7] = VFMA(av, LD(b3 + 4), acc[7]);
-                        }
-                    } else {
-                        for (int k = 0; k < kc; k++) {
-                            f4 av = SPLAT(alpha * a[(long)k * csa]);
-                            for (int q = 0; q < panels; q++) {
-                                acc[2 * q] = VFMA(av, LD(b + (long)q * OX_NR * kc + k * OX_NR), acc[2 * q]);
-                                acc[2 * q + 1] = VFMA(av, LD(b + (long)q * OX_NR * kc + k * OX_NR + 4), acc[2 * q + 1]);
-                            }
+                    for (int k = 0; k < kc; k++) {
+                        f4 av = SPLAT(alpha * a[(long)k * csa]);
+                        for (int q = 0; q < panels; q++) {
+                            const float* bq = b + (long)q * OX_NR * kc + k * OX_NR;
+                            acc[2 * q] = VFMA(av, LD(bq), acc[2 * q]);
+                            acc[2 * q + 1] = VFMA(av, LD(bq + 4), acc[2 * q + 1]);
                         }
                     }
                     for (int q = 0; q < panels; q++) {
