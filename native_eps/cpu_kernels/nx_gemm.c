@@ -17,6 +17,9 @@
 #define MR 16  /* rows of a tile: 6 + 5 + 5 (AVX2 blocks); 16, 32, 64 ... output channels fill whole tiles */
 #endif
 #define NR 32
+#ifndef __AVX512F__
+#define NX_GROUP 8  /* columns of a B row read as one vector (micro_rows' grp) */
+#endif
 #define KC 256
 #define PF_STEPS 48  /* A prefetched this many k steps ahead (~2.7 KB: L3 latency; 8 was ~6% slower on ResNet-18) */
 #define CACHE_BUDGET (1536L << 10)  /* bytes of packed operand kept in L2 while the other one streams */
@@ -60,13 +63,15 @@ static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, 
 
 /* acc (MR×NR, row stride ld) = sum over kc of ap[k][i] * B[k][j] (+ the tile already in acc when `add`); B row k
  * is bp + k*NR (a packed panel) or, with `off`, bp + off[k] (a conv's shifted input rows, see nx_conv_shifted).
+ * With `grp` (not in the AVX-512 build) the row's NR columns are NR / NX_GROUP groups of NX_GROUP contiguous values,
+ * group g at B row + grp[g] (a conv tile of whole output rows shorter than NR, see nx_conv_shifted).
  * Only columns below `cols` are needed: strips wholly past them are skipped (left as they were) where the vector
  * code has strips narrower than NR (silero VAD's convs have 3-5 positions: 32 would be 6-10x the work). */
 #ifdef __AVX512F__
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
-                                                             const int* off, float* acc, long ld, int add,
-                                                             long cols, long rows) {
-    (void)cols, (void)rows;
+                                                             const int* off, const long* grp, float* acc, long ld,
+                                                             int add, long cols, long rows) {
+    (void)cols, (void)rows, (void)grp;
     __m512 c[MR][2];
     for (int i = 0; i < MR; i++) {
         c[i][0] = add ? _mm512_loadu_ps(acc + i * ld) : _mm512_setzero_ps();
@@ -104,10 +109,16 @@ static inline __attribute__((always_inline)) const float* b_row(const float* bp,
     return off ? bp + off[k] : bp + k * NR;
 }
 
+/* the column in a B row where group g of NX_GROUP columns starts */
+static inline __attribute__((always_inline)) long group_at(const long* grp, int g) {
+    return grp ? grp[g] : g * NX_GROUP;
+}
+
 /* rows [r0, r0 + R) × columns [j, j + 16) */
 static inline __attribute__((always_inline)) void block16(const int R, int r0, int j, long kc, const float* ap,
-                                                          const float* bp, const int* off, float* acc, long ld,
-                                                          int add, int prefetch) {
+                                                          const float* bp, const int* off, const long* grp,
+                                                          float* acc, long ld, int add, int prefetch) {
+    long s0 = group_at(grp, j / NX_GROUP), s1 = group_at(grp, j / NX_GROUP + 1);
     __m256 c0[BLOCK_ROWS], c1[BLOCK_ROWS];
 #pragma GCC unroll 6
     for (int i = 0; i < R; i++) {
@@ -116,8 +127,8 @@ static inline __attribute__((always_inline)) void block16(const int R, int r0, i
     }
 #pragma GCC unroll 2
     for (long k = 0; k < kc; k++) {
-        const float* brow = b_row(bp, off, k) + j;
-        __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
+        const float* brow = b_row(bp, off, k);
+        __m256 b0 = _mm256_loadu_ps(brow + s0), b1 = _mm256_loadu_ps(brow + s1);
         const float* a = ap + k * MR;
         if (prefetch) _mm_prefetch((const char*)(a + PF_STEPS * MR), _MM_HINT_T0);
 #pragma GCC unroll 6
@@ -136,8 +147,9 @@ static inline __attribute__((always_inline)) void block16(const int R, int r0, i
 
 /* rows [r0, r0 + R) × all 32 columns (R ≤ 3: 12 accumulators) */
 static inline __attribute__((always_inline)) void block32(const int R, int r0, long kc, const float* ap,
-                                                          const float* bp, const int* off, float* acc, long ld,
-                                                          int add) {
+                                                          const float* bp, const int* off, const long* grp,
+                                                          float* acc, long ld, int add) {
+    long s[4] = {group_at(grp, 0), group_at(grp, 1), group_at(grp, 2), group_at(grp, 3)};
     __m256 c[3][4];
 #pragma GCC unroll 3
     for (int i = 0; i < R; i++)
@@ -146,8 +158,8 @@ static inline __attribute__((always_inline)) void block32(const int R, int r0, l
 #pragma GCC unroll 2
     for (long k = 0; k < kc; k++) {
         const float* brow = b_row(bp, off, k);
-        __m256 b[4] = {_mm256_loadu_ps(brow), _mm256_loadu_ps(brow + 8), _mm256_loadu_ps(brow + 16),
-                       _mm256_loadu_ps(brow + 24)};
+        __m256 b[4] = {_mm256_loadu_ps(brow + s[0]), _mm256_loadu_ps(brow + s[1]), _mm256_loadu_ps(brow + s[2]),
+                       _mm256_loadu_ps(brow + s[3])};
         const float* a = ap + k * MR + r0;
 #pragma GCC unroll 3
         for (int i = 0; i < R; i++) {
@@ -164,20 +176,21 @@ static inline __attribute__((always_inline)) void block32(const int R, int r0, l
 
 /* rows [r0, r0 + R) (R = 2 or 3) × the wanted columns: one 32-wide block, or a 16-wide one when that covers them */
 static inline __attribute__((always_inline)) void block_few(const int R, int r0, long kc, const float* ap,
-                                                            const float* bp, const int* off, float* acc, long ld,
-                                                            int add, long cols) {
-    if (cols > 16) block32(R, r0, kc, ap, bp, off, acc, ld, add);
-    else block16(R, r0, 0, kc, ap, bp, off, acc, ld, add, 0);
+                                                            const float* bp, const int* off, const long* grp,
+                                                            float* acc, long ld, int add, long cols) {
+    if (cols > 16) block32(R, r0, kc, ap, bp, off, grp, acc, ld, add);
+    else block16(R, r0, 0, kc, ap, bp, off, grp, acc, ld, add, 0);
 }
 
 /* rows [r0, r0 + R) (R = 8 or 4) × the first 8 columns, one strip */
 static inline __attribute__((always_inline)) void strip8(const int R, int r0, long kc, const float* ap,
-                                                         const float* bp, const int* off, float* acc, long ld,
-                                                         int add) {
+                                                         const float* bp, const int* off, const long* grp,
+                                                         float* acc, long ld, int add) {
+    long s0 = group_at(grp, 0);
     __m256 c[8];
     for (int i = 0; i < R; i++) c[i] = add ? _mm256_loadu_ps(acc + (r0 + i) * ld) : _mm256_setzero_ps();
     for (long k = 0; k < kc; k++) {
-        __m256 b = _mm256_loadu_ps(b_row(bp, off, k));
+        __m256 b = _mm256_loadu_ps(b_row(bp, off, k) + s0);
         const float* a = ap + k * MR + r0;
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i), b, c[i]);
@@ -186,47 +199,51 @@ static inline __attribute__((always_inline)) void strip8(const int R, int r0, lo
 }
 
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
-                                                             const int* off, float* acc, long ld, int add,
-                                                             long cols, long rows) {
+                                                             const int* off, const long* grp, float* acc, long ld,
+                                                             int add, long cols, long rows) {
     if (cols <= 8) {  /* (the packed A is zero past M: a strip may read rows past the last) */
-        if (rows <= 4) strip8(4, 0, kc, ap, bp, off, acc, ld, add);
-        else strip8(8, 0, kc, ap, bp, off, acc, ld, add);
-        if (rows > 12) strip8(8, 8, kc, ap, bp, off, acc, ld, add);
-        else if (rows > 8) strip8(4, 8, kc, ap, bp, off, acc, ld, add);
+        if (rows <= 4) strip8(4, 0, kc, ap, bp, off, grp, acc, ld, add);
+        else strip8(8, 0, kc, ap, bp, off, grp, acc, ld, add);
+        if (rows > 12) strip8(8, 8, kc, ap, bp, off, grp, acc, ld, add);
+        else if (rows > 8) strip8(4, 8, kc, ap, bp, off, grp, acc, ld, add);
         return;
     }
     /* 6-row blocks, then the 1-5 rows left: 4 or 5 as 16-wide blocks of that many rows, 3 or fewer as one 32-wide
      * block (a block of 2 may read the zero row past the last) */
     if (rows == MR) {  /* a whole tile: 6 + 5 + 5 rows (a 4-row block's 8 accumulators barely hide the FMA latency) */
         for (int j = 0; j < NR && j < cols; j += 16) {
-            block16(6, 0, j, kc, ap, bp, off, acc, ld, add, !j);
-            block16(5, 6, j, kc, ap, bp, off, acc, ld, add, 0);
-            block16(5, 11, j, kc, ap, bp, off, acc, ld, add, 0);
+            block16(6, 0, j, kc, ap, bp, off, grp, acc, ld, add, !j);
+            block16(5, 6, j, kc, ap, bp, off, grp, acc, ld, add, 0);
+            block16(5, 11, j, kc, ap, bp, off, grp, acc, ld, add, 0);
         }
         return;
     }
     int groups = (int)(rows / BLOCK_ROWS);
     long left = rows - groups * BLOCK_ROWS;
     for (int j = 0; j < NR && j < cols; j += 16) {
-        for (int g = 0; g < groups; g++) block16(BLOCK_ROWS, g * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, !(j | g));
-        if (left == 5) block16(5, groups * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, 0);
-        else if (left == 4) block16(4, groups * BLOCK_ROWS, j, kc, ap, bp, off, acc, ld, add, 0);
+        for (int g = 0; g < groups; g++)
+            block16(BLOCK_ROWS, g * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, !(j | g));
+        if (left == 5) block16(5, groups * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, 0);
+        else if (left == 4) block16(4, groups * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, 0);
     }
-    if (left == 3) block_few(3, groups * BLOCK_ROWS, kc, ap, bp, off, acc, ld, add, cols);
-    else if (left > 0 && left < 3) block_few(2, groups * BLOCK_ROWS, kc, ap, bp, off, acc, ld, add, cols);
+    if (left == 3) block_few(3, groups * BLOCK_ROWS, kc, ap, bp, off, grp, acc, ld, add, cols);
+    else if (left > 0 && left < 3) block_few(2, groups * BLOCK_ROWS, kc, ap, bp, off, grp, acc, ld, add, cols);
 }
 #else
-static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, float* acc, long ld,
-                              int add, long cols, long rows) {
+static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, const long* grp, float* acc,
+                              long ld, int add, long cols, long rows) {
     (void)cols, (void)rows;
     float c[MR * NR];
+    long col[NR];  /* where column j is in a B row */
+    for (int j = 0; j < NR; j++) col[j] = grp ? grp[j / NX_GROUP] + j % NX_GROUP : j;
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) c[i * NR + j] = add ? acc[i * ld + j] : 0.f;
     for (long k = 0; k < kc; k++) {
         const float* brow = off ? bp + off[k] : bp + k * NR;
         for (int i = 0; i < MR; i++) {
             float ai = ap[k * MR + i];
-            for (int j = 0; j < NR; j++) c[i * NR + j] += ai * brow[j];
+            if (grp) for (int j = 0; j < NR; j++) c[i * NR + j] += ai * brow[col[j]];
+            else for (int j = 0; j < NR; j++) c[i * NR + j] += ai * brow[j];
         }
     }
     for (int i = 0; i < MR; i++) memcpy(acc + i * ld, c + i * NR, NR * sizeof(float));
@@ -235,12 +252,12 @@ static inline void micro_rows(long kc, const float* ap, const float* bp, const i
 
 /* `rows`: the tile rows that are wanted (the others may be left as they were where the vector code can) */
 static void micro(long kc, const float* ap, const float* bp, float* acc, long ld, int add, long cols, long rows) {
-    micro_rows(kc, ap, bp, NULL, acc, ld, add, cols, rows);
+    micro_rows(kc, ap, bp, NULL, NULL, acc, ld, add, cols, rows);
 }
 
-static void micro_shifted(long kc, const float* ap, const float* base, const int* off, float* acc, int add,
-                          long cols, long rows) {
-    micro_rows(kc, ap, base, off, acc, NR, add, cols, rows);
+static void micro_shifted(long kc, const float* ap, const float* base, const int* off, const long* grp, float* acc,
+                          long ld, int add, long cols, long rows) {
+    micro_rows(kc, ap, base, off, grp, acc, ld, add, cols, rows);
 }
 
 /* row[j] = act(row[j] + bias) over n values; ReLU and HardSwish inline: a call per tile row costs as much as a short
@@ -456,7 +473,8 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
  * xs[c][ph][pw][i][j] = padded x[c][i*SH + ph][j*SW + pw] (Hs × Ws each), so that tap (c, kh, kw) of output
  * (oh, ow) reads plane (c, kh*DH % SH, kw*DW % SW) at (oh + kh*DH / SH, ow + kw*DW / SW): over the positions
  * q = oh*Ws + ow every tap is one contiguous row at a fixed offset. No im2col matrix or panel is built; positions
- * with ow >= OW (the Ws - OW columns past each output row) are computed and dropped.
+ * with ow >= OW (the Ws - OW columns past each output row) are computed and dropped, except where OW is whole
+ * groups of NX_GROUP (grouped_tile).
  * A stride-1 conv padded on both sides shares its pad columns: a plane row is the input row and max(left, right)
  * zeros, a read left of a row lands in the zeros closing the row above (`lead` zeros open the plane): 33 columns
  * instead of 34 for a 3×3 conv of a 32-wide map, 9 instead of 10 for an 8-wide one (positions computed and
@@ -553,7 +571,7 @@ struct shifted_job {
     const float *x, *ap, *bias, *res;
     float *y, *xs;
     const int* off;
-    int act, a_outer;
+    int act, a_outer, grouped;
     float alpha, beta;
 };
 
@@ -593,6 +611,36 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifte
     }
 }
 
+#ifdef NX_GROUP
+/* the output tile of row panel ip and output positions [p0, p0 + NR) when every output row is whole groups of
+ * NX_GROUP positions: group q of the tile reads its first position's place in the planes (oh*ws + ow), no position
+ * is computed and dropped, and a tile of whole rows and columns accumulates in y itself */
+static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* tile) {
+    long K = g->K, P = g->P, OW = g->OW, i0 = ip * MR, h = g->M - i0 < MR ? g->M - i0 : MR;
+    long cols = P - p0 < NR ? P - p0 : NR, grp[NR / NX_GROUP];
+    for (int q = 0; q < NR / NX_GROUP; q++) {
+        long pq = q * NX_GROUP < cols ? p0 + q * NX_GROUP : p0;  /* (a group past the last position: read, dropped) */
+        grp[q] = pq / OW * g->ws + pq % OW;
+    }
+    int whole = h == MR && cols == NR;
+    float* acc = whole ? g->y + i0 * P + p0 : tile;
+    long ld = whole ? P : NR;
+    for (long k0 = 0; k0 < K; k0 += KC) {
+        long kc = K - k0 < KC ? K - k0 : KC;
+        micro_shifted(kc, g->ap + ip * MR * K + k0 * MR, g->xs, g->off + k0, grp, acc, ld, k0 > 0, cols, h);
+    }
+    for (long i = 0; i < h; i++) {  /* the epilogue in the order of the other tiles': residual, then bias, act */
+        float* dst = g->y + (i0 + i) * P + p0;
+        if (!whole) copy_run(dst, tile + i * NR, cols);
+        if (g->res) {
+            const float* r = g->res + (i0 + i) * P + p0;
+            for (long j = 0; j < cols; j++) dst[j] += r[j];
+        }
+        row_epilogue(dst, cols, g->bias ? g->bias[i0 + i] : 0.f, g->act, g->alpha, g->beta);
+    }
+}
+#endif
+
 /* output tiles [lo, hi): row panel by position panel, the order a_outer says */
 static void shifted_tile_chunks(void* p, long lo, long hi, int who) {
     const struct shifted_job* g = p;
@@ -602,9 +650,16 @@ static void shifted_tile_chunks(void* p, long lo, long hi, int who) {
         long ip = g->a_outer ? t / panels : t % mpanels, jp = g->a_outer ? t % panels : t / mpanels;
         long q0 = jp * NR, i0 = ip * MR, h = M - i0 < MR ? M - i0 : MR;
         float tile[MR * NR];
+#ifdef NX_GROUP
+        if (g->grouped) {
+            grouped_tile(g, ip, q0, tile);
+            continue;
+        }
+#endif
         for (long k0 = 0; k0 < K; k0 += KC) {
             long kc = K - k0 < KC ? K - k0 : KC;
-            micro_shifted(kc, g->ap + ip * MR * K + k0 * MR, g->xs + q0, g->off + k0, tile, k0 > 0, Q - q0, h);
+            micro_shifted(kc, g->ap + ip * MR * K + k0 * MR, g->xs + q0, g->off + k0, NULL, tile, NR, k0 > 0,
+                          Q - q0, h);
         }
         /* epilogue: the residual into the tile, bias and activation over whole tile rows, then the tile's
          * positions out as runs along output rows (the dropped columns skipped) */
@@ -638,14 +693,21 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     if (!xs) return -1;
     int* off = (int*)(xs + C * SH * SW * plane + slack);
     int nt = nx_team(threads, (double)M * P * K);
+#ifdef NX_GROUP
+    int grouped = OW % NX_GROUP == 0;  /* tiles of output positions, not of plane positions (grouped_tile) */
+#else
+    int grouped = 0;
+#endif
     /* weights larger than ~1 MB stream once (row panels outer, the input planes stay in cache); else the
      * position panels go outer and the weights are re-read from cache */
     struct shifted_job g = {.C = C, .H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW,
                             .PT = PT, .PL = PL, .OH = OH, .OW = OW, .M = M, .K = K, .hs = hs, .ws = ws, .lead = lead,
                             .plane = plane,
-                            .Q = Q, .P = P, .mpanels = (M + MR - 1) / MR, .panels = (Q + NR - 1) / NR, .x = x,
+                            .Q = Q, .P = P, .mpanels = (M + MR - 1) / MR, .panels = ((grouped ? P : Q) + NR - 1) / NR,
+                            .x = x,
                             .ap = ap, .bias = bias, .res = res, .y = y, .xs = xs, .off = off, .act = act,
-                            .a_outer = M * K * (long)sizeof(float) > (1L << 20), .alpha = alpha, .beta = beta};
+                            .a_outer = M * K * (long)sizeof(float) > (1L << 20), .grouped = grouped,
+                            .alpha = alpha, .beta = beta};
     memset(xs + C * SH * SW * plane, 0, slack * sizeof(float));
     /* (nested loops: three divisions a tap had been ~7 % of an 8×8 conv's time, measured at the time) */
     for (long c = 0, k = 0; c < C; c++)

@@ -171,7 +171,14 @@ def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
             (16, 32, 1, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
             (4, 6, 1, (9, 8), (3, 3), (1, 1), (1, 1), (1, 2, 1, 1)),
             (6, 5, 1, (12, 11), (3, 3), (1, 1), (2, 2), (2, 2, 2, 2)),
-            (5, 4, 1, (1, 9), (1, 3), (1, 1), (1, 1), (0, 2, 0, 1))]:     # one row: the shared rows would not fit
+            (5, 4, 1, (1, 9), (1, 3), (1, 1), (1, 1), (0, 2, 0, 1)),     # one row: the shared rows would not fit
+            # output rows a multiple of 8 wide: tiles of output positions, whole ones written in place
+            (20, 21, 1, (12, 24), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # rows of a tile from 2 output rows
+            (70, 16, 1, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),    # 3 K blocks summed in the output
+            (8, 16, 1, (5, 8), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),     # a last tile of 8 positions
+            (8, 16, 1, (6, 8), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),     # ... of 16
+            (8, 17, 1, (7, 8), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),     # ... of 24, and a row panel of 1
+            (6, 16, 1, (15, 32), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1))]:  # stride 2
         x, w, b = _x(2, c, *spatial), _x(m, c // group, *kernel), _x(m)
         attrs = {"group": group, "strides": list(strides), "dilations": list(dilations), "pads": list(pads),
                  "activation": "Relu"}
@@ -179,7 +186,7 @@ def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
                    threads=threads)[0]
         _check("FusedConv", [x, w, b, _x(*y.shape)], attrs, domain="com.microsoft", opset=11, rtol=1e-4, atol=1e-4,
                threads=threads)
-    assert len(results) == 2 * len(CONVS) + 20 and not any(r is cpu_ops.FALLBACK for r in results)
+    assert len(results) == 2 * len(CONVS) + 32 and not any(r is cpu_ops.FALLBACK for r in results)
 
 
 @pytest.mark.parametrize("activation,params", [("Relu", None), ("LeakyRelu", [0.2]), ("Sigmoid", None),
@@ -208,11 +215,19 @@ def test_fused_conv(activation, params, conv, threads):
     ((1, 3, 10, 9), {"kernel_shape": [2, 2], "strides": [2, 2]}),  # 2×2 stride 2: its own row and window passes
     ((1, 3, 9, 9), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
     ((1, 2, 8, 8), {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((2, 3, 6, 37), {"kernel_shape": [2, 2], "strides": [2, 2]}),  # 2×2 stride 2 in vectors of 8 windows, a tail
 ])
 def test_max_pool(shape, attrs):
     x = _x(*shape)
     x.reshape(-1)[::7] = np.nan
     _check("MaxPool", [x], attrs, opset=12)
+
+
+def test_max_pool_special_values():
+    """NaN in either row or column of a window wins, infinities and signed zeros compare as floats do."""
+    x = rng.permutation(np.resize(SPECIAL, 2 * 4 * 8 * 34)).reshape(2, 4, 8, 34).astype(np.float32)
+    for attrs in ({"kernel_shape": [2, 2], "strides": [2, 2]}, {"kernel_shape": [3, 3], "strides": [2, 2]}):
+        _check("MaxPool", [x], attrs, opset=12, rtol=0, atol=0)
 
 
 def test_other_dtypes_fall_back_to_numpy():
