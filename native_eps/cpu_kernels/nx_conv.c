@@ -7,6 +7,9 @@
 #include <string.h>
 #include "nx_math.h"
 #include "nx_pool.h"
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 void nx_act_row(float* y, long n, int act, float a, float b);
 
@@ -264,6 +267,25 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
 
 static inline float max_nan(float o, float v) { return (v > o || v != v) ? v : o; }  /* NaN propagates */
 
+/* o[0, n) = the 2×2 windows (stride 2) over rows a and b: max_nan(max_nan(a, b) at 2w, the same at 2w + 1), what the
+ * two passes below compute, in one pass of vectors (its planes are 2-4x a small CNN's pool time otherwise) */
+static void max_2x2_row(const float* a, const float* b, float* o, long n) {
+    long w = 0;
+#ifdef __AVX2__
+    for (; w + 8 <= n; w += 8) {
+        __m256 a0 = _mm256_loadu_ps(a + 2 * w), a1 = _mm256_loadu_ps(a + 2 * w + 8);
+        __m256 b0 = _mm256_loadu_ps(b + 2 * w), b1 = _mm256_loadu_ps(b + 2 * w + 8);
+        /* max_nan(o, v) = v where v > o or v is NaN, else o: max_ps(v, o) is v where v > o, else o */
+        __m256 r0 = _mm256_blendv_ps(_mm256_max_ps(b0, a0), b0, _mm256_cmp_ps(b0, b0, _CMP_UNORD_Q));
+        __m256 r1 = _mm256_blendv_ps(_mm256_max_ps(b1, a1), b1, _mm256_cmp_ps(b1, b1, _CMP_UNORD_Q));
+        __m256 even = _mm256_shuffle_ps(r0, r1, 0x88), odd = _mm256_shuffle_ps(r0, r1, 0xDD);
+        __m256 m = _mm256_blendv_ps(_mm256_max_ps(odd, even), odd, _mm256_cmp_ps(odd, odd, _CMP_UNORD_Q));
+        _mm256_storeu_ps(o + w, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8)));
+    }
+#endif
+    for (; w < n; w++) o[w] = max_nan(max_nan(a[2 * w], b[2 * w]), max_nan(a[2 * w + 1], b[2 * w + 1]));
+}
+
 struct maxpool_job {
     long H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, len;
     const float* x;
@@ -291,6 +313,10 @@ static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
             for (long kh = 0; kh < KH; kh++) {
                 long ih = oh * SH - PT + kh * DH;
                 if (ih >= 0 && ih < H && n < 16) in[n++] = xp + ih * W;
+            }
+            if (n == 2 && KH == 2 && KW == 2 && SW == 2 && DW == 1 && PL == 0 && 2 * OW <= W) {
+                max_2x2_row(in[0], in[1], o, OW);
+                continue;
             }
             if (n == 3) {
                 const float *a = in[0], *b = in[1], *c = in[2];
