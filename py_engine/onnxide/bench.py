@@ -30,11 +30,13 @@ def make_feeds(sess, seed=0, dims=None):
     return feeds
 
 
-def _time_runs(fns, warmup, iterations, block=5, settle_s=0.3):
+def _time_runs(fns, warmup, iterations, block=5, settle_s=0.3, warm_s=0.02):
     """Median wall time (ms) of each callable, run in turns of `block` runs each (a×5, b×5, a×5, ...) so that a
     machine whose speed drifts during the run (shared hosts do) slows every engine alike. Each turn starts after a
-    pause and an untimed run, so the other engine's idle-spinning worker threads (OpenBLAS spins ~0.1 s after a
-    call, onnxruntime's pool briefly) have gone to sleep and do not take cores from the engine being timed."""
+    pause, so the other engine's idle-spinning worker threads (OpenBLAS spins ~0.1 s after a call, onnxruntime's
+    pool ~40 ms) have gone to sleep and do not take cores from the engine being timed, then untimed runs for
+    `warm_s` (at least one): on this VM the first milliseconds after a pause run up to 2.5x slower for every engine
+    (cores clocked down, a sleeping worker's CPU slow to wake), which for a sub-millisecond model is the whole turn."""
     for fn in fns:
         for _ in range(warmup):
             fn()
@@ -43,7 +45,10 @@ def _time_runs(fns, warmup, iterations, block=5, settle_s=0.3):
         for fn, ts in zip(fns, times):
             if len(fns) > 1:
                 time.sleep(settle_s)
+            start = time.perf_counter()
             fn()
+            while time.perf_counter() - start < warm_s:
+                fn()
             for _ in range(min(block, iterations - len(ts))):
                 t = time.perf_counter()
                 fn()
