@@ -15,24 +15,32 @@ void nx_act_row(float* y, long n, int act, float a, float b);
 
 /* One zero-padded plane split by stride phase in both directions, so that every tap of an output row is a
  * contiguous run: xq[(qh * SW + qw) * RQ * WQ + r * WQ + j] = padded[r * SH + qh][j * SW + qw]. RQ rows and WQ
- * columns per phase plane; `slack` zeros after the last one. */
-static void padded_phases(const float* x, long H, long W, long PT, long PL, long SH, long SW, long RQ, long WQ,
-                          float* xq, long slack) {
-    memset(xq, 0, (SH * SW * RQ * WQ + slack) * sizeof(float));
-    for (long ih = 0; ih < H && ih + PT < SH * RQ; ih++) {
-        const float* src = x + ih * W;
-        long rp = ih + PT;
-        for (long q = 0; q < SW; q++) {
-            float* dst = xq + (((rp % SH) * SW + q) * RQ + rp / SH) * WQ;
-            long j = q >= PL ? 0 : (PL - q + SW - 1) / SW;       /* first j with j*SW + q - PL >= 0 */
-            long j_end = (W + PL - q + SW - 1) / SW;              /* first j with j*SW + q - PL >= W */
-            if (j_end > WQ) j_end = WQ;
-            const float* s0 = src + q - PL;
-            if (SW == 1) memcpy(dst + j, s0 + j, (j_end - j) * sizeof(float));
-            else if (SW == 2) for (; j < j_end; j++) dst[j] = s0[2 * j];
-            else for (; j < j_end; j++) dst[j] = s0[j * SW];
+ * columns per phase plane; `slack` zeros after the last one. Each phase row is written once, pads included (a memset
+ * of the whole plane, a memcpy per row and a scalar stride-2 gather had been most of a small map's time). */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void padded_phases(
+        const float* x, long H, long W, long PT, long PL, long SH, long SW, long RQ, long WQ, float* xq, long slack) {
+    for (long q = 0; q < SW; q++) {  /* column phase q: its columns j in [lo, hi) come from input columns j*SW + q - PL */
+        long lo = q >= PL ? 0 : (PL - q + SW - 1) / SW, hi = (W + PL - q + SW - 1) / SW;
+        if (hi > WQ) hi = WQ;
+        if (lo > hi) lo = hi;
+        long first = lo * SW + q - PL;  /* the input column of lo */
+        for (long qh = 0, r = 0, rp = 0; rp < SH * RQ; rp++) {  /* padded row rp: row r of the row phase qh planes */
+            float* dst = xq + ((qh * SW + q) * RQ + r) * WQ;
+            long ih = rp - PT;
+            if (ih < 0 || ih >= H) {
+                nx_zero_run(dst, WQ);
+            } else {
+                const float* src = x + ih * W + first;
+                nx_zero_run(dst, lo);
+                if (SW == 1) nx_copy_run(dst + lo, src, hi - lo);
+                else if (SW == 2) nx_take_even(dst + lo, src, hi - lo, W - first);
+                else for (long j = 0; j < hi - lo; j++) dst[lo + j] = src[j * SW];
+                nx_zero_run(dst + hi, WQ - hi);
+            }
+            if (++qh == SH) qh = 0, r++;
         }
     }
+    nx_zero_run(xq + SH * SW * RQ * WQ, slack);
 }
 
 /* one register of floats as a GCC vector (8 lanes with AVX, 4 in the SSE2 baseline build); unaligned, may alias */
@@ -96,7 +104,7 @@ static void dwconv_chunks(void* ctx, long lo, long hi, int who) {
         for (; i0 + 2 * NX_VL < len; i0 += 4 * NX_VL) NX_DW_CHUNK(4);  /* (4 chains of FMAs hide their latency) */
         for (; i0 < len; i0 += 2 * NX_VL) NX_DW_CHUNK(2);
         nx_act_row(acc, len, act, a, b);  /* (one run: rows of 7-28 outputs left most of it to the scalar tail) */
-        for (long oh = 0; oh < OH; oh++) memcpy(yp + oh * OW, acc + oh * WQ, OW * sizeof(float));
+        for (long oh = 0; oh < OH; oh++) nx_copy_run(yp + oh * OW, acc + oh * WQ, OW);
     }
 }
 

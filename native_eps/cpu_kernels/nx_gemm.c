@@ -512,33 +512,6 @@ static int phase_used(long ph, long K, long D, long S) {
 /* zeros after the last plane: the last position panel's rows reach up to NR - 1 + (ws - OW) floats past it */
 static long shifted_slack(long ws) { return NR + ws; }
 
-typedef float nx_v8 __attribute__((vector_size(32), aligned(4), may_alias));
-typedef float nx_v4 __attribute__((vector_size(16), aligned(4), may_alias));
-
-/* d[0, n) = s[0, n) in vector moves, the last one overlapping the one before, instead of a memcpy call per short run
- * (a tile row's runs: a 3×3 conv of a 32-wide map has ~2 per row of a tile; a plane row of a small map) */
-static inline void copy_run(float* d, const float* s, long n) {
-    if (n >= 8) {
-        for (long j = 0; j + 8 < n; j += 8) *(nx_v8*)(d + j) = *(const nx_v8*)(s + j);
-        *(nx_v8*)(d + n - 8) = *(const nx_v8*)(s + n - 8);
-    } else if (n >= 4) {
-        *(nx_v4*)d = *(const nx_v4*)s;
-        *(nx_v4*)(d + n - 4) = *(const nx_v4*)(s + n - 4);
-    } else {
-        if (n > 0) d[0] = s[0];
-        if (n > 1) d[1] = s[1];
-        if (n > 2) d[2] = s[2];
-    }
-}
-
-/* d[0, n) = 0 in vector stores (a plane row's pad columns, a pad row: a memset call each cost more than the stores) */
-static inline void zero_run(float* d, long n) {
-    const nx_v8 z = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    long j = 0;
-    for (; j + 8 <= n; j += 8) *(nx_v8*)(d + j) = z;
-    for (; j < n; j++) d[j] = 0.f;
-}
-
 /* between a tile (h rows of NR positions from q0 on the Ws-wide grid) and the OH×OW rows of m: copy the tile's
  * valid positions out (`out`), or add the matrix's values into the tile (residual) */
 static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q, long ws, long OW, int out) {
@@ -550,7 +523,7 @@ static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q,
             for (long i = 0; i < h; i++) {
                 float* t = tile + i * NR + (q - q0);
                 float* r = m + i * P + oh * OW + ow;
-                if (out) copy_run(r, t, run);
+                if (out) nx_copy_run(r, t, run);
                 else for (long j = 0; j < run; j++) t[j] += r[j];
             }
         }
@@ -586,12 +559,12 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifte
         long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
         float* dst = g->xs + cp * g->plane + g->lead;
         if (!phase_used(ph, g->KH, g->DH, SH) || !phase_used(pw, g->KW, g->DW, SW)) continue;  /* no tap reads it */
-        zero_run(dst - g->lead, g->lead);
+        nx_zero_run(dst - g->lead, g->lead);
         for (long i = 0; i < hs; i++) {
             long r = i * SH + ph - g->PT;
             float* d = dst + i * ws;
             if (r < 0 || r >= H) {
-                zero_run(d, ws);
+                nx_zero_run(d, ws);
                 continue;
             }
             /* d[j] = padded row r at column j*SW + pw - PL: zeros where that is outside [0, W), a strided copy
@@ -602,11 +575,11 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifte
             long j_hi = (W - off + SW - 1) / SW;                        /* first j with a column >= W */
             if (j_hi > ws) j_hi = ws;
             if (j_lo > j_hi) j_lo = j_hi;
-            zero_run(d, j_lo);
-            if (SW == 1) copy_run(d + j_lo, src + j_lo + off, j_hi - j_lo);
-            else if (SW == 2) for (long j = j_lo; j < j_hi; j++) d[j] = src[2 * j + off];
+            nx_zero_run(d, j_lo);
+            if (SW == 1) nx_copy_run(d + j_lo, src + j_lo + off, j_hi - j_lo);
+            else if (SW == 2) nx_take_even(d + j_lo, src + 2 * j_lo + off, j_hi - j_lo, W - 2 * j_lo - off);
             else for (long j = j_lo; j < j_hi; j++) d[j] = src[j * SW + off];
-            zero_run(d + j_hi, ws - j_hi);
+            nx_zero_run(d + j_hi, ws - j_hi);
         }
     }
 }
@@ -631,7 +604,7 @@ static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* t
     }
     for (long i = 0; i < h; i++) {  /* the epilogue in the order of the other tiles': residual, then bias, act */
         float* dst = g->y + (i0 + i) * P + p0;
-        if (!whole) copy_run(dst, tile + i * NR, cols);
+        if (!whole) nx_copy_run(dst, tile + i * NR, cols);
         if (g->res) {
             const float* r = g->res + (i0 + i) * P + p0;
             for (long j = 0; j < cols; j++) dst[j] += r[j];
