@@ -146,14 +146,33 @@ struct dwblock_job {
     struct nx_scratch s;  /* per participant: the block's padded input, its outputs, its weights (NX_VL lanes each) */
 };
 
+/* V outputs of a channel block along one output row (u < V at out + u*NX_VL): b0 + the sum over taps t of
+ * wt[t] * (src + toff[t])[u * step], one multiply-add chain per output (V independent chains), taps in order */
+static inline __attribute__((always_inline)) void dw_group(const int V, long taps, const float* wt, const long* toff,
+                                                           const float* src, long step, nx_vf b0, float* out) {
+    nx_vf ac[8];
+#pragma GCC unroll 8
+    for (int u = 0; u < V; u++) ac[u] = b0;
+    for (long t = 0; t < taps; t++) {
+        nx_vf wv = *(const nx_vf*)(wt + t * NX_VL);
+        const float* s = src + toff[t];
+#pragma GCC unroll 8
+        for (int u = 0; u < V; u++) ac[u] += wv * *(const nx_vf*)(s + u * step);
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < V; u++) *(nx_vf*)(out + u * NX_VL) = ac[u];
+}
+
 /* blocks [lo, hi) of NX_VL channels of one image: the padded input channel-interleaved (xt[r][j][lane]), every tap
- * one vector multiply-add over the block's channels (8 output positions at a time: 8 independent chains), the
- * activation over all outputs, the outputs back to their planes (8×8 register transposes with AVX both ways). The
- * per-plane costs (padding, row copies, short rows) are shared by NX_VL channels: on small maps (MobileNetV3's 576
- * channels at 7×7) they were most of the time */
-static void dwblock_chunks(void* ctx, long lo, long hi, int who) {
+ * one vector multiply-add over the block's channels (8 outputs of a row at a time: 8 independent chains; the last
+ * 8 of a row overlap the group before, a row narrower than 8 is one group), the activation over all outputs, the
+ * outputs back to their planes (8×8 register transposes with AVX both ways). The per-plane costs (padding, row
+ * copies, short rows) are shared by NX_VL channels: on small maps (MobileNetV3's 576 channels at 7×7) they were
+ * most of the time. No division per position (8 per 8 outputs had cost as much as the multiply-adds). */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void dwblock_chunks(void* ctx, long lo, long hi,
+                                                                                         int who) {
     struct dwblock_job* j = ctx;
-    long C = j->C, H = j->H, W = j->W, SH = j->SH, SW = j->SW;
+    long C = j->C, H = j->H, W = j->W, SH = j->SH, SW = j->SW, PT = j->PT, PL = j->PL;
     long OH = j->OH, OW = j->OW, R = j->R, WP = j->WP, taps = j->KH * j->KW, cb = (C + NX_VL - 1) / NX_VL;
     const long* toff = j->off;
     float* xt = nx_scratch(&j->s, who);
@@ -165,45 +184,56 @@ static void dwblock_chunks(void* ctx, long lo, long hi, int who) {
     float* wt = yt + OH * OW * NX_VL;
     for (long blk = lo; blk < hi; blk++) {
         long n = blk / cb, c0 = blk % cb * NX_VL, lanes = C - c0 < NX_VL ? C - c0 : NX_VL;
-        memset(xt, 0, R * WP * NX_VL * sizeof(float));
+        /* the pads: rows above and below the input, columns left and right of it (the rest is written below) */
+        nx_zero_run(xt, PT * WP * NX_VL);
+        nx_zero_run(xt + (PT + H) * WP * NX_VL, (R - PT - H) * WP * NX_VL);
+        for (long r = PT; r < PT + H; r++) {
+            nx_zero_run(xt + r * WP * NX_VL, PL * NX_VL);
+            nx_zero_run(xt + (r * WP + PL + W) * NX_VL, (WP - PL - W) * NX_VL);
+        }
         const float* xc = j->x + (n * C + c0) * H * W;  /* the block's first plane */
-        long q = 0;
+        long q = 0, r = 0, c = 0;                        /* input position q = (r, c) */
 #if NX_VL == 8
         if (lanes == NX_VL)  /* 8 input positions of the 8 planes as one 8×8 transpose */
             for (; q + 8 <= H * W; q += 8) {
-                nx_vf r[8];
-                for (int l = 0; l < 8; l++) r[l] = *(const nx_vf*)(xc + l * H * W + q);
-                transpose8(r);
-                for (int k = 0; k < 8; k++)
-                    *(nx_vf*)(xt + (((q + k) / W + j->PT) * WP + j->PL + (q + k) % W) * NX_VL) = r[k];
+                nx_vf v[8];
+                for (int l = 0; l < 8; l++) v[l] = *(const nx_vf*)(xc + l * H * W + q);
+                transpose8(v);
+                for (int k = 0; k < 8; k++) {
+                    *(nx_vf*)(xt + ((r + PT) * WP + PL + c) * NX_VL) = v[k];
+                    if (++c == W) c = 0, r++;
+                }
             }
 #endif
-        for (; q < H * W; q++)
-            for (long l = 0; l < lanes; l++)
-                xt[((q / W + j->PT) * WP + j->PL + q % W) * NX_VL + l] = xc[l * H * W + q];
+        for (; q < H * W; q++) {
+            for (long l = 0; l < lanes; l++) xt[((r + PT) * WP + PL + c) * NX_VL + l] = xc[l * H * W + q];
+            for (long l = lanes; l < NX_VL; l++) xt[((r + PT) * WP + PL + c) * NX_VL + l] = 0.f;
+            if (++c == W) c = 0, r++;
+        }
         nx_vf b0 = {0};
         for (long l = 0; l < NX_VL; l++) {
             for (long t = 0; t < taps; t++) wt[t * NX_VL + l] = l < lanes ? j->w[(c0 + l) * taps + t] : 0.f;
             if (j->bias && l < lanes) b0[l] = j->bias[c0 + l];
         }
-        /* 8 output positions at a time (8 independent multiply-add chains), the last group's missing ones
-         * repeating its last position */
-        for (long p0 = 0; p0 < OH * OW; p0 += 8) {
-            long base[8];
-            for (int u = 0; u < 8; u++) {
-                long q = p0 + u < OH * OW ? p0 + u : OH * OW - 1;
-                base[u] = (q / OW * SH * WP + q % OW * SW) * NX_VL;
+        long step = SW * NX_VL;
+        for (long oh = 0; oh < OH; oh++) {
+            const float* row = xt + oh * SH * WP * NX_VL;
+            float* orow = yt + oh * OW * NX_VL;
+            switch (OW < 8 ? OW : 8) {
+            case 8:
+                for (long ow0 = 0; ow0 < OW; ow0 += 8) {
+                    long o = ow0 + 8 <= OW ? ow0 : OW - 8;
+                    dw_group(8, taps, wt, toff, row + o * step, step, b0, orow + o * NX_VL);
+                }
+                break;
+            case 7: dw_group(7, taps, wt, toff, row, step, b0, orow); break;
+            case 6: dw_group(6, taps, wt, toff, row, step, b0, orow); break;
+            case 5: dw_group(5, taps, wt, toff, row, step, b0, orow); break;
+            case 4: dw_group(4, taps, wt, toff, row, step, b0, orow); break;
+            case 3: dw_group(3, taps, wt, toff, row, step, b0, orow); break;
+            case 2: dw_group(2, taps, wt, toff, row, step, b0, orow); break;
+            default: dw_group(1, taps, wt, toff, row, step, b0, orow); break;
             }
-            nx_vf ac[8];
-#pragma GCC unroll 8
-            for (int u = 0; u < 8; u++) ac[u] = b0;
-            for (long t = 0; t < taps; t++) {
-                nx_vf wv = *(const nx_vf*)(wt + t * NX_VL);
-                const float* src = xt + toff[t];
-#pragma GCC unroll 8
-                for (int u = 0; u < 8; u++) ac[u] += wv * *(const nx_vf*)(src + base[u]);
-            }
-            for (int u = 0; u < 8 && p0 + u < OH * OW; u++) *(nx_vf*)(yt + (p0 + u) * NX_VL) = ac[u];
         }
         nx_act_row(yt, OH * OW * NX_VL, j->act, j->a, j->b);
         float* yc = j->y + (n * C + c0) * OH * OW;
@@ -211,10 +241,10 @@ static void dwblock_chunks(void* ctx, long lo, long hi, int who) {
 #if NX_VL == 8
         if (lanes == NX_VL)
             for (; q + 8 <= OH * OW; q += 8) {
-                nx_vf r[8];
-                for (int k = 0; k < 8; k++) r[k] = *(const nx_vf*)(yt + (q + k) * NX_VL);
-                transpose8(r);
-                for (int l = 0; l < 8; l++) *(nx_vf*)(yc + l * OH * OW + q) = r[l];
+                nx_vf v[8];
+                for (int k = 0; k < 8; k++) v[k] = *(const nx_vf*)(yt + (q + k) * NX_VL);
+                transpose8(v);
+                for (int l = 0; l < 8; l++) *(nx_vf*)(yc + l * OH * OW + q) = v[l];
             }
 #endif
         for (; q < OH * OW; q++)
