@@ -163,6 +163,27 @@ static inline __attribute__((always_inline)) void dw_group(const int V, long tap
     for (int u = 0; u < V; u++) *(nx_vf*)(out + u * NX_VL) = ac[u];
 }
 
+/* dw_group for a stride-1, undilated row of KW-wide taps: each kernel row's V - 1 + KW input vectors are loaded
+ * once for its KW taps (dw_group loads one per multiply-add: load-bound), the same sums in the same order */
+static inline __attribute__((always_inline)) void dw_group_rows(const int V, const int KW, long KH, const float* wt,
+                                                                const long* toff, const float* src, nx_vf b0,
+                                                                float* out) {
+    nx_vf ac[8];
+#pragma GCC unroll 8
+    for (int u = 0; u < V; u++) ac[u] = b0;
+    for (long kh = 0; kh < KH; kh++) {
+        const float* s = src + toff[kh * KW];
+#pragma GCC unroll 5
+        for (int kw = 0; kw < KW; kw++) {
+            nx_vf wv = *(const nx_vf*)(wt + (kh * KW + kw) * NX_VL);
+#pragma GCC unroll 8
+            for (int u = 0; u < V; u++) ac[u] += wv * *(const nx_vf*)(s + (u + kw) * NX_VL);
+        }
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < V; u++) *(nx_vf*)(out + u * NX_VL) = ac[u];
+}
+
 /* blocks [lo, hi) of NX_VL channels of one image: the padded input channel-interleaved (xt[r][j][lane]), every tap
  * one vector multiply-add over the block's channels (8 outputs of a row at a time: 8 independent chains; the last
  * 8 of a row overlap the group before, a row narrower than 8 is one group), the activation over all outputs, the
@@ -211,11 +232,22 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void dwbloc
             if (++c == W) c = 0, r++;
         }
         nx_vf b0 = {0};
+        long t0 = 0;  /* the block's weights tap by tap: wt[t][lane] */
+#if NX_VL == 8
+        if (lanes == NX_VL)
+            for (; t0 + 8 <= taps; t0 += 8) {
+                nx_vf v[8];
+                for (int l = 0; l < 8; l++) v[l] = *(const nx_vf*)(j->w + (c0 + l) * taps + t0);
+                transpose8(v);
+                for (int k = 0; k < 8; k++) *(nx_vf*)(wt + (t0 + k) * NX_VL) = v[k];
+            }
+#endif
         for (long l = 0; l < NX_VL; l++) {
-            for (long t = 0; t < taps; t++) wt[t * NX_VL + l] = l < lanes ? j->w[(c0 + l) * taps + t] : 0.f;
+            for (long t = t0; t < taps; t++) wt[t * NX_VL + l] = l < lanes ? j->w[(c0 + l) * taps + t] : 0.f;
             if (j->bias && l < lanes) b0[l] = j->bias[c0 + l];
         }
         long step = SW * NX_VL;
+        int rows3 = SW == 1 && j->DW == 1 && j->KW == 3, rows5 = SW == 1 && j->DW == 1 && j->KW == 5;
         for (long oh = 0; oh < OH; oh++) {
             const float* row = xt + oh * SH * WP * NX_VL;
             float* orow = yt + oh * OW * NX_VL;
@@ -223,10 +255,16 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void dwbloc
             case 8:
                 for (long ow0 = 0; ow0 < OW; ow0 += 8) {
                     long o = ow0 + 8 <= OW ? ow0 : OW - 8;
-                    dw_group(8, taps, wt, toff, row + o * step, step, b0, orow + o * NX_VL);
+                    if (rows3) dw_group_rows(8, 3, j->KH, wt, toff, row + o * step, b0, orow + o * NX_VL);
+                    else if (rows5) dw_group_rows(8, 5, j->KH, wt, toff, row + o * step, b0, orow + o * NX_VL);
+                    else dw_group(8, taps, wt, toff, row + o * step, step, b0, orow + o * NX_VL);
                 }
                 break;
-            case 7: dw_group(7, taps, wt, toff, row, step, b0, orow); break;
+            case 7:  /* (MobileNetV3's last maps) */
+                if (rows3) dw_group_rows(7, 3, j->KH, wt, toff, row, b0, orow);
+                else if (rows5) dw_group_rows(7, 5, j->KH, wt, toff, row, b0, orow);
+                else dw_group(7, taps, wt, toff, row, step, b0, orow);
+                break;
             case 6: dw_group(6, taps, wt, toff, row, step, b0, orow); break;
             case 5: dw_group(5, taps, wt, toff, row, step, b0, orow); break;
             case 4: dw_group(4, taps, wt, toff, row, step, b0, orow); break;
