@@ -27,6 +27,14 @@
 
 static long nx_pool_spin_us = 2000;  /* how long an idle worker waits awake for the next loop (nx_set_pool_spin) */
 
+/* one loop's fields: written by its caller before its generation is published, read by a worker after it saw it */
+struct nx_loop {
+    nx_body body;
+    void* ctx;
+    long n, chunk, chunks;
+    int team;
+};
+
 static struct {
     pthread_mutex_t owner;  /* held by the caller whose loop the workers serve */
     int workers;            /* started (ids 1..workers) */
@@ -34,11 +42,10 @@ static struct {
     uint32_t gen;           /* the generation published last: what idle workers watch and sleep on */
     int sleepers;           /* workers in or entering futex sleep */
     long done;              /* chunks of the current loop finished */
-    /* the current loop, written before its generation is published, read by a worker after it saw it */
-    nx_body body;
-    void* ctx;
-    long n, chunk, chunks;
-    int team;
+    /* generation g's loop is loop[g & 1]: a worker that saw g but was slow to read its fields must not read the
+     * next loop's, being written meanwhile (with one set it could take the next loop's chunk count, claim a chunk
+     * past g's last, count it in the next loop's `done`, and let that caller return with a chunk still running) */
+    struct nx_loop loop[2];
     int caller_cpu;         /* the CPU the caller published the current loop from (-1: unknown) */
 } P = {.owner = PTHREAD_MUTEX_INITIALIZER};
 
@@ -108,13 +115,16 @@ static void* worker(void* arg) {
     uint32_t seen = (uint32_t)((uintptr_t)arg >> 8);  /* the generation before the loop that started it */
     for (;;) {
         uint32_t g = seen = next_gen(seen);
-        if (who < RELAXED(&P.team)) move_off_caller(RELAXED(&P.team));
-        /* the loop's fields are g's as long as a chunk of g can still be claimed: the caller rewrites them only
-         * after every chunk of g has run, and claim() checks the generation in the same word it claims from */
-        nx_body body = RELAXED(&P.body);
-        void* ctx = RELAXED(&P.ctx);
-        long n = RELAXED(&P.n), chunk = RELAXED(&P.chunk), chunks = RELAXED(&P.chunks);
-        if (who < RELAXED(&P.team)) claim(g, who, body, ctx, n, chunk, chunks);
+        /* loop[g & 1] holds g's fields as long as a chunk of g can still be claimed: the caller writes that set
+         * again only for loop g + 2, after publishing g + 1, and claim() checks the generation in the same word it
+         * claims from */
+        const struct nx_loop* L = &P.loop[g & 1];
+        int team = RELAXED(&L->team);
+        if (who < team) move_off_caller(team);
+        nx_body body = RELAXED(&L->body);
+        void* ctx = RELAXED(&L->ctx);
+        long n = RELAXED(&L->n), chunk = RELAXED(&L->chunk), chunks = RELAXED(&L->chunks);
+        if (who < team) claim(g, who, body, ctx, n, chunk, chunks);
     }
     return NULL;
 }
@@ -159,15 +169,16 @@ void nx_for(int threads, long n, nx_body body, void* ctx) {
     chunks = chunks < n ? chunks : n;
     long chunk = (n + chunks - 1) / chunks;
     chunks = (n + chunk - 1) / chunk;
-    SET(&P.body, body);
-    SET(&P.ctx, ctx);
-    SET(&P.n, n);
-    SET(&P.chunk, chunk);
-    SET(&P.chunks, chunks);
-    SET(&P.team, team);
+    uint32_t g = P.gen + 1;
+    struct nx_loop* L = &P.loop[g & 1];
+    SET(&L->body, body);
+    SET(&L->ctx, ctx);
+    SET(&L->n, n);
+    SET(&L->chunk, chunk);
+    SET(&L->chunks, chunks);
+    SET(&L->team, team);
     SET(&P.caller_cpu, sched_getcpu());
     SET(&P.done, 0);
-    uint32_t g = P.gen + 1;
     __atomic_store_n(&P.word, (uint64_t)g << 32, __ATOMIC_RELEASE);
     __atomic_store_n(&P.gen, g, __ATOMIC_SEQ_CST);
     if (team > 1 && __atomic_load_n(&P.sleepers, __ATOMIC_SEQ_CST)) futex(&P.gen, FUTEX_WAKE, INT_MAX);
