@@ -438,7 +438,7 @@ NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH
     struct maxpool_job job = {.H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW, .PT = PT,
                               .PL = PL, .OH = OH, .OW = OW, .len = len, .x = x, .y = y,
                               .rp = {.bytes = sizeof(float) * len}};
-    nx_for(nx_team(threads, (double)planes * OH * OW * KH * KW), planes, maxpool_chunks, &job);
+    nx_for(nx_team(threads, (double)planes * H * W * NX_PASS_WORK), planes, maxpool_chunks, &job);  /* (a pass) */
     nx_scratch_free(&job.rp);
 }
 
