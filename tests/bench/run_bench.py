@@ -159,8 +159,9 @@ def main(argv=None):
                      for i in threadpool_info() if i["user_api"] == "blas")
     lines = ["# Native CPU benchmarks: onnxide vs onnxruntime", "",
              "Written by `python tests/bench/run_bench.py --write` (one process, same inputs and thread count, "
-             "3 warm-ups then median of "
-             f"{args.iterations} runs; ratio = onnxide / onnxruntime, lower is better).", "",
+             "3 warm-ups, then the engines in turns of 5 timed runs, each turn after a 0.3 s pause and 20 ms of "
+             f"untimed runs (onnxide/bench.py); median of {args.iterations} runs; ratio = onnxide / onnxruntime, "
+             "lower is better).", "",
              f"Measured at commit {_commit()}. "
              f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; Python "
              f"{platform.python_version()}, numpy {np.__version__} ({blas}); onnxide {onnxide.__version__}; "
