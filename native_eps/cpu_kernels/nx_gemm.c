@@ -344,6 +344,39 @@ static void few_rows_chunks(void* p, long lo, long hi, int who) {
     }
 }
 
+#if MR == 16
+/* C = act(A·b + ...) for a one-column B with A packed: row panels ip0 .. ip0 + NP - 1 side by side (2·NP
+ * independent sums in registers), A streaming once (a 1×1 conv of a 1×1 map, squeeze-and-excite's FCs: as tiles, B
+ * was packed 32 wide and each A value broadcast for 8 columns of zeros). Each row's sum is the tiles' chain,
+ * a[i][k]·b[k] added in k order (contracted to one multiply-add where the micro-kernel's is one): the same bits. */
+static inline __attribute__((always_inline)) void gemv_panels(const int NP, const struct gemm_job* g, long ip0) {
+    long K = g->K;
+    const float* panel = g->ap + ip0 * MR * K;
+    nx_v8 acc[8];
+    for (int q = 0; q < 2 * NP; q++) acc[q] = (nx_v8){0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (long k = 0; k < K; k++) {
+        float x = g->b[k * g->ldb];
+#pragma GCC unroll 8
+        for (int q = 0; q < 2 * NP; q++) acc[q] += *(const nx_v8*)(panel + q / 2 * MR * K + k * MR + q % 2 * 8) * x;
+    }
+    for (long i = ip0 * MR; i < g->M && i < (ip0 + NP) * MR; i++) {
+        float* dst = g->c + i * g->ldc;
+        *dst = acc[(i - ip0 * MR) / 8][(i - ip0 * MR) % 8];
+        row_out(dst, i, 0, 1, g->bias, g->row_bias, g->res, g->ldr, g->act, g->alpha, g->beta);
+    }
+}
+
+/* row panels [lo, hi) of a one-column product, four at a time */
+static void gemv_chunks(void* p, long lo, long hi, int who) {
+    (void)who;
+    long ip = lo;
+    for (; ip + 4 <= hi; ip += 4) gemv_panels(4, p, ip);
+    if (hi - ip == 3) gemv_panels(3, p, ip);
+    else if (hi - ip == 2) gemv_panels(2, p, ip);
+    else if (hi - ip == 1) gemv_panels(1, p, ip);
+}
+#endif
+
 /* floats the packed form of an M×K A takes (nx_gemm_pack_a) */
 NX_EXPORT long nx_gemm_packed_a_size(long M, long K) { return ((M + MR - 1) / MR) * MR * K; }
 
@@ -446,6 +479,12 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
         nx_for(nt, panels, few_rows_chunks, &g);
         return 0;
     }
+#if MR == 16
+    if (ap && b && N == 1) {
+        nx_for(nt, mpanels, gemv_chunks, &g);
+        return 0;
+    }
+#endif
     float* mine = scratch ? NULL : malloc(sizeof(float) * nx_gemm_scratch_size(M, N, K, !ap, !bp) + 64);
     if (!scratch && !mine) return -1;
     g.a_own = ap ? NULL : (scratch ? scratch : mine);

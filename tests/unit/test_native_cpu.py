@@ -192,6 +192,17 @@ def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
     assert len(results) == 2 * len(CONVS) + 32 and not any(r is cpu_ops.FALLBACK for r in results)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("m", [20, 48, 70])
+def test_conv_of_one_position(m, threads):
+    """A 1×1 conv of a 1×1 map (squeeze-and-excite's FCs) is a matrix-vector product over the packed weights: row
+    panels side by side (here 2, 3 and 4 + 1 of them), bias, residual and activation per row."""
+    x, w, b = _x(2, 50, 1, 1), _x(m, 50, 1, 1), _x(m)
+    _check("Conv", [x, w, b], {}, opset=11, threads=threads)
+    for attrs in ({"activation": "Relu"}, {"activation": "HardSigmoid", "activation_params": [0.2, 0.5]}):
+        _check("FusedConv", [x, w, b, _x(2, m, 1, 1)], attrs, domain="com.microsoft", opset=11, threads=threads)
+
+
 @pytest.mark.parametrize("activation,params", [("Relu", None), ("LeakyRelu", [0.2]), ("Sigmoid", None),
                                                ("Tanh", None), ("HardSigmoid", [0.25, 0.4]), ("Clip", [-0.5, 0.7])])
 @pytest.mark.parametrize("threads", [1, 2])
