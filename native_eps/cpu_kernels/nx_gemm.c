@@ -182,12 +182,13 @@ static inline __attribute__((always_inline)) void block_few(const int R, int r0,
     else block16(R, r0, 0, kc, ap, bp, off, grp, acc, ld, add, 0);
 }
 
-/* rows [r0, r0 + R) (R = 8 or 4) × the first 8 columns, one strip */
-static inline __attribute__((always_inline)) void strip8(const int R, int r0, long kc, const float* ap,
+/* rows [r0, r0 + R) (R = 8 or 4) × columns [j, j + 8), one strip */
+static inline __attribute__((always_inline)) void strip8(const int R, int r0, int j, long kc, const float* ap,
                                                          const float* bp, const int* off, const long* grp,
                                                          float* acc, long ld, int add) {
-    long s0 = group_at(grp, 0);
+    long s0 = group_at(grp, j / NX_GROUP);
     __m256 c[8];
+    acc += j;
     for (int i = 0; i < R; i++) c[i] = add ? _mm256_loadu_ps(acc + (r0 + i) * ld) : _mm256_setzero_ps();
     for (long k = 0; k < kc; k++) {
         __m256 b = _mm256_loadu_ps(b_row(bp, off, k) + s0);
@@ -198,36 +199,48 @@ static inline __attribute__((always_inline)) void strip8(const int R, int r0, lo
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + (r0 + i) * ld, c[i]);
 }
 
+/* the wanted rows × columns [j, j + 8) as strips of 8 or 4 rows (the packed A is zero past M: a strip may read
+ * rows past the last) */
+static inline __attribute__((always_inline)) void strips(long rows, int j, long kc, const float* ap, const float* bp,
+                                                         const int* off, const long* grp, float* acc, long ld,
+                                                         int add) {
+    if (rows <= 4) strip8(4, 0, j, kc, ap, bp, off, grp, acc, ld, add);
+    else strip8(8, 0, j, kc, ap, bp, off, grp, acc, ld, add);
+    if (rows > 12) strip8(8, 8, j, kc, ap, bp, off, grp, acc, ld, add);
+    else if (rows > 8) strip8(4, 8, j, kc, ap, bp, off, grp, acc, ld, add);
+}
+
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
                                                              const int* off, const long* grp, float* acc, long ld,
                                                              int add, long cols, long rows) {
-    if (cols <= 8) {  /* (the packed A is zero past M: a strip may read rows past the last) */
-        if (rows <= 4) strip8(4, 0, kc, ap, bp, off, grp, acc, ld, add);
-        else strip8(8, 0, kc, ap, bp, off, grp, acc, ld, add);
-        if (rows > 12) strip8(8, 8, kc, ap, bp, off, grp, acc, ld, add);
-        else if (rows > 8) strip8(4, 8, kc, ap, bp, off, grp, acc, ld, add);
+    if (cols <= 8) {
+        strips(rows, 0, kc, ap, bp, off, grp, acc, ld, add);
         return;
     }
+    /* 17-24 wanted columns: 16 in 16-wide blocks, the rest one strip (a second 16-wide block would be 2-8x its work:
+     * a 7×7 map's 49 positions leave 17 to the second panel) */
+    long wide = cols > 16 && cols <= 24 ? 16 : cols;
     /* 6-row blocks, then the 1-5 rows left: 4 or 5 as 16-wide blocks of that many rows, 3 or fewer as one 32-wide
      * block (a block of 2 may read the zero row past the last) */
     if (rows == MR) {  /* a whole tile: 6 + 5 + 5 rows (a 4-row block's 8 accumulators barely hide the FMA latency) */
-        for (int j = 0; j < NR && j < cols; j += 16) {
+        for (int j = 0; j < NR && j < wide; j += 16) {
             block16(6, 0, j, kc, ap, bp, off, grp, acc, ld, add, !j);
             block16(5, 6, j, kc, ap, bp, off, grp, acc, ld, add, 0);
             block16(5, 11, j, kc, ap, bp, off, grp, acc, ld, add, 0);
         }
-        return;
+    } else {
+        int groups = (int)(rows / BLOCK_ROWS);
+        long left = rows - groups * BLOCK_ROWS;
+        for (int j = 0; j < NR && j < wide; j += 16) {
+            for (int g = 0; g < groups; g++)
+                block16(BLOCK_ROWS, g * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, !(j | g));
+            if (left == 5) block16(5, groups * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, 0);
+            else if (left == 4) block16(4, groups * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, 0);
+        }
+        if (left == 3) block_few(3, groups * BLOCK_ROWS, kc, ap, bp, off, grp, acc, ld, add, wide);
+        else if (left > 0 && left < 3) block_few(2, groups * BLOCK_ROWS, kc, ap, bp, off, grp, acc, ld, add, wide);
     }
-    int groups = (int)(rows / BLOCK_ROWS);
-    long left = rows - groups * BLOCK_ROWS;
-    for (int j = 0; j < NR && j < cols; j += 16) {
-        for (int g = 0; g < groups; g++)
-            block16(BLOCK_ROWS, g * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, !(j | g));
-        if (left == 5) block16(5, groups * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, 0);
-        else if (left == 4) block16(4, groups * BLOCK_ROWS, j, kc, ap, bp, off, grp, acc, ld, add, 0);
-    }
-    if (left == 3) block_few(3, groups * BLOCK_ROWS, kc, ap, bp, off, grp, acc, ld, add, cols);
-    else if (left > 0 && left < 3) block_few(2, groups * BLOCK_ROWS, kc, ap, bp, off, grp, acc, ld, add, cols);
+    if (wide < cols) strips(rows, 16, kc, ap, bp, off, grp, acc, ld, add);
 }
 #else
 static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, const long* grp, float* acc,

@@ -40,12 +40,12 @@ def _gemm(lib, a, b, *, pack_a, pack_b, bias=None, row_bias=None, res=None, act=
 
 
 @pytest.mark.parametrize("k", [3, 300])
-@pytest.mark.parametrize("pack_a,pack_b", [(False, True), (True, True), (False, False)])
+@pytest.mark.parametrize("pack_a,pack_b", [(False, True), (True, True), (False, False), (True, False)])
 def test_every_tile_shape(k, pack_a, pack_b):
     lib = _lib()
     rng = np.random.default_rng(k)
     for m in range(1, 29):
-        for n in (1, 5, 8, 9, 16, 17, 31, 32, 33, 40):
+        for n in (1, 5, 8, 9, 16, 17, 24, 31, 32, 33, 40):  # (one column with A packed and B raw: nx_gemm's GEMV)
             a = rng.standard_normal((m, k)).astype(np.float32)
             b = rng.standard_normal((k, n)).astype(np.float32)
             extra = m % 3 == 0
