@@ -62,14 +62,22 @@ NX_INLINE void nx_zero_run(float* d, long n) {
     for (; j < n; j++) d[j] = 0.f;
 }
 
+#if defined(__AVX2__)
+/* the even (nx_evens) or odd (nx_odds) floats of a then of b, in order: a stride-2 phase of 16 consecutive floats */
+NX_INLINE __m256 nx_evens(__m256 a, __m256 b) {
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+}
+NX_INLINE __m256 nx_odds(__m256 a, __m256 b) {
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+}
+#endif
+
 /* d[0, n) = s[0], s[2], ... s[2n - 2] (a stride-2 phase of a row) where s has `avail` floats that may be read */
 NX_INLINE void nx_take_even(float* d, const float* s, long n, long avail) {
     long j = 0;
 #if defined(__AVX2__)
-    for (; j + 8 <= n && 2 * j + 16 <= avail; j += 8) {
-        __m256 e = _mm256_shuffle_ps(_mm256_loadu_ps(s + 2 * j), _mm256_loadu_ps(s + 2 * j + 8), 0x88);
-        _mm256_storeu_ps(d + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xD8)));
-    }
+    for (; j + 8 <= n && 2 * j + 16 <= avail; j += 8)
+        _mm256_storeu_ps(d + j, nx_evens(_mm256_loadu_ps(s + 2 * j), _mm256_loadu_ps(s + 2 * j + 8)));
 #else
     (void)avail;
 #endif
@@ -175,9 +183,9 @@ NX_INLINE float nx_gelu_tanh(float x) {
     return 0.5f * x * (1.f + nx_tanh(in));
 }
 
-/* reductions in 16 lanes, so that they vectorise without reassociation flags */
-/* The reductions keep 16 running lanes (acc[j] sums elements j, j + 16, ...), then the tail, then the lanes in order:
- * the same sums with or without AVX2, whose vectors GCC would not form from the 16-lane arrays on its own. */
+/* Reductions in 16 running lanes (acc[j] takes elements j, j + 16, ...), then the tail, then the lanes in order, so
+ * that they vectorise without reassociation flags: the same sums with or without AVX2 (written as intrinsics where
+ * GCC would not form the vectors from the 16-lane arrays on its own). */
 NX_INLINE float nx_sum(const float* x, long n) {
     float acc[16] = {0.f};
     long i = 0;
