@@ -35,8 +35,9 @@ def _time_runs(fns, warmup, iterations, block=5, settle_s=0.3, warm_s=0.02):
     machine whose speed drifts during the run (shared hosts do) slows every engine alike. Each turn starts after a
     pause, so the other engine's idle-spinning worker threads (OpenBLAS spins ~0.1 s after a call, onnxruntime's
     pool ~40 ms) have gone to sleep and do not take cores from the engine being timed, then untimed runs for
-    `warm_s` (at least one): on this VM the first milliseconds after a pause run up to 2.5x slower for every engine
-    (cores clocked down, a sleeping worker's CPU slow to wake), which for a sub-millisecond model is the whole turn."""
+    `warm_s` (at least one): on this VM the first milliseconds after a pause ran up to 2.5x slower for every engine
+    (cores clocked down, a sleeping worker's CPU slow to wake; measured at the time), which for a sub-millisecond
+    model is the whole turn."""
     for fn in fns:
         for _ in range(warmup):
             fn()
