@@ -192,7 +192,8 @@ NX_EXPORT void nx_softmax(long rows, long cols, const float* x, float* y, float 
 }
 
 /* y = a op b over a (outer, mid, inner) with b (mid,) broadcast along outer and inner (b_first: y = b op a);
- * op 0 add, 1 sub, 2 mul, 3 div. A full-shape b is mid = everything, inner = 1, outer = 1 with b_full set. */
+ * op 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min. A full-shape b is mid = everything, inner = 1, outer = 1 with b_full
+ * set. Max / min of (p, q) are numpy's maximum / minimum: p where p is NaN or wins, else q (q on a tie of ±0). */
 #define BIN_LOOPS(OP)                                                                                         \
     if (b_full) {                                                                                             \
         for (long i = 0; i < len; i++) { float u = a[lo + i], v = b[lo + i]; y[lo + i] = OP; }                \
@@ -237,6 +238,10 @@ static void binary_chunks(void* ctx, long c0, long c1, int who) {
         case 4: case 5: BIN_LOOPS(u * v) break;
         case 6: BIN_LOOPS(u / v) break;
         case 7: BIN_LOOPS(v / u) break;
+        case 8: BIN_LOOPS(u != u || u > v ? u : v) break;
+        case 9: BIN_LOOPS(v != v || v > u ? v : u) break;
+        case 10: BIN_LOOPS(u != u || u < v ? u : v) break;
+        case 11: BIN_LOOPS(v != v || v < u ? v : u) break;
         default: break;
         }
     }
@@ -244,7 +249,7 @@ static void binary_chunks(void* ctx, long c0, long c1, int who) {
 
 NX_EXPORT void nx_binary(int op, int b_first, long outer, long mid, long inner, int b_full, const float* a,
                          const float* b, float* y, int threads) {
-    NX_CHECK(op >= 0 && op <= 3 && outer >= 0 && mid >= 0 && inner >= 0);
+    NX_CHECK(op >= 0 && op <= 5 && outer >= 0 && mid >= 0 && inner >= 0);
     long n = outer * mid * inner;
     long step = inner == 1 && !b_full ? mid : inner;            /* chunks hold whole broadcast rows */
     long per = step >= CHUNK ? step : (CHUNK / step) * step;

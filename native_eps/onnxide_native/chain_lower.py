@@ -46,7 +46,7 @@ def _unary(b, step, node, opdef, attrs):
 
 
 def _binary(b, step, node, opdef, attrs):
-    if attrs or opdef.since < 7 or len(step.in_keys) != 2:
+    if attrs or opdef.since < 7 or len(step.in_keys) != 2:  # (Max / Min are variadic: two inputs only)
         raise Decline(node.op_type)
     ka, kb = step.in_keys
     bp = K.binary_plan(b.shape(ka), b.shape(kb))

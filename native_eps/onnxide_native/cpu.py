@@ -28,7 +28,7 @@ def _claim_unary(lib, node, opdef, attrs):
 
 
 def _claim_binary(lib, node, opdef, attrs):
-    if attrs or opdef.since < 7:
+    if attrs or opdef.since < 7 or len(node.inputs) != 2:  # (Max / Min are variadic: two inputs only)
         return None
     code = K.BINARY[node.op_type]
     return guarded(lambda a, b, **kw: K.binary(lib, code, a, b), opdef.kernel)

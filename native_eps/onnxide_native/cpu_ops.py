@@ -80,7 +80,7 @@ def act(lib, x, code, a=0.0, b=0.0, bias=None):
     return y
 
 
-BINARY = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}
+BINARY = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5}  # (Max / Min: two inputs, opset 8 on)
 _PLANS = {}
 
 

@@ -337,7 +337,7 @@ def test_winograd_f4(c, m, spatial, pads, threads):
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min"])
 @pytest.mark.parametrize("sa,sb", [((2, 16, 30, 30), (2, 16, 30, 30)), ((2, 16, 30, 30), (1, 16, 1, 1)),
                                    ((1, 16, 1, 1), (2, 16, 30, 30)), ((4, 128, 96), (96,)), ((96,), (4, 128, 96)),
                                    ((3, 40, 50), ()), ((), (3, 40, 50)), ((2, 16, 30, 30), (2, 16, 1, 1)),
@@ -346,6 +346,30 @@ def test_winograd_f4(c, m, spatial, pads, threads):
 def test_binary(op, sa, sb, threads):
     a, b = _x(*sa), _x(*sb) + (3.0 if op == "Div" else 0.0)
     _check(op, [a, b], opset=14, threads=threads)
+
+
+@pytest.mark.parametrize("op,pick", [("Max", np.maximum), ("Min", np.minimum)])
+@pytest.mark.parametrize("const_first", [False, True])
+@pytest.mark.parametrize("const", [0.0, -0.0, np.nan, np.inf, 0.5])
+def test_max_min_special_values_bit_for_bit(op, pick, const_first, const):
+    """Max / Min with a constant (a clamp), natively: the bits numpy's maximum / minimum give — the first operand's
+    NaN (payload and all) where it is NaN, else the second's; the second operand on a tie of +0 and -0."""
+    specials = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 0.5, -0.5, 1e-40], np.float32)
+    x = np.resize(specials, (3, 7, 37)).astype(np.float32)
+    x.view(np.uint32)[0, 0, 2] = 0x7FC01234  # (a NaN payload of its own)
+    c = np.array(const, np.float32)
+    inputs = [c, x] if const_first else [x, c]
+    got = _check(op, inputs, opset=13)[0]
+    want = pick(*inputs)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_variadic_max_stays_with_numpy():
+    model, feeds = _model("Max", [_x(4, 5), _x(4, 5), _x(4, 5)], opset=13)
+    sess = onnxide.InferenceSession(model, providers=[NATIVE, "CPUExecutionProvider"])
+    assert sess._executor.main_plan.steps[0].ep.name == "CPUExecutionProvider"
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], np.maximum(np.maximum(*list(feeds.values())[:2]),
+                                                                       list(feeds.values())[2]))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
