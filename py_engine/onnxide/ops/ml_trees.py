@@ -11,10 +11,27 @@ _LEGACY_MODES = {"BRANCH_LEQ": LEQ, "BRANCH_LT": LT, "BRANCH_GTE": GTE, "BRANCH_
                  "BRANCH_NEQ": NEQ, "LEAF": LEAF}
 _AGG = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
 _POST = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
+_BUILT = {}  # (build, ids of a node's attribute values) -> (those values, what build made of them)
+
+
+def _built(build, attrs):
+    """build(**attrs) (a node's forest and weight tables), made once per node: a kernel gets the same attribute
+    objects on every call, so they are recognized by identity (and held here, so that their ids are not reused);
+    the 64 most recently built are kept."""
+    values = tuple(attrs.values())
+    key = (build, *map(id, values))
+    hit = _BUILT.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], values)):
+        hit = (values, build(**attrs))
+        if len(_BUILT) >= 64:
+            _BUILT.pop(next(iter(_BUILT)))
+        _BUILT[key] = hit
+    return hit[1]
 
 
 class _Forest:
-    """Flattened trees: per node its feature, threshold, mode, children (global indices), missing flag."""
+    """Flattened trees: per node its feature, threshold, mode, children (global indices), missing flag. Built once
+    per node (_built); leaves() walks every tree of every sample together, one level per step."""
 
     def __init__(self, feature, threshold, mode, tchild, fchild, missing_true, roots, member_sets=None):
         self.feature = np.asarray(feature, np.int64)
@@ -33,36 +50,56 @@ class _Forest:
                 raise InvalidArgument(f"tree ensemble: a {what} child id is out of range")
         if self.roots.size and (self.roots.min() < 0 or self.roots.max() >= n):
             raise InvalidArgument("tree ensemble: a tree root is out of range")
+        if inner.any() and self.feature[inner].min() < 0:
+            raise InvalidArgument("tree ensemble: a feature id is negative")
+        # the walk: a leaf is its own two children (a sample that reached one stays), reading feature 0
+        here = np.arange(n)
+        self.tnext, self.fnext = np.where(inner, self.tchild, here), np.where(inner, self.fchild, here)
+        self.walk_feature = np.where(inner, self.feature, 0)
+        self.max_feature = int(self.feature[inner].max()) if inner.any() else -1
+        modes = set(self.mode[inner].tolist())
+        self.one_mode = modes.pop() if len(modes) == 1 and not self.member_sets else None
+        # a NaN feature takes the node's missing_true branch; comparisons other than != are false on NaN already
+        self.nan_branch = bool(self.missing_true[inner].any()) or self.one_mode not in (LEQ, LT, GTE, GT, EQ)
+        self.depth = 0  # levels below the roots (a cycle never ends: refused here)
+        level = np.unique(self.roots)
+        while level.size and inner[level].any():
+            level = np.unique(np.concatenate([self.tchild[level[inner[level]]], self.fchild[level[inner[level]]]]))
+            self.depth += 1
+            if self.depth > n:
+                raise InvalidArgument("tree ensemble: trees contain a cycle")
 
     def leaves(self, x):
         """Global index of the leaf each sample reaches in each tree: shape (N, n_trees)."""
         r = _rows(x).astype(np.float64)
-        n = r.shape[0]
-        cur = np.broadcast_to(self.roots[None, :], (n, self.roots.size)).copy()
-        rows = np.broadcast_to(np.arange(n)[:, None], cur.shape)
-        if (self.feature[self.mode != LEAF] >= r.shape[1]).any():
-            raise InvalidArgument(f"tree ensemble: a feature id is out of range for {r.shape[1]} features")
-        for _ in range(self.mode.size + 1):
-            m = self.mode[cur]
-            active = m != LEAF
-            if not active.any():
-                break
-            xv = r[rows, np.where(active, self.feature[cur], 0)]
+        n, width = r.shape[0], r.shape[1]
+        if self.max_feature >= width:
+            raise InvalidArgument(f"tree ensemble: a feature id is out of range for {width} features")
+        cur = np.repeat(self.roots[None, :], n, axis=0)
+        flat, base = r.reshape(-1), (np.arange(n) * width)[:, None]
+        for _ in range(self.depth):
+            xv = flat[base + self.walk_feature[cur]]
             t = self.threshold[cur]
             with np.errstate(invalid="ignore"):
-                cond = np.select([m == LEQ, m == LT, m == GTE, m == GT, m == EQ, m == NEQ],
-                                 [xv <= t, xv < t, xv >= t, xv > t, xv == t, xv != t], False)
-            if self.member_sets:
-                for node, values in self.member_sets.items():
-                    hit = active & (cur == node)
-                    if hit.any():
-                        cond[hit] = np.isin(xv[hit], values)
-            nan = np.isnan(xv)
-            cond = np.where(nan, self.missing_true[cur], cond)
-            cur = np.where(active, np.where(cond, self.tchild[cur], self.fchild[cur]), cur)
-        else:
-            raise InvalidArgument("tree ensemble: trees contain a cycle")
+                cond = _COMPARE[self.one_mode](xv, t) if self.one_mode is not None else self._compare(cur, xv, t)
+            if self.nan_branch:
+                cond = np.where(np.isnan(xv), self.missing_true[cur], cond)
+            cur = np.where(cond, self.tnext[cur], self.fnext[cur])
         return cur
+
+    def _compare(self, cur, xv, t):
+        """Each node's own test, where the trees mix modes (or test set membership)."""
+        m = self.mode[cur]
+        cond = np.select([m == k for k in _COMPARE], [f(xv, t) for f in _COMPARE.values()], False)
+        for node, values in self.member_sets.items():
+            hit = cur == node
+            if hit.any():
+                cond[hit] = np.isin(xv[hit], values)
+        return cond
+
+
+_COMPARE = {LEQ: np.less_equal, LT: np.less, GTE: np.greater_equal, GT: np.greater, EQ: np.equal,
+            NEQ: np.not_equal}
 
 
 def _aggregate(forest, leaves, weight_table, has_table, agg, n_out):
@@ -111,6 +148,18 @@ def tree_ensemble(x, *, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_fa
                   nodes_modes, nodes_splits, nodes_trueleafs, nodes_truenodeids, tree_roots, aggregate_function=1,
                   membership_values=None, n_targets=None, nodes_hitrates=None, nodes_missing_value_tracks_true=None,
                   post_transform=0):
+    attrs = dict(locals())
+    del attrs["x"]  # (the attributes alone: what the model is built from)
+    forest, wt, ht, n_out = _built(_tree_ensemble_5, attrs)
+    y = _aggregate(forest, forest.leaves(x), wt, ht, int(aggregate_function), n_out)
+    y = post_transform_scores(y, _POST.get(int(post_transform), post_transform))
+    return y.astype(x.dtype if x.dtype.kind == "f" else np.float32)
+
+
+def _tree_ensemble_5(*, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_falsenodeids, nodes_featureids,
+                     nodes_modes, nodes_splits, nodes_trueleafs, nodes_truenodeids, tree_roots, aggregate_function,
+                     membership_values, n_targets, nodes_missing_value_tracks_true, **_):
+    """TreeEnsemble's (forest, weight table, has-weight table, outputs) from its attributes."""
     modes = np.asarray(nodes_modes).astype(np.int64).ravel()
     nn = modes.size
     nl = len(leaf_targetids)
@@ -147,9 +196,7 @@ def tree_ensemble(x, *, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_fa
     n_out = int(n_targets) if n_targets is not None else (max(leaf_targetids) + 1 if nl else 1)
     wt, ht = _tables(nn + nl, n_out, nn + np.arange(nl), leaf_targetids, np.asarray(leaf_weights).ravel(),
                      int(aggregate_function))
-    y = _aggregate(forest, forest.leaves(x), wt, ht, int(aggregate_function), n_out)
-    y = post_transform_scores(y, _POST.get(int(post_transform), post_transform))
-    return y.astype(x.dtype if x.dtype.kind == "f" else np.float32)
+    return forest, wt, ht, n_out
 
 
 # ------------------------------------------------------------------------------------------- legacy format
@@ -202,6 +249,15 @@ def _pick(plain, as_tensor):
 
 
 def _regressor(x, a):
+    forest, wt, ht, agg, n_out, base = _built(_regressor_model, a)
+    y = _aggregate(forest, forest.leaves(x), wt, ht, agg, n_out)
+    if base is not None and base.size:
+        y = y + base
+    return post_transform_scores(y, a["post_transform"]).astype(np.float32)
+
+
+def _regressor_model(**a):
+    """TreeEnsembleRegressor's (forest, weight tables, aggregate, outputs, base values) from its attributes."""
     forest, index = _legacy_forest(a["nodes_treeids"], a["nodes_nodeids"], a["nodes_featureids"],
                                    _pick(a["nodes_values"], a.get("nodes_values_as_tensor")), a["nodes_modes"],
                                    a["nodes_truenodeids"], a["nodes_falsenodeids"],
@@ -214,29 +270,13 @@ def _regressor(x, a):
     weights = _pick(a["target_weights"], a.get("target_weights_as_tensor"))
     wt, ht = _tables(forest.mode.size, n_out, nodes, a["target_ids"] or [], weights if weights is not None else [],
                      agg)
-    y = _aggregate(forest, forest.leaves(x), wt, ht, agg, n_out)
-    base = _pick(a["base_values"], a.get("base_values_as_tensor"))
-    if base is not None and base.size:
-        y = y + base
-    return post_transform_scores(y, a["post_transform"]).astype(np.float32)
+    return forest, wt, ht, agg, n_out, _pick(a["base_values"], a.get("base_values_as_tensor"))
 
 
 def _classifier(x, a):
-    forest, index = _legacy_forest(a["nodes_treeids"], a["nodes_nodeids"], a["nodes_featureids"],
-                                   _pick(a["nodes_values"], a.get("nodes_values_as_tensor")), a["nodes_modes"],
-                                   a["nodes_truenodeids"], a["nodes_falsenodeids"],
-                                   a["nodes_missing_value_tracks_true"])
+    forest, wt, ht, width, n_classes, class_ids, base = _built(_classifier_model, a)
     ints, strings = a["classlabels_int64s"], a["classlabels_strings"]
-    n_classes = len(strings or ints or [])
-    if n_classes == 0:
-        raise InvalidArgument("TreeEnsembleClassifier: class labels are required")
-    class_ids = list(a["class_ids"] or [])
-    nodes = _leaf_nodes(index, a["class_treeids"] or [], a["class_nodeids"] or [])
-    weights = _pick(a["class_weights"], a.get("class_weights_as_tensor"))
-    width = max(n_classes, max(class_ids) + 1 if class_ids else 1)
-    wt, ht = _tables(forest.mode.size, width, nodes, class_ids, weights if weights is not None else [], 1)
     res = _aggregate(forest, forest.leaves(x), wt, ht, 1, width)[:, :max(n_classes, 1)]
-    base = _pick(a["base_values"], a.get("base_values_as_tensor"))
     if base is not None and base.size:
         res = res + base[: res.shape[1]]
     post = a["post_transform"]
@@ -255,6 +295,25 @@ def _classifier(x, a):
     return labels, scores.astype(np.float32)
 
 
+def _classifier_model(**a):
+    """TreeEnsembleClassifier's (forest, weight tables, their width, classes, class ids, base values) from its
+    attributes."""
+    forest, index = _legacy_forest(a["nodes_treeids"], a["nodes_nodeids"], a["nodes_featureids"],
+                                   _pick(a["nodes_values"], a.get("nodes_values_as_tensor")), a["nodes_modes"],
+                                   a["nodes_truenodeids"], a["nodes_falsenodeids"],
+                                   a["nodes_missing_value_tracks_true"])
+    ints, strings = a["classlabels_int64s"], a["classlabels_strings"]
+    n_classes = len(strings or ints or [])
+    if n_classes == 0:
+        raise InvalidArgument("TreeEnsembleClassifier: class labels are required")
+    class_ids = list(a["class_ids"] or [])
+    nodes = _leaf_nodes(index, a["class_treeids"] or [], a["class_nodeids"] or [])
+    weights = _pick(a["class_weights"], a.get("class_weights_as_tensor"))
+    width = max(n_classes, max(class_ids) + 1 if class_ids else 1)
+    wt, ht = _tables(forest.mode.size, width, nodes, class_ids, weights if weights is not None else [], 1)
+    return forest, wt, ht, width, n_classes, class_ids, _pick(a["base_values"], a.get("base_values_as_tensor"))
+
+
 _COMMON = ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values", "nodes_modes",
            "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true", "base_values",
            "post_transform")
@@ -267,7 +326,8 @@ def tree_ensemble_regressor_1(x, *, aggregate_function="SUM", base_values=None, 
                               nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_nodeids=None,
                               nodes_treeids=None, nodes_truenodeids=None, nodes_values=None, post_transform="NONE",
                               target_ids=None, target_nodeids=None, target_treeids=None, target_weights=None):
-    return _regressor(x, dict(locals()))
+    attrs = dict(locals())
+    return _regressor(attrs.pop("x"), attrs)
 
 
 @op("TreeEnsembleRegressor", since=3, domain=ML_DOMAIN)
@@ -279,7 +339,8 @@ def tree_ensemble_regressor_3(x, *, aggregate_function="SUM", base_values=None, 
                               nodes_values_as_tensor=None, post_transform="NONE", target_ids=None,
                               target_nodeids=None, target_treeids=None, target_weights=None,
                               target_weights_as_tensor=None):
-    return _regressor(x, dict(locals()))
+    attrs = dict(locals())
+    return _regressor(attrs.pop("x"), attrs)
 
 
 @op("TreeEnsembleClassifier", since=1, domain=ML_DOMAIN)
@@ -290,7 +351,8 @@ def tree_ensemble_classifier_1(x, *, base_values=None, class_ids=None, class_nod
                                nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_nodeids=None,
                                nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
                                post_transform="NONE"):
-    return _classifier(x, dict(locals()))
+    attrs = dict(locals())
+    return _classifier(attrs.pop("x"), attrs)
 
 
 @op("TreeEnsembleClassifier", since=3, domain=ML_DOMAIN)
@@ -302,4 +364,5 @@ def tree_ensemble_classifier_3(x, *, base_values=None, base_values_as_tensor=Non
                                nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None, nodes_modes=None,
                                nodes_nodeids=None, nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
                                nodes_values_as_tensor=None, post_transform="NONE"):
-    return _classifier(x, dict(locals()))
+    attrs = dict(locals())
+    return _classifier(attrs.pop("x"), attrs)
