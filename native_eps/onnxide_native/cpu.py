@@ -1,12 +1,14 @@
 """NativeCPUExecutionProvider: native kernels (libonnxide_cpu, the build for this CPU's x86-64 level) ahead of the CPU
 EP for float32 MatMul / Gemm, convolutions, ConvTranspose, pooling, Resize, attention, activations, binary ops,
-LayerNorm, softmax and the plain LSTM, and 8-bit MatMulInteger / DynamicQuantizeLinear / QLinearMatMul /
-DynamicQuantizeMatMul / MatMulIntegerToFloat, split over the session's threads (own_threads). Tensors stay numpy arrays on the host; whatever it
-declines or falls back on runs in the numpy kernel."""
+LayerNorm, softmax and the plain LSTM, 8-bit MatMulInteger / DynamicQuantizeLinear / QLinearMatMul /
+DynamicQuantizeMatMul / MatMulIntegerToFloat, and the walk of ai.onnx.ml tree ensembles, split over the session's
+threads (own_threads). Tensors stay numpy arrays on the host; whatever it declines or falls back on runs in the numpy
+kernel."""
+import functools
 import math
 
 from onnxide.errors import InvalidArgument
-from onnxide.ops import activations, registry, rnn
+from onnxide.ops import activations, ml_trees, registry, rnn
 from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.runtime.providers import ExecutionProvider, guarded
 
@@ -125,6 +127,13 @@ CLAIMS = {
     **{name: _claim_binary for name in K.BINARY},
 }
 _CONTRIB = {op: ACT[a.name] for op, a in activations.CONTRIB.items()}  # com.microsoft op -> activation code
+def _claim_trees(lib, node, opdef, attrs):
+    """The op's own kernel, its trees walked natively (ml_trees.with_walk)."""
+    return ml_trees.with_walk(opdef.kernel, functools.partial(K.tree_leaves, lib))
+
+
+ML_CLAIMS = {name: _claim_trees for name in ("TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor")}
+
 MS_CLAIMS = {
     "FusedConv": _claim_conv,
     "FusedGemm": _claim_gemm,
@@ -194,7 +203,8 @@ class NativeCPUExecutionProvider(ExecutionProvider):
     def claim(self, spec):
         node = spec.node
         domain = registry.normalize_domain(node.domain)
-        claim = (CLAIMS if domain == "" else MS_CLAIMS if domain == registry.MS_DOMAIN else {}).get(node.op_type)
+        claim = {"": CLAIMS, registry.MS_DOMAIN: MS_CLAIMS, registry.ML_DOMAIN: ML_CLAIMS}.get(domain, {}).get(
+            node.op_type)
         if claim is None or _too_small(node, spec.static_shapes()):
             return None
         return claim(self.lib, node, spec.opdef, dict(node.attrs))

@@ -40,6 +40,7 @@ SIGNATURES = {
     "nx_dynamic_quantize": "lppppi",
     "nx_chain_run": "plpppi",
     "nx_lstm": "llll" + "pppp" + "ppp" + "i",
+    "nx_tree_walk": "llpl" + "p" * 7 + "lpi",
 }
 # 0, or -1 when the kernel could not allocate its scratch
 RETURNS_STATUS = {"nx_dwconv", "nx_gemm", "nx_winograd_f4", "nx_conv_shifted", "nx_attention", "nx_qgemm", "nx_qgemm_f32",

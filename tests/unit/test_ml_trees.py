@@ -79,14 +79,22 @@ def _model(attrs):
                              ir_version=9).SerializeToString()
 
 
+EPS = ["CPUExecutionProvider"] + [ep for ep in ["NativeCPUExecutionProvider"] if ep in onnxide.get_available_providers()]
+
+
 @pytest.mark.parametrize("modes", [["BRANCH_LEQ"], ["BRANCH_NEQ"], MODES])
 @pytest.mark.parametrize("missing", [False, True])
-def test_walk_matches_a_per_sample_walk(modes, missing):
+@pytest.mark.parametrize("ep", EPS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_walk_matches_a_per_sample_walk(modes, missing, ep, threads):
     rng = np.random.default_rng(len(modes) * 2 + missing)
     attrs, trees = _forest(rng, 12, modes, missing)
     x = rng.integers(-2, 3, (40, 3)).astype(np.float32) / 2  # (on the thresholds' grid: ties and equalities)
     x[rng.random(x.shape) < 0.2] = np.nan
-    sess = onnxide.InferenceSession(_model(attrs), providers=["CPUExecutionProvider"])
+    so = onnxide.SessionOptions()
+    so.intra_op_num_threads = threads
+    sess = onnxide.InferenceSession(_model(attrs), so, providers=list(dict.fromkeys([ep, "CPUExecutionProvider"])))
+    assert sess._executor.main_plan.steps[0].ep.name == ep
     got = sess.run(None, {"x": x})[0][:, 0]
     want = np.array([_walk(trees, row) for row in x.astype(np.float64)], np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

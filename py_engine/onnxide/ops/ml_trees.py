@@ -1,4 +1,7 @@
-"""ai.onnx.ml tree ensembles: TreeEnsemble (ml opset 5), TreeEnsembleRegressor and TreeEnsembleClassifier."""
+"""ai.onnx.ml tree ensembles: TreeEnsemble (ml opset 5), TreeEnsembleRegressor and TreeEnsembleClassifier. An EP
+may run the trees' walk faster (with_walk); the rest is these kernels'."""
+import contextvars
+
 import numpy as np
 
 from ..errors import InvalidArgument
@@ -12,6 +15,21 @@ _LEGACY_MODES = {"BRANCH_LEQ": LEQ, "BRANCH_LT": LT, "BRANCH_GTE": GTE, "BRANCH_
 _AGG = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
 _POST = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
 _BUILT = {}  # (build, ids of a node's attribute values) -> (those values, what build made of them)
+_WALK = contextvars.ContextVar("onnxide_tree_walk", default=None)  # an EP's walk for the kernel running (with_walk)
+
+
+def with_walk(kernel, walk):
+    """`kernel` (a tree ensemble op's) with `walk(forest, rows)` doing its trees' walk: an EP's faster one, which
+    gives the leaves as _Forest.leaves does, or None where it cannot (then the numpy walk runs)."""
+
+    def run(*args, **kwargs):
+        token = _WALK.set(walk)
+        try:
+            return kernel(*args, **kwargs)
+        finally:
+            _WALK.reset(token)
+
+    return run
 
 
 def _built(build, attrs):
@@ -34,13 +52,13 @@ class _Forest:
     per node (_built); leaves() walks every tree of every sample together, one level per step."""
 
     def __init__(self, feature, threshold, mode, tchild, fchild, missing_true, roots, member_sets=None):
-        self.feature = np.asarray(feature, np.int64)
-        self.threshold = np.asarray(threshold, np.float64)
-        self.mode = np.asarray(mode, np.int64)
-        self.tchild = np.asarray(tchild, np.int64)
-        self.fchild = np.asarray(fchild, np.int64)
-        self.missing_true = np.asarray(missing_true, bool)
-        self.roots = np.asarray(roots, np.int64)
+        self.feature = np.ascontiguousarray(feature, np.int64)  # (contiguous: an EP's walk reads them as C arrays)
+        self.threshold = np.ascontiguousarray(threshold, np.float64)
+        self.mode = np.ascontiguousarray(mode, np.int64)
+        self.tchild = np.ascontiguousarray(tchild, np.int64)
+        self.fchild = np.ascontiguousarray(fchild, np.int64)
+        self.missing_true = np.ascontiguousarray(missing_true, bool)
+        self.roots = np.ascontiguousarray(roots, np.int64)
         self.member_sets = member_sets or {}
         n = self.mode.size
         inner = self.mode != LEAF
@@ -75,6 +93,10 @@ class _Forest:
         n, width = r.shape[0], r.shape[1]
         if self.max_feature >= width:
             raise InvalidArgument(f"tree ensemble: a feature id is out of range for {width} features")
+        walk = _WALK.get()
+        leaves = walk(self, r) if walk is not None else None
+        if leaves is not None:
+            return leaves
         cur = np.repeat(self.roots[None, :], n, axis=0)
         flat, base = r.reshape(-1), (np.arange(n) * width)[:, None]
         for _ in range(self.depth):
@@ -274,15 +296,15 @@ def _regressor_model(**a):
 
 
 def _classifier(x, a):
-    forest, wt, ht, width, n_classes, class_ids, base = _built(_classifier_model, a)
+    forest, wt, ht, width, n_classes, one_class, base = _built(_classifier_model, a)
     ints, strings = a["classlabels_int64s"], a["classlabels_strings"]
     res = _aggregate(forest, forest.leaves(x), wt, ht, 1, width)[:, :max(n_classes, 1)]
     if base is not None and base.size:
         res = res + base[: res.shape[1]]
     post = a["post_transform"]
-    if len(set(class_ids)) == 1 and n_classes <= 2:
+    if one_class is not None:
         # binary model scoring one class: second column is the score, the first its complement
-        col = res[:, class_ids[0]:class_ids[0] + 1] if class_ids[0] < res.shape[1] else res[:, :1]
+        col = res[:, one_class:one_class + 1] if one_class < res.shape[1] else res[:, :1]
         other = 1 - col if post in ("NONE", "PROBIT") else -col
         res = np.concatenate([other, col], axis=1)
     scores = post_transform_scores(res, post)
@@ -296,8 +318,8 @@ def _classifier(x, a):
 
 
 def _classifier_model(**a):
-    """TreeEnsembleClassifier's (forest, weight tables, their width, classes, class ids, base values) from its
-    attributes."""
+    """TreeEnsembleClassifier's (forest, weight tables, their width, classes, the one class a binary model scores
+    or None, base values) from its attributes."""
     forest, index = _legacy_forest(a["nodes_treeids"], a["nodes_nodeids"], a["nodes_featureids"],
                                    _pick(a["nodes_values"], a.get("nodes_values_as_tensor")), a["nodes_modes"],
                                    a["nodes_truenodeids"], a["nodes_falsenodeids"],
@@ -311,7 +333,8 @@ def _classifier_model(**a):
     weights = _pick(a["class_weights"], a.get("class_weights_as_tensor"))
     width = max(n_classes, max(class_ids) + 1 if class_ids else 1)
     wt, ht = _tables(forest.mode.size, width, nodes, class_ids, weights if weights is not None else [], 1)
-    return forest, wt, ht, width, n_classes, class_ids, _pick(a["base_values"], a.get("base_values_as_tensor"))
+    one_class = class_ids[0] if len(set(class_ids)) == 1 and n_classes <= 2 else None
+    return forest, wt, ht, width, n_classes, one_class, _pick(a["base_values"], a.get("base_values_as_tensor"))
 
 
 _COMMON = ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values", "nodes_modes",
