@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxide
-from onnxide.ops import ml_trees
+from onnxide.ops import ml, ml_trees
 
 MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
 TESTS = {"BRANCH_LEQ": lambda v, t: v <= t, "BRANCH_LT": lambda v, t: v < t, "BRANCH_GTE": lambda v, t: v >= t,
@@ -106,7 +106,7 @@ def test_the_forest_is_built_once_per_node(monkeypatch):
     built = []
     original = ml_trees._regressor_model
     monkeypatch.setattr(ml_trees, "_regressor_model", lambda **a: built.append(1) or original(**a))
-    monkeypatch.setattr(ml_trees, "_BUILT", {})
+    monkeypatch.setattr(ml, "_BUILT", {})
     x = rng.standard_normal((6, 3)).astype(np.float32)
     sessions = [onnxide.InferenceSession(_model(a), providers=["CPUExecutionProvider"]) for a in (a1, a2)]
     for _ in range(3):

@@ -19,6 +19,24 @@ def _obj(values):
     return out
 
 
+_BUILT = {}  # (build, ids of a node's attribute values) -> (those values, what build made of them)
+
+
+def built(build, attrs):
+    """build(**attrs): what a model op makes of its attributes (arrays, a forest, weight tables), made once per
+    node: a kernel gets the same attribute objects on every call, so they are recognized by identity (and held
+    here, so that their ids are not reused); the 64 most recently built are kept."""
+    values = tuple(attrs.values())
+    key = (build, *map(id, values))
+    hit = _BUILT.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], values)):
+        hit = (values, build(**attrs))
+        if len(_BUILT) >= 64:
+            _BUILT.pop(next(iter(_BUILT)))
+        _BUILT[key] = hit
+    return hit[1]
+
+
 def _rows(x):
     """A 2-D float view [N, F] of a 1-D or 2-D input (1-D is one row)."""
     if x.ndim == 1:
@@ -486,6 +504,14 @@ def _platt_coupling(pairwise, k):
     return p
 
 
+def _svm_arrays(coefficients, rho, vectors_per_class, support_vectors):
+    """SVMClassifier's coefficients, rho, vectors per class and support vectors (nsv, features) as arrays."""
+    vpc = [int(v) for v in vectors_per_class or []]
+    nsv = sum(vpc)
+    sv = np.asarray(support_vectors, np.float64).reshape(nsv, -1) if nsv > 0 else None
+    return np.asarray(coefficients or [], np.float64), np.asarray(rho or [0.0], np.float64), vpc, sv
+
+
 @op("SVMClassifier", since=1, domain=ML_DOMAIN)
 @via_float32
 def svm_classifier(x, *, classlabels_ints=None, classlabels_strings=None, coefficients=None, kernel_params=None,
@@ -494,14 +520,13 @@ def svm_classifier(x, *, classlabels_ints=None, classlabels_strings=None, coeffi
     r = _rows(x).astype(np.float64)
     labels_list = list(classlabels_strings or classlabels_ints or [])
     k = max(len(labels_list), 1)
-    coef = np.asarray(coefficients or [], np.float64)
-    rho = np.asarray(rho or [0.0], np.float64)
-    vpc = [int(v) for v in vectors_per_class or []]
+    coef, rho, vpc, sv = built(_svm_arrays, {"coefficients": coefficients, "rho": rho,
+                                             "vectors_per_class": vectors_per_class,
+                                             "support_vectors": support_vectors})
     nsv = sum(vpc)
     all_pos = coef.size == 0 or coef.min() >= 0
     votes = None
     if nsv > 0:
-        sv = np.asarray(support_vectors, np.float64).reshape(nsv, -1)
         kern = _kernel(r, sv, kernel_type, list(kernel_params or []))  # (N, nsv)
         cf = coef.reshape(-1, nsv)
         start = np.concatenate([[0], np.cumsum(vpc)])

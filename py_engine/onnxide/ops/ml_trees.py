@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from .math import via_float32
-from .ml import _labels_out, _rows, post_transform_scores
+from .ml import _labels_out, _rows, built, post_transform_scores
 from .registry import ML_DOMAIN, op
 
 LEQ, LT, GTE, GT, EQ, NEQ, MEMBER, LEAF = range(8)
@@ -14,7 +14,6 @@ _LEGACY_MODES = {"BRANCH_LEQ": LEQ, "BRANCH_LT": LT, "BRANCH_GTE": GTE, "BRANCH_
                  "BRANCH_NEQ": NEQ, "LEAF": LEAF}
 _AGG = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
 _POST = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
-_BUILT = {}  # (build, ids of a node's attribute values) -> (those values, what build made of them)
 _WALK = contextvars.ContextVar("onnxide_tree_walk", default=None)  # an EP's walk for the kernel running (with_walk)
 
 
@@ -32,24 +31,9 @@ def with_walk(kernel, walk):
     return run
 
 
-def _built(build, attrs):
-    """build(**attrs) (a node's forest and weight tables), made once per node: a kernel gets the same attribute
-    objects on every call, so they are recognized by identity (and held here, so that their ids are not reused);
-    the 64 most recently built are kept."""
-    values = tuple(attrs.values())
-    key = (build, *map(id, values))
-    hit = _BUILT.get(key)
-    if hit is None or any(a is not b for a, b in zip(hit[0], values)):
-        hit = (values, build(**attrs))
-        if len(_BUILT) >= 64:
-            _BUILT.pop(next(iter(_BUILT)))
-        _BUILT[key] = hit
-    return hit[1]
-
-
 class _Forest:
     """Flattened trees: per node its feature, threshold, mode, children (global indices), missing flag. Built once
-    per node (_built); leaves() walks every tree of every sample together, one level per step."""
+    per node (ml.built); leaves() walks every tree of every sample together, one level per step."""
 
     def __init__(self, feature, threshold, mode, tchild, fchild, missing_true, roots, member_sets=None):
         self.feature = np.ascontiguousarray(feature, np.int64)  # (contiguous: an EP's walk reads them as C arrays)
@@ -172,7 +156,7 @@ def tree_ensemble(x, *, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_fa
                   post_transform=0):
     attrs = dict(locals())
     del attrs["x"]  # (the attributes alone: what the model is built from)
-    forest, wt, ht, n_out = _built(_tree_ensemble_5, attrs)
+    forest, wt, ht, n_out = built(_tree_ensemble_5, attrs)
     y = _aggregate(forest, forest.leaves(x), wt, ht, int(aggregate_function), n_out)
     y = post_transform_scores(y, _POST.get(int(post_transform), post_transform))
     return y.astype(x.dtype if x.dtype.kind == "f" else np.float32)
@@ -271,7 +255,7 @@ def _pick(plain, as_tensor):
 
 
 def _regressor(x, a):
-    forest, wt, ht, agg, n_out, base = _built(_regressor_model, a)
+    forest, wt, ht, agg, n_out, base = built(_regressor_model, a)
     y = _aggregate(forest, forest.leaves(x), wt, ht, agg, n_out)
     if base is not None and base.size:
         y = y + base
@@ -296,7 +280,7 @@ def _regressor_model(**a):
 
 
 def _classifier(x, a):
-    forest, wt, ht, width, n_classes, one_class, base = _built(_classifier_model, a)
+    forest, wt, ht, width, n_classes, one_class, base = built(_classifier_model, a)
     ints, strings = a["classlabels_int64s"], a["classlabels_strings"]
     res = _aggregate(forest, forest.leaves(x), wt, ht, 1, width)[:, :max(n_classes, 1)]
     if base is not None and base.size:
