@@ -404,7 +404,8 @@ NX_EXPORT void nx_gemm_pack_a(long M, long K, const float* a, long lda, float* a
 }
 
 /* C (M×N, row stride ldc) = act(A·B + bias[n] + row_bias[m] + res[m, n]).
- * A: packed `ap` (nx_gemm_pack_a) or raw `a` (row stride lda, packed here); B: packed `bp` (nx_gemm_pack_b) or
+ * A: packed `ap` (nx_gemm_pack_a) or raw `a` (row stride lda, packed here; rows may overlap, lda < K: a
+ * one-channel conv's windows of its input, cpu_ops.py's "windows" conv); B: packed `bp` (nx_gemm_pack_b) or
  * raw `b` (K×N, row stride ldb, packed here). bias, row_bias and
  * res (row stride ldr) may be NULL. Returns 0, or -1 when scratch could not be allocated. */
 NX_EXPORT long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw) {
@@ -480,7 +481,7 @@ static void gemm_tile_chunks(void* p, long lo, long hi, int who) {
 NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const float* ap, const float* b, long ldb,
                       const float* bp, float* c, long ldc, const float* bias, const float* row_bias, const float* res,
                       long ldr, int act, float alpha, float beta, float* scratch, int threads) {
-    NX_CHECK(M >= 0 && N >= 0 && K >= 0 && (a || ap) && (b || bp) && ldc >= N && (!a || lda >= K) && (!b || ldb >= N));
+    NX_CHECK(M >= 0 && N >= 0 && K >= 0 && (a || ap) && (b || bp) && ldc >= N && (!a || lda >= 1) && (!b || ldb >= N));
     NX_CHECK(!res || ldr >= N);
     struct gemm_job g = {.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ldr = ldr, .a = a, .ap = ap,
                          .b = b, .bp = bp, .bias = bias, .row_bias = row_bias, .res = res, .c = c, .act = act,

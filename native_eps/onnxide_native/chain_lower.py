@@ -9,7 +9,7 @@ from onnxide.errors import InvalidArgument
 from onnxide.ops import activations, resize, rnn
 from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.plan.chain_lower import (COPIES, dq_matmul, forward_lstm, lower_step, lstm_outputs, out as _out,
-                                     trailing_mean)
+                                     strided, trailing_mean)
 from onnxide.plan.chains import F32, Decline
 
 from . import cpu_ops as K
@@ -342,6 +342,12 @@ def _conv(b, step, node, opdef, attrs):
     elif cp.kind == "shifted":
         b.emit("conv_shifted", [c, h, wd, kh, kw_, sh, sw, dh, dw, pt, pl, oh, ow, m, n, c * h * wd, m * oh * ow],
                [x, b.fixed(cp.packed), y, bias, z, b.scratch(cp.scratch)], [fa, fb], code)
+    elif cp.kind == "windows":  # per image: positions × channels from the input's windows, then transposed
+        yt = b.scratch(n * ow * m)
+        _gemm_instr(b, ow, m, kw_, x, sw, yt, bp=b.fixed(cp.packed), bias=bias, act=act, batch=n,
+                    steps=(wd, 0, ow * m, 0))
+        strided(b, yt, y, (n, m, ow), (ow * m, 1, m), (m * ow, ow, 1))
+        b.written_to_end(yt)  # (the GEMM's output, read by the copy)
     else:  # 1×1: one GEMM per image, the image as a raw B
         p = oh * ow
         _gemm_instr(b, m, p, c, -1, c, y, raw_b=x, ldb=p, row_bias=bias, res=z, act=act, ap=b.fixed(cp.packed),

@@ -28,6 +28,7 @@ SMALL_GEMM = 1 << 17
 SMALL_N = 16        # GEMMs with fewer output columns than this use under half of the 32-wide tiles
 SMALL_ACT = 4096    # element-wise: below this many elements numpy's ufunc call is cheaper than a ctypes call
 WINOGRAD_F4 = True
+CONV_WINDOWS = True  # tests and tests/bench/ab_native.py switch the "windows" conv off
 NATIVE_ATTENTION = True  # tests/bench/micro.py switches it off to time the two attention paths
 
 
@@ -275,13 +276,22 @@ def packed_a(lib, w, m, k):
     return _once_or_cached(w, "nx_gemm_a", pack)
 
 
+def packed_weights_b(lib, w, m, k):
+    """A conv's constant weights (w viewed as M×K) as a packed B of K×M (its transpose), once per weight."""
+    def pack(w):
+        bp = conv_winograd.aligned_empty(lib.nx_gemm_packed_size(k, m), F32)
+        lib.nx_gemm_pack_b(k, m, np.ascontiguousarray(w).ctypes.data, 1, k, bp.ctypes.data)
+        return bp
+    return _once_or_cached(w, "nx_gemm_bt", pack)
+
+
 def gemm_call(lib, m, n, k, a, bp, c, ldc, bias=None, row_bias=None, res=None, ldr=0, act=(0, 0.0, 0.0), ap=None,
-              b=None, ldb=0):
-    """nx_gemm: A raw (`a`, rows of k) or packed (`ap`); B packed (`bp`) or raw (`b`, row stride ldb); packing
-    scratch reused per thread (a fresh multi-MB buffer would page-fault on every call)."""
+              b=None, ldb=0, lda=None):
+    """nx_gemm: A raw (`a`, rows of k, or `lda` apart) or packed (`ap`); B packed (`bp`) or raw (`b`, row stride
+    ldb); packing scratch reused per thread (a fresh multi-MB buffer would page-fault on every call)."""
     size = lib.nx_gemm_scratch_size(m, n, k, int(ap is None), int(bp is None))
     scratch = conv_winograd.scratch("nx_gemm", (size,), F32) if size else None
-    if lib.nx_gemm(m, n, k, _addr(a), k, _addr(ap), _addr(b), ldb, _addr(bp), c.ctypes.data, ldc, _addr(bias),
+    if lib.nx_gemm(m, n, k, _addr(a), lda or k, _addr(ap), _addr(b), ldb, _addr(bp), c.ctypes.data, ldc, _addr(bias),
                    _addr(row_bias), _addr(res), ldr, act[0], act[1], act[2], _addr(scratch), threads()):
         raise MemoryError(f"GEMM {m}x{k} @ {k}x{n}: no scratch memory")
 
@@ -346,8 +356,11 @@ def _geometry(parse, x, *args, **attrs):
 
 class ConvPlan:
     """How one float32 Conv runs natively (conv_plan decides; conv and the chain runner carry it out): `kind` is
-    "dw" (nx_dwconv), "wino" (nx_winograd_f4), "shifted" (nx_conv_shifted) or "gemm" (a 1×1 stride-1 unpadded conv:
-    one GEMM per image); `packed` the weights in that kernel's form; sizes as the kernels take them."""
+    "dw" (nx_dwconv), "wino" (nx_winograd_f4), "shifted" (nx_conv_shifted), "gemm" (a 1×1 stride-1 unpadded conv:
+    one GEMM per image) or "windows" (an unpadded 1-D conv of one input channel: output position p's taps are the
+    input's x[p·stride : p·stride + K], so the input as it lies is a GEMM's A of rows `stride` apart, times the
+    weights as B, then the positions × channels result transposed); `packed` the weights in that kernel's form;
+    sizes as the kernels take them."""
 
     __slots__ = ("kind", "n", "c", "h", "w", "m", "ks", "st", "dil", "pb", "out", "y_shape", "packed", "scratch")
 
@@ -409,6 +422,9 @@ def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, small=False, **attrs)
             c, m, out[0], out[1]), **plan)
     if not small and out[0] * out[1] < SMALL_N:
         return None
+    if CONV_WINDOWS and c == 1 and hgt == 1 and ks[0] == 1 and g.dilations[1] == 1 and z_shape is None and not any(g.pads_begin) \
+            and not any(g.pads_end):  # (a spectrogram's frames: the tiles' stride-phase planes would be ~SW of them)
+        return ConvPlan(kind="windows", packed=packed_weights_b(lib, w, m, ks[1]), **plan)
     ap = packed_a(lib, w, m, c * ks[0] * ks[1])
     if ks == (1, 1) and g.strides == (1, 1) and g.pads_begin == (0, 0) and out == (hgt, wid):
         return ConvPlan(kind="gemm", packed=ap, **plan)
@@ -449,6 +465,11 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
                                    None if zc is None else zc[i].ctypes.data, act_code, act_a, act_b,
                                    scratch.ctypes.data, nt):
                 raise MemoryError(f"Conv {cp.c}->{m} channels: no scratch memory")
+    elif cp.kind == "windows":  # the input's windows as A's rows (lda = the stride), the weights as B
+        yt = np.empty((n, ow, m), F32)
+        for i in range(n):
+            gemm_call(lib, ow, m, ks[1], x4[i], cp.packed, yt[i], m, bias=b, act=(act_code, act_a, act_b), lda=st[1])
+        y[:, :, 0, :] = yt.transpose(0, 2, 1)
     else:  # a 1×1 stride-1 unpadded conv: one GEMM on the image itself
         p = oh * ow
         for i in range(n):

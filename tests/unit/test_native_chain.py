@@ -171,6 +171,8 @@ CONVS = {  # (x shape, w shape, attributes): each conv path of cpu_ops.conv_plan
     "winograd": ((1, 32, 12, 12), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
     "1-D": ((2, 4, 30), (6, 4, 5), {"strides": [3]}),
     "STFT-like": ((1, 1, 576), (258, 1, 256), {"strides": [128]}),  # (silero VAD: few positions, long taps)
+    "spectrogram frames": ((2, 1, 1760), (257, 1, 512), {"strides": [160]}),  # (openWakeWord's; windows, batch 2)
+    "frames of an H=1 image": ((1, 1, 1, 300), (16, 1, 1, 40), {"strides": [1, 20]}),
     "few positions": ((1, 129, 3), (128, 129, 3), {"pads": [1, 1]}),
 }
 
@@ -194,6 +196,24 @@ def test_conv_paths(case, z, threads):
         last = "s"
     nodes += [helper.make_node("Relu", [last], ["r"]), helper.make_node("Sigmoid", ["r"], ["y"])]
     _check(_model(nodes, feeds, "y", [("w", w), ("b", b)]), feeds, threads, optimize=True)
+
+
+@pytest.mark.parametrize("case", ["STFT-like", "spectrogram frames", "frames of an H=1 image"])
+def test_windows_conv_equals_the_shifted_tiles(case, monkeypatch):
+    """A one-channel unpadded conv as a GEMM over the input's windows: what the shifted conv's tiles give (the same
+    bits on the AVX2 build; the plain build's tiles sum in another order)."""
+    from onnxide_native import cpu_ops
+    xs, ws, attrs = CONVS[case]
+    x, w, b = _w(*xs), _w(*ws), _w(ws[0])
+    data = _model([helper.make_node("Conv", ["x", "w", "b"], ["c"], **attrs),
+                   helper.make_node("Relu", ["c"], ["y"])], {"x": x}, "y", [("w", w), ("b", b)])
+    got = {}
+    for windows in (True, False):
+        monkeypatch.setattr(cpu_ops, "CONV_WINDOWS", windows)
+        sess = onnxide.InferenceSession(data, providers=[NATIVE, "CPUExecutionProvider"])
+        assert _chains(sess)
+        got[windows] = sess.run(None, {"x": x})[0]
+    np.testing.assert_allclose(got[True], got[False], rtol=1e-5, atol=1e-6)
 
 
 def test_mlp_is_one_chain_and_middle_values_escape():
