@@ -19,6 +19,7 @@ void nx_act_row(float* restrict y, long n, int act, float a, float b) {
     case NX_ACT_CLIP: ACT_LOOP(v < a ? a : (v > b ? b : v))
     case NX_ACT_SQRT: ACT_LOOP(sqrtf(v))  /* (vsqrtps: correctly rounded, as numpy's) */
     case NX_ACT_ERF: ACT_LOOP(nx_erf(v))
+    case NX_ACT_LOG: ACT_LOOP(logf(v))  /* (glibc's: within an ulp of numpy's; -inf at ±0, NaN below 0) */
     case NX_ACT_GELU: ACT_LOOP(nx_gelu(v))
     case NX_ACT_GELU_TANH: ACT_LOOP(nx_gelu_tanh(v))
     default: break;

@@ -45,6 +45,18 @@ def _unary(b, step, node, opdef, attrs):
     _act(b, step, step.in_keys[0], p[1], p[2], K.ACT[p[0]])
 
 
+def _clip(b, step, node, opdef, attrs):
+    """Clip: the clip activation, from opset 11 on where its bounds are constants (activations.clip_activation)."""
+    if opdef.since < 11:
+        return _unary(b, step, node, opdef, attrs)
+    keys = (list(step.in_keys) + [None, None])[1:3]
+    bounds = [None if k is None else b.const(k) for k in keys]
+    p = None if any(k is not None and v is None for k, v in zip(keys, bounds)) else activations.clip_activation(*bounds)
+    if p is None or "clip" not in K.ACT:
+        raise Decline("Clip bounds")
+    _act(b, step, step.in_keys[0], p[0], p[1], K.ACT["clip"])
+
+
 def _binary(b, step, node, opdef, attrs):
     if attrs or opdef.since < 7 or len(step.in_keys) != 2:  # (Max / Min are variadic: two inputs only)
         raise Decline(node.op_type)
@@ -359,7 +371,7 @@ LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(Fa
          "GlobalAveragePool": _global_average_pool, "Resize": _resize, "Pow": _pow, "LSTM": _lstm,
          "ReduceMean": _reduce_mean,
          **{op: _binary for op in K.BINARY},
-         **{op: _unary for op in activations.BY_OP}, **COPIES}
+         **{op: _unary for op in activations.BY_OP}, "Clip": _clip, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,
             "MultiHeadAttention": _attention, "DynamicQuantizeMatMul": _dq_matmul,
             **{op: _contrib_act for op in activations.CONTRIB}}

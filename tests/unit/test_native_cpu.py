@@ -68,6 +68,33 @@ def test_unary(op, attrs, opset):
     _check(op, [_x(3, 1, 7)], attrs, opset=opset)
 
 
+def test_log():
+    """Log natively: within an ulp of numpy's, and its special values (-inf at +-0, NaN below 0, +inf at +inf)."""
+    x = np.concatenate([SPECIAL, np.abs(_x(5000)) * 10, _x(33)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        got = _check("Log", [x], opset=13, rtol=3e-7, atol=0)[0]
+    assert np.array_equal(np.isnan(got), np.isnan(x) | (x < 0)) and got[x == 0].tolist() == [-np.inf] * int(
+        (x == 0).sum())
+
+
+@pytest.mark.parametrize("lo,hi", [(0.5, None), (None, -0.25), (-1.0, 2.0), (1.0, 1.0)])
+def test_clip_with_constant_bounds_in_a_chain(lo, hi):
+    """Clip-11+ whose bounds are initializers: the clip activation inside a chain (an absent bound open)."""
+    from onnx import numpy_helper
+    x = np.concatenate([SPECIAL, _x(300) * 3]).reshape(1, -1)
+    names = ["x", "lo" if lo is not None else "", "hi" if hi is not None else ""]
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", lo), ("hi", hi)) if v is not None]
+    nodes = [helper.make_node("Mul", ["x", "two"], ["d"]), helper.make_node("Clip", ["d"] + names[1:], ["y"])]
+    inits.append(numpy_helper.from_array(np.array(2.0, np.float32), "two"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)], inits)
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=9).SerializeToString()
+    native = onnxide.InferenceSession(data, providers=[NATIVE, "CPUExecutionProvider"])
+    assert [s.node.op_type for s in native._executor.main_plan.steps] == ["NativeChain"]
+    want = onnxide.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(native.run(None, {"x": x})[0], want, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("op", ["Gelu", "BiasGelu", "FastGelu"])
 def test_contrib_gelu(op):
     x, b = _x(2, 50, 48) * 3, _x(48)  # above cpu_ops.SMALL_ACT

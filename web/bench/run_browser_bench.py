@@ -47,6 +47,8 @@ MODELS = {
     "ppocr_det": ("rapidocr_onnxruntime-1.4.4/ch_PP-OCRv4_det_infer.onnx", "PP-OCRv4 det, 1x3x320x320"),
     "silero_vad": ("silero_vad-6.2.3/silero_vad.onnx", "silero VAD 6.2.3, one 512-sample chunk at 16 kHz"),
     "ppocr_rec": ("rapidocr_onnxruntime-1.4.4/ch_PP-OCRv4_rec_infer.onnx", "PP-OCRv4 rec, 1x3x48x320"),
+    "oww_melspec": ("openwakeword-0.5.1/melspectrogram.onnx", "openWakeWord melspectrogram, 1760 samples at 16 kHz"),
+    "oww_embedding": ("openwakeword-0.5.1/embedding_model.onnx", "openWakeWord embedding, 1x76x32x1"),
     "yolov8n": ("exported/yolov8n.onnx", "YOLOv8n detector, 1x3x640x640"),
     "crnn": ("exported/crnn.onnx", "CRNN (conv + 2 BiLSTM + CTC), 1x1x32x320"),
     "vit_tiny": ("exported/vit_tiny.onnx", "ViT-Tiny/16, 1x3x224x224"),
@@ -76,6 +78,10 @@ def make_inputs(name):
     if name == "readme_cnn":
         from onnxide.demo import default_input
         return {"image": default_input()}
+    if name == "oww_melspec":
+        return {"input": _native_bench()._tone(1760)}
+    if name == "oww_embedding":
+        return {"input_1": np.random.default_rng(1).standard_normal((1, 76, 32, 1)).astype(np.float32)}
     t = np.arange(512) / 16000.0
     audio = (0.3 * np.sin(2 * np.pi * 220 * t) + 0.05 * rng.standard_normal(512)).astype(np.float32)
     return {"input": audio.reshape(1, 512), "state": np.zeros((2, 1, 128), np.float32),

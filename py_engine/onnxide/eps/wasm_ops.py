@@ -22,7 +22,7 @@ F32 = np.dtype(np.float32)
 
 # the activations ox_common.h's v_act implements: name -> code (the table's; ox_act_codes.h is generated from it)
 ACT = activations.codes(("none", "relu", "leaky", "sigmoid", "tanh", "hardsigmoid", "hardswish", "clip", "exp", "sqrt",
-                         "erf", "gelu", "gelu_tanh", "elu", "abs", "neg", "swish", "selu"))
+                         "erf", "gelu", "gelu_tanh", "elu", "abs", "neg", "swish", "selu", "log"))
 BINOP = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5, "PRelu": 6}
 
 

@@ -4,6 +4,7 @@ defaults, and the ai.onnx op, com.microsoft ops and FusedConv / FusedGemm `activ
 definition is its ai.onnx op's registered kernel (ops/fused.py applies it). Each EP lists the names its kernels run.
 
 Standard library only: the kernel builds run it as a script, `python3 -I activations.py --c-enum NX`."""
+import math
 from dataclasses import dataclass
 from functools import partial
 
@@ -51,6 +52,7 @@ ACTIVATIONS = (
     Activation("neg", 15, "Neg"),
     Activation("swish", 16, "Swish", since=24, params=(("alpha", 1.0),)),
     Activation("selu", 17, "Selu", params=(("alpha", 1.67326319217681884765625), ("gamma", 1.05070102214813232421875))),
+    Activation("log", 18, "Log"),
 )
 BY_NAME = {a.name: a for a in ACTIVATIONS}
 FUSED = {a.fused: a for a in ACTIVATIONS if a.fused is not None}  # FusedConv's `activation` value -> activation
@@ -99,6 +101,19 @@ def unary_activation(op_type, opdef, attrs, supported):
     vals.update(attrs)
     p = _select(acts, vals)
     return p if p is not None and p[0] in supported else None
+
+
+def clip_activation(lo, hi):
+    """(a, b) of the clip activation that computes Clip-11+ with constant bounds `lo` / `hi` (arrays of one value,
+    or None where absent: no bound, so ±inf, not Clip-6's ±FLT_MAX) as its kernel does (numpy's
+    minimum(maximum(x, lo), hi)), or None where it would not: a bound that is not one value or is NaN, or lo > hi
+    (every value is hi then)."""
+    vals = []
+    for v, default in ((lo, -math.inf), (hi, math.inf)):
+        if v is not None and (v.size != 1 or v.dtype.kind != "f" or v.reshape(-1)[0] != v.reshape(-1)[0]):
+            return None
+        vals.append(default if v is None else float(v.reshape(-1)[0]))
+    return tuple(vals) if vals[0] <= vals[1] else None
 
 
 def fused_activation(op_type, attrs, defaults, supported):
