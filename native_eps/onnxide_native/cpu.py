@@ -127,13 +127,6 @@ CLAIMS = {
     **{name: _claim_binary for name in K.BINARY},
 }
 _CONTRIB = {op: ACT[a.name] for op, a in activations.CONTRIB.items()}  # com.microsoft op -> activation code
-def _claim_trees(lib, node, opdef, attrs):
-    """The op's own kernel, its trees walked natively (ml_trees.with_walk)."""
-    return ml_trees.with_walk(opdef.kernel, functools.partial(K.tree_leaves, lib))
-
-
-ML_CLAIMS = {name: _claim_trees for name in ("TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor")}
-
 MS_CLAIMS = {
     "FusedConv": _claim_conv,
     "FusedGemm": _claim_gemm,
@@ -174,6 +167,14 @@ def _small_elementwise(shapes, attrs):
 
 SMALL = {"MatMul": _small_gemm, "Gemm": _small_gemm, "FusedGemm": _small_gemm, "Conv": _small_conv,
          "FusedConv": _small_conv}
+
+
+def _claim_trees(lib, node, opdef, attrs):
+    """The op's own kernel, its trees walked natively (ml_trees.with_walk)."""
+    return ml_trees.with_walk(opdef.kernel, functools.partial(K.tree_leaves, lib))
+
+
+ML_CLAIMS = {name: _claim_trees for name in ("TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor")}
 
 
 class NativeCPUExecutionProvider(ExecutionProvider):

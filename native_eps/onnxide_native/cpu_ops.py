@@ -422,8 +422,9 @@ def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, small=False, **attrs)
             c, m, out[0], out[1]), **plan)
     if not small and out[0] * out[1] < SMALL_N:
         return None
-    if CONV_WINDOWS and c == 1 and hgt == 1 and ks[0] == 1 and g.dilations[1] == 1 and z_shape is None and not any(g.pads_begin) \
-            and not any(g.pads_end):  # (a spectrogram's frames: the tiles' stride-phase planes would be ~SW of them)
+    if CONV_WINDOWS and c == 1 and hgt == 1 and ks[0] == 1 and ks[1] > 1 and g.dilations[1] == 1 and z_shape is None \
+            and not any(g.pads_begin) and not any(g.pads_end):  # (a spectrogram's frames: the tiles' stride-phase
+        # planes would be one per hop phase)
         return ConvPlan(kind="windows", packed=packed_weights_b(lib, w, m, ks[1]), **plan)
     ap = packed_a(lib, w, m, c * ks[0] * ks[1])
     if ks == (1, 1) and g.strides == (1, 1) and g.pads_begin == (0, 0) and out == (hgt, wid):

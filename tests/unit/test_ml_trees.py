@@ -79,7 +79,8 @@ def _model(attrs):
                              ir_version=9).SerializeToString()
 
 
-EPS = ["CPUExecutionProvider"] + [ep for ep in ["NativeCPUExecutionProvider"] if ep in onnxide.get_available_providers()]
+EPS = ["CPUExecutionProvider"] + [ep for ep in ["NativeCPUExecutionProvider"]
+                                  if ep in onnxide.get_available_providers()]
 
 
 @pytest.mark.parametrize("modes", [["BRANCH_LEQ"], ["BRANCH_NEQ"], MODES])

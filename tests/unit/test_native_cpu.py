@@ -365,7 +365,8 @@ def test_winograd_f4(c, m, spatial, pads, threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("xs,ws,strides", [((2, 1, 1760), (257, 1, 512), [160]), ((1, 1, 1, 700), (9, 1, 1, 64), [1, 32])])
+@pytest.mark.parametrize("xs,ws,strides", [((2, 1, 1760), (257, 1, 512), [160]),
+                                           ((1, 1, 1, 700), (9, 1, 1, 64), [1, 32])])
 def test_windows_conv_per_node(xs, ws, strides, threads):
     """A one-channel unpadded conv claimed alone (no chain): the GEMM over the input's windows, then transposed."""
     _check("Conv", [_x(*xs), _x(*ws) * 0.05, _x(ws[0])], {"strides": strides}, opset=17, rtol=1e-4, atol=1e-5,
