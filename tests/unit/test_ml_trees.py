@@ -125,3 +125,21 @@ def test_a_cycle_is_refused():
     sess = onnxide.InferenceSession(_model(attrs), providers=["CPUExecutionProvider"])
     with pytest.raises(onnxide.InvalidArgument, match="cycle"):
         sess.run(None, {"x": np.zeros((1, 3), np.float32)})
+
+
+def test_more_nodes_than_the_cache_from_several_threads():
+    """70 tree nodes (past the 64 models kept) run from 4 threads at once: each still gives its own trees' sums."""
+    import concurrent.futures
+    rng = np.random.default_rng(11)
+    forests = [_forest(rng, 3, ["BRANCH_LEQ"], False) for _ in range(70)]
+    sessions = [onnxide.InferenceSession(_model(a), providers=["CPUExecutionProvider"]) for a, _ in forests]
+    x = rng.standard_normal((5, 3)).astype(np.float32)
+    want = [np.array([_walk(t, r) for r in x.astype(np.float64)], np.float32) for _, t in forests]
+
+    def run(i):
+        return sessions[i].run(None, {"x": x})[0][:, 0]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            for i, got in enumerate(pool.map(run, range(70))):
+                np.testing.assert_allclose(got, want[i], rtol=1e-6, atol=1e-6)

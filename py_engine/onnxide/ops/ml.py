@@ -1,4 +1,6 @@
 """ai.onnx.ml ops other than tree ensembles: encoders, scalers, linear and SVM models, ZipMap, vectorizers."""
+import threading
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -20,6 +22,7 @@ def _obj(values):
 
 
 _BUILT = {}  # (build, ids of a node's attribute values) -> (those values, what build made of them)
+_BUILT_LOCK = threading.Lock()  # (sessions run in several threads: one of them evicts at a time)
 
 
 def built(build, attrs):
@@ -31,9 +34,10 @@ def built(build, attrs):
     hit = _BUILT.get(key)
     if hit is None or any(a is not b for a, b in zip(hit[0], values)):
         hit = (values, build(**attrs))
-        if len(_BUILT) >= 64:
-            _BUILT.pop(next(iter(_BUILT)))
-        _BUILT[key] = hit
+        with _BUILT_LOCK:
+            if len(_BUILT) >= 64:
+                _BUILT.pop(next(iter(_BUILT)))
+            _BUILT[key] = hit
     return hit[1]
 
 
