@@ -56,9 +56,11 @@ class Node:
 def subgraphs(node):
     """The graphs `node`'s attributes hold (If branches, Loop/Scan bodies, GRAPHS lists), in attribute order."""
     for v in node.attrs.values():
-        for g in (v if isinstance(v, list) else [v]):
-            if hasattr(g, "nodes"):
-                yield g
+        if type(v) is list:
+            if v and hasattr(v[0], "nodes"):  # (a GRAPHS list; a list attribute holds one type)
+                yield from v
+        elif hasattr(v, "nodes"):
+            yield v
 
 
 class Graph:

@@ -111,8 +111,7 @@ def fuse_activation(model):
             if params:
                 base.attrs["activation_params"] = [float(p) for p in params]
             base.outputs = act.outputs
-            g.nodes.remove(act)
-            uses = consumers(g)
+            g.nodes.remove(act)  # (`uses` holds for the nodes after: graph.consumers)
             changed = True
             continue
         if base.op_type == "Conv":
@@ -126,8 +125,7 @@ def fuse_activation(model):
             p = params + [0.0, 0.0]
             attrs.update(activation=act.op_type, activation_alpha=float(p[0]), activation_beta=float(p[1]))
             fused = Node("FusedGemm", base.inputs, act.outputs, attrs, "com.microsoft", (base.name or base.outputs[0]) + "_fused")
-        _swap_in(model, fused, base, act)
-        uses = consumers(g)
+        _swap_in(model, fused, base, act)  # (`uses` holds for the nodes after: graph.consumers)
         changed = True
     return changed
 
@@ -211,8 +209,7 @@ def fold_scale_shift_into_conv(model):
             b_new = (b64 * k).astype(w.dtype)
         else:
             w_new, b_new = w, (b64 + k).astype(w.dtype)
-        _absorb(g, conv, w_new, b_new, nxt)
-        uses = consumers(g)
+        _absorb(g, conv, w_new, b_new, nxt)  # (`uses` holds for the nodes after: graph.consumers)
         changed = True
     return changed
 
@@ -258,7 +255,6 @@ def fold_affine_into_next_conv(model):
         b_name = fresh_name(g, (conv.name or conv.outputs[0]) + "_folded_bias")
         g.initializers[b_name] = b_new
         conv.inputs = [x, w_name, b_name]
-        g.nodes.remove(aff)
-        uses = consumers(g)
+        g.nodes.remove(aff)  # (`uses` holds for the nodes after: graph.consumers)
         changed = True
     return changed

@@ -206,8 +206,7 @@ def fuse_hardswish(model):
         i = g.nodes.index(add)
         g.nodes[i:i + 1] = new
         for n in (clip, mul, tail):
-            g.nodes.remove(n)
-        uses = consumers(g)
+            g.nodes.remove(n)  # (`uses` holds for the nodes after: graph.consumers)
         changed = True
     return changed
 
