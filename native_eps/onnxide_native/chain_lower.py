@@ -9,7 +9,7 @@ from onnxide.errors import InvalidArgument
 from onnxide.ops import activations, resize, rnn
 from onnxide.ops.conv_geometry import ConvGeometry
 from onnxide.plan.chain_lower import (COPIES, dq_matmul, forward_lstm, lower_step, lstm_outputs, out as _out,
-                                     strided, trailing_mean)
+                                     strided, trailing_reduce)
 from onnxide.plan.chains import F32, Decline
 
 from . import cpu_ops as K
@@ -46,15 +46,27 @@ def _unary(b, step, node, opdef, attrs):
 
 
 def _clip(b, step, node, opdef, attrs):
-    """Clip: the clip activation, from opset 11 on where its bounds are constants (activations.clip_activation)."""
+    """Clip: the clip activation, from opset 11 on where its bounds are constants (activations.clip_activation);
+    else, for one-value bounds, the kernel's own min(max(x, lo), hi) as binary Max / Min passes (the same bits)."""
     if opdef.since < 11:
         return _unary(b, step, node, opdef, attrs)
-    keys = (list(step.in_keys) + [None, None])[1:3]
+    kx, *keys = (list(step.in_keys) + [None, None])[:3]
     bounds = [None if k is None else b.const(k) for k in keys]
     p = None if any(k is not None and v is None for k, v in zip(keys, bounds)) else activations.clip_activation(*bounds)
-    if p is None or "clip" not in K.ACT:
+    if p is not None:
+        _act(b, step, kx, p[0], p[1], K.ACT["clip"])
+        return
+    shape = b.shape(kx)
+    if any(k is not None and math.prod(b.shape(k)) != 1 for k in keys) or not any(keys):
         raise Decline("Clip bounds")
-    _act(b, step, step.in_keys[0], p[0], p[1], K.ACT["clip"])
+    src = b.src(kx)
+    y = b.dst(_out(step), shape)
+    for k, op in zip(keys, ("Max", "Min")):
+        if k is not None:
+            out, b_first, plan, b_full = K.binary_plan(shape, (1,) * len(shape))
+            b.emit("binary", [K.BINARY[op], 0, *plan, b_full], [src, b.src(k), y])
+            src = y
+    b.written_to_end(y)
 
 
 def _binary(b, step, node, opdef, attrs):
@@ -304,8 +316,17 @@ def _global_average_pool(b, step, node, opdef, attrs):
 
 
 def _reduce_mean(b, step, node, opdef, attrs):
-    planes, count, y = trailing_mean(b, step, opdef, attrs)
+    planes, count, y = trailing_reduce(b, step, opdef, attrs)
     b.emit("gavg", [planes, count], [b.src(step.in_keys[0]), b.dst(_out(step), y)])
+
+
+def _reduce_max(b, step, node, opdef, attrs):
+    """ReduceMax over trailing axes: a max pool of each plane's values in one window (NaN wins, as numpy's max)."""
+    if set(attrs) - {"axes", "keepdims", "noop_with_empty_axes"}:
+        raise Decline("ReduceMax attributes")
+    planes, count, y = trailing_reduce(b, step, opdef, attrs)
+    b.emit("maxpool", [planes, 1, count, 1, count, 1, 1, 1, 1, 0, 0, 1, 1],
+           [b.src(step.in_keys[0]), b.dst(_out(step), y)])
 
 
 def _max_pool(b, step, node, opdef, attrs):
@@ -369,7 +390,7 @@ def _conv(b, step, node, opdef, attrs):
 LOWER = {"Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Softmax": _softmax(False), "LogSoftmax": _softmax(True),
          "LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm, "MaxPool": _max_pool,
          "GlobalAveragePool": _global_average_pool, "Resize": _resize, "Pow": _pow, "LSTM": _lstm,
-         "ReduceMean": _reduce_mean,
+         "ReduceMean": _reduce_mean, "ReduceMax": _reduce_max,
          **{op: _binary for op in K.BINARY},
          **{op: _unary for op in activations.BY_OP}, "Clip": _clip, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm, "SkipLayerNormalization": _skip_layer_norm,

@@ -307,6 +307,14 @@ COPIES = {  # nodes after Relu(x), x of shape (2, 3, 4, 5)
     "reduce mean last axes": ([helper.make_node("ReduceMean", ["r", "ax"], ["t"])], [_i64("ax", [-1, 2])]),
     "reduce mean keepdims 0": ([helper.make_node("ReduceMean", ["r", "ax"], ["m"], keepdims=0),
                                 helper.make_node("Unsqueeze", ["m", "ax1"], ["t"])], [_i64("ax", [3]), _i64("ax1", [0])]),
+    "reduce max last axes": ([helper.make_node("ReduceMax", ["r", "ax"], ["t"])], [_i64("ax", [-1, 2])]),
+    # (a log-mel spectrogram's tail: clipped at its maximum minus 80; the bound a computed scalar)
+    "clip at a computed bound": ([helper.make_node("ReduceMax", ["r"], ["m"], keepdims=0),
+                                  helper.make_node("Sub", ["m", "c"], ["lo"]),
+                                  helper.make_node("Clip", ["r", "lo", "hi"], ["t"])],
+                                 [("c", np.array(0.5, np.float32)), ("hi", np.array(0.9, np.float32))]),
+    "clip below a computed bound only": ([helper.make_node("ReduceMean", ["r"], ["m"], keepdims=0),
+                                          helper.make_node("Clip", ["r", "m"], ["t"])], []),
 }
 
 

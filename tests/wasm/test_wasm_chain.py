@@ -236,6 +236,8 @@ FORMS = {  # (nodes after Relu(x) -> "r", ending in "t"; initializers; x shape);
                                    helper.make_node("Unsqueeze", ["m", "ax1"], ["t"])],
                                   [_i64("ax", [2, -1]), _i64("ax1", [1])], (2, 3, 4, 5)),
     "log softmax opset 11 axis 1": ([helper.make_node("LogSoftmax", ["r"], ["t"], axis=1)], [], (2, 3, 4)),
+    "reduce mean to a scalar": ([helper.make_node("ReduceMean", ["r"], ["m"], keepdims=0),
+                                 helper.make_node("Sub", ["r", "m"], ["t"])], [], (3, 5)),
 }
 
 

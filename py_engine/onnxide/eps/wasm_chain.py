@@ -12,7 +12,7 @@ import numpy as np
 from ..ops import activations, resize, rnn
 from ..plan import chains
 from ..runtime import limits
-from ..plan.chain_lower import COPIES, dq_matmul, forward_lstm, lower_step, lstm_outputs, out, trailing_mean
+from ..plan.chain_lower import COPIES, dq_matmul, forward_lstm, lower_step, lstm_outputs, out, trailing_reduce
 from ..plan.chains import F32, Decline
 from . import wasm_ops as W
 from . import wasm_ops_elem as E
@@ -140,7 +140,7 @@ def _pool(is_max):
 
 
 def _reduce_mean(b, step, node, opdef, attrs):
-    planes, count, y = trailing_mean(b, step, opdef, attrs)
+    planes, count, y = trailing_reduce(b, step, opdef, attrs)
     b.emit("gpool", [planes, count, 0], [b.src(step.in_keys[0]), b.dst(out(step), y)])
 
 

@@ -174,27 +174,26 @@ def lstm_outputs(b, step, t, batch, h):
             for k, shape in zip(outs, ((t, 1, batch, h), (1, batch, h), (1, batch, h)))]
 
 
-def trailing_mean(b, step, opdef, attrs):
-    """(planes, count, output shape) of a ReduceMean over trailing axes (constant axes): one mean of `count`
-    values per plane, each backend's global-average instruction. Axes ops.reduce refuses decline (its error)."""
-    shape = b.shape(step.in_keys[0])
+def trailing_reduce(b, step, opdef, attrs):
+    """(planes, count, output shape) of a ReduceMean / ReduceMax over trailing axes (constant axes): one result of
+    `count` values per plane (a backend's global-average or pooling instruction). Axes ops.reduce refuses decline
+    (its error)."""
+    op, shape = step.node.op_type, b.shape(step.in_keys[0])
     if opdef.since >= 18:
         k = step.in_keys[1] if len(step.in_keys) > 1 else None
         axes = None if k is None else b.const(k)
         if k is not None and axes is None:
-            raise Decline("ReduceMean axes not constant")
+            raise Decline(f"{op} axes not constant")
         axes = None if axes is None else np.ravel(axes)
     else:
         axes = attrs.get("axes")
-    axes = reduce_ops.norm_axes(len(shape), axes, attrs.get("noop_with_empty_axes", 0), "ReduceMean")
+    axes = reduce_ops.norm_axes(len(shape), axes, attrs.get("noop_with_empty_axes", 0), op)
     if axes is None:
-        raise Decline("ReduceMean noop")
+        raise Decline(f"{op} noop")
     lead = len(shape) - len(axes)
     if sorted(axes) != list(range(lead, len(shape))) or 0 in shape:
-        raise Decline("ReduceMean axes not trailing")
+        raise Decline(f"{op} axes not trailing")
     y = shape[:lead] + ((1,) * len(axes) if attrs.get("keepdims", 1) else ())
-    if not y:
-        raise Decline("rank")
     return math.prod(shape[:lead]), math.prod(shape[lead:]), y
 
 
