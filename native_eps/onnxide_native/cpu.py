@@ -175,6 +175,7 @@ def _claim_trees(lib, node, opdef, attrs):
 
 
 ML_CLAIMS = {name: _claim_trees for name in ("TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor")}
+_CLAIMS_BY_DOMAIN = {"": CLAIMS, registry.MS_DOMAIN: MS_CLAIMS, registry.ML_DOMAIN: ML_CLAIMS}
 
 
 class NativeCPUExecutionProvider(ExecutionProvider):
@@ -204,8 +205,7 @@ class NativeCPUExecutionProvider(ExecutionProvider):
     def claim(self, spec):
         node = spec.node
         domain = registry.normalize_domain(node.domain)
-        claim = {"": CLAIMS, registry.MS_DOMAIN: MS_CLAIMS, registry.ML_DOMAIN: ML_CLAIMS}.get(domain, {}).get(
-            node.op_type)
+        claim = _CLAIMS_BY_DOMAIN.get(domain, {}).get(node.op_type)
         if claim is None or _too_small(node, spec.static_shapes()):
             return None
         return claim(self.lib, node, spec.opdef, dict(node.attrs))

@@ -256,9 +256,10 @@ _once_or_cached = weight_cache.derived
 
 
 def packed_b(lib, b, trans):
-    """B (K×N, or N×K with `trans`) in nx_gemm's column panels."""
+    """B (K×N, or with `trans` N×K: b's first dim is N, the rest K, as a conv's weights) in nx_gemm's column
+    panels."""
     def pack(b):
-        k, n = (b.shape[1], b.shape[0]) if trans else b.shape
+        k, n = (b.size // b.shape[0], b.shape[0]) if trans else b.shape
         bc = np.ascontiguousarray(b)
         bp = conv_winograd.aligned_empty(lib.nx_gemm_packed_size(k, n), F32)
         lib.nx_gemm_pack_b(k, n, bc.ctypes.data, 1 if trans else n, k if trans else 1, bp.ctypes.data)
@@ -274,15 +275,6 @@ def packed_a(lib, w, m, k):
         lib.nx_gemm_pack_a(m, k, wc.ctypes.data, k, ap.ctypes.data)
         return ap
     return _once_or_cached(w, "nx_gemm_a", pack)
-
-
-def packed_weights_b(lib, w, m, k):
-    """A conv's constant weights (w viewed as M×K) as a packed B of K×M (its transpose), once per weight."""
-    def pack(w):
-        bp = conv_winograd.aligned_empty(lib.nx_gemm_packed_size(k, m), F32)
-        lib.nx_gemm_pack_b(k, m, np.ascontiguousarray(w).ctypes.data, 1, k, bp.ctypes.data)
-        return bp
-    return _once_or_cached(w, "nx_gemm_bt", pack)
 
 
 def gemm_call(lib, m, n, k, a, bp, c, ldc, bias=None, row_bias=None, res=None, ldr=0, act=(0, 0.0, 0.0), ap=None,
@@ -422,10 +414,11 @@ def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, small=False, **attrs)
             c, m, out[0], out[1]), **plan)
     if not small and out[0] * out[1] < SMALL_N:
         return None
+    # a spectrogram's frames (one channel, unpadded, 1-D): the input's windows as GEMM rows, where the shifted
+    # tiles would need one stride-phase plane per hop phase
     if CONV_WINDOWS and c == 1 and hgt == 1 and ks[0] == 1 and ks[1] > 1 and g.dilations[1] == 1 and z_shape is None \
-            and not any(g.pads_begin) and not any(g.pads_end):  # (a spectrogram's frames: the tiles' stride-phase
-        # planes would be one per hop phase)
-        return ConvPlan(kind="windows", packed=packed_weights_b(lib, w, m, ks[1]), **plan)
+            and not any(g.pads_begin) and not any(g.pads_end):
+        return ConvPlan(kind="windows", packed=packed_b(lib, w, True), **plan)
     ap = packed_a(lib, w, m, c * ks[0] * ks[1])
     if ks == (1, 1) and g.strides == (1, 1) and g.pads_begin == (0, 0) and out == (hgt, wid):
         return ConvPlan(kind="gemm", packed=ap, **plan)
