@@ -81,11 +81,22 @@ BREADTH = (("yolov8n", "YOLOv8n detector", (1, 3, 640, 640)), ("crnn", "CRNN (co
            ("mobilenetv3_small", "MobileNetV3-small", (1, 3, 224, 224)))
 
 
-def _tone(samples):
-    """A 220 Hz tone with a little noise at 16 kHz, (1, samples) float32 (audio front ends' input)."""
+def tone(samples, rng):
+    """A 220 Hz tone with a little of `rng`'s noise at 16 kHz, (1, samples) float32 (audio models' input)."""
     t = np.arange(samples) / 16000.0
-    noise = np.random.default_rng(1).standard_normal(samples)
-    return (0.3 * np.sin(2 * np.pi * 220 * t) + 0.05 * noise).astype(np.float32).reshape(1, samples)
+    return (0.3 * np.sin(2 * np.pi * 220 * t) + 0.05 * rng.standard_normal(samples)).astype(np.float32).reshape(
+        1, samples)
+
+
+def openwakeword_feeds(model):
+    """The benchmarks' input of openWakeWord's `model` file (their own seed: the other rows' inputs stay as they
+    were), or None for another model."""
+    rng = np.random.default_rng(1)
+    if model == "melspectrogram.onnx":
+        return {"input": tone(1760, rng)}
+    if model == "embedding_model.onnx":
+        return {"input_1": rng.standard_normal((1, 76, 32, 1)).astype(np.float32)}
+    return None
 
 
 def standard_models():
@@ -115,13 +126,11 @@ def standard_models():
         out.append(("silero VAD (16 kHz, 512 samples)", vad["silero_vad.onnx"],
                     {"input": (rng.standard_normal((1, 512)) * 0.1).astype(np.float32),
                      "state": np.zeros((2, 1, 128), np.float32), "sr": np.array(16000, np.int64)}, {}))
-    oww = {os.path.basename(p): p for p in fetch.model_paths("openwakeword")}  # (own seed: the other rows' inputs
-    if "melspectrogram.onnx" in oww:                                           # stay as they were)
-        out.append(("openWakeWord melspectrogram (16 kHz, 1760 samples)", oww["melspectrogram.onnx"],
-                    {"input": _tone(1760)}, {}))
-    if "embedding_model.onnx" in oww:
-        out.append(("openWakeWord embedding, 1×76×32×1", oww["embedding_model.onnx"],
-                    {"input_1": np.random.default_rng(1).standard_normal((1, 76, 32, 1)).astype(np.float32)}, {}))
+    oww = {os.path.basename(p): p for p in fetch.model_paths("openwakeword")}
+    for model, label in (("melspectrogram.onnx", "openWakeWord melspectrogram (16 kHz, 1760 samples)"),
+                         ("embedding_model.onnx", "openWakeWord embedding, 1×76×32×1")):
+        if model in oww:
+            out.append((label, oww[model], openwakeword_feeds(model), {}))
     if "ch_PP-OCRv4_rec_infer.onnx" in ocr:
         out.append(("PP-OCRv4 rec, 1×3×48×320", ocr["ch_PP-OCRv4_rec_infer.onnx"],
                     {"x": rng.random((1, 3, 48, 320), dtype=np.float32) * 2 - 1}, {}))

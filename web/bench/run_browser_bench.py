@@ -78,13 +78,9 @@ def make_inputs(name):
     if name == "readme_cnn":
         from onnxide.demo import default_input
         return {"image": default_input()}
-    if name == "oww_melspec":
-        return {"input": _native_bench()._tone(1760)}
-    if name == "oww_embedding":
-        return {"input_1": np.random.default_rng(1).standard_normal((1, 76, 32, 1)).astype(np.float32)}
-    t = np.arange(512) / 16000.0
-    audio = (0.3 * np.sin(2 * np.pi * 220 * t) + 0.05 * rng.standard_normal(512)).astype(np.float32)
-    return {"input": audio.reshape(1, 512), "state": np.zeros((2, 1, 128), np.float32),
+    if name.startswith("oww_"):
+        return _native_bench().openwakeword_feeds(os.path.basename(MODELS[name][0]))
+    return {"input": _native_bench().tone(512, rng), "state": np.zeros((2, 1, 128), np.float32),
             "sr": np.array(16000, np.int64)}
 
 
