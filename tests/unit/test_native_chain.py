@@ -202,9 +202,10 @@ def test_conv_paths(case, z, threads):
 def test_windows_conv_equals_the_shifted_tiles(case, monkeypatch):
     """A one-channel unpadded conv as a GEMM over the input's windows: what the shifted conv's tiles give (the same
     bits on the AVX2 build; the plain build's tiles sum in another order)."""
-    from onnxide_native import cpu_ops
+    from onnxide_native import cpu_ops, lib
     xs, ws, attrs = CONVS[case]
     x, w, b = _w(*xs), _w(*ws), _w(ws[0])
+    assert cpu_ops.conv_plan(lib.load(), xs, w, small=True, **attrs).kind == "windows"  # (the path under test)
     data = _model([helper.make_node("Conv", ["x", "w", "b"], ["c"], **attrs),
                    helper.make_node("Relu", ["c"], ["y"])], {"x": x}, "y", [("w", w), ("b", b)])
     got = {}

@@ -369,8 +369,10 @@ def test_winograd_f4(c, m, spatial, pads, threads):
                                            ((1, 1, 1, 700), (9, 1, 1, 64), [1, 32])])
 def test_windows_conv_per_node(xs, ws, strides, threads):
     """A one-channel unpadded conv claimed alone (no chain): the GEMM over the input's windows, then transposed."""
-    _check("Conv", [_x(*xs), _x(*ws) * 0.05, _x(ws[0])], {"strides": strides}, opset=17, rtol=1e-4, atol=1e-5,
-           threads=threads)
+    from onnxide_native import cpu_ops, lib
+    w = _x(*ws) * 0.05
+    assert cpu_ops.conv_plan(lib.load(), xs, w, strides=strides).kind == "windows"  # (the path under test)
+    _check("Conv", [_x(*xs), w, _x(ws[0])], {"strides": strides}, opset=17, rtol=1e-4, atol=1e-5, threads=threads)
 
 
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min"])
