@@ -28,7 +28,8 @@ _BUILT_LOCK = threading.Lock()  # (sessions run in several threads: one of them 
 def built(build, attrs):
     """build(**attrs): what a model op makes of its attributes (arrays, a forest, weight tables), made once per
     node: a kernel gets the same attribute objects on every call, so they are recognized by identity (and held
-    here, so that their ids are not reused); the 64 most recently built are kept."""
+    here, so that their ids are not reused); the 64 most recently built are kept. (weight_cache does this for
+    weight arrays; attributes are lists, which it cannot reference weakly.)"""
     values = tuple(attrs.values())
     key = (build, *map(id, values))
     hit = _BUILT.get(key)
