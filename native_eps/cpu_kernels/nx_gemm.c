@@ -17,9 +17,7 @@
 #define MR 16  /* rows of a tile: 6 + 5 + 5 (AVX2 blocks); 16, 32, 64 ... output channels fill whole tiles */
 #endif
 #define NR 32
-#ifndef __AVX512F__
 #define NX_GROUP 8  /* columns of a B row read as one vector (micro_rows' grp) */
-#endif
 #define KC 256
 #define PF_STEPS 48  /* A prefetched this many k steps ahead (~2.7 KB: L3 latency; 8 was ~6% slower on ResNet-18) */
 #define CACHE_BUDGET (1536L << 10)  /* bytes of packed operand kept in L2 while the other one streams */
@@ -63,15 +61,17 @@ static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, 
 
 /* acc (MR×NR, row stride ld) = sum over kc of ap[k][i] * B[k][j] (+ the tile already in acc when `add`); B row k
  * is bp + k*NR (a packed panel) or, with `off`, bp + off[k] (a conv's shifted input rows, see nx_conv_shifted).
- * With `grp` (not in the AVX-512 build) the row's NR columns are NR / NX_GROUP groups of NX_GROUP contiguous values,
+ * With `grp` the row's NR columns are NR / NX_GROUP groups of NX_GROUP contiguous values,
  * group g at B row + grp[g] (a conv tile of whole output rows shorter than NR, see nx_conv_shifted).
  * Only columns below `cols` are needed: strips wholly past them are skipped (left as they were) where the vector
- * code has strips narrower than NR (silero VAD's convs have 3-5 positions: 32 would be 6-10x the work). */
+ * code has strips narrower than NR (silero VAD's convs have 3-5 positions: 32 would be 6-10x the work).
+ * The AVX-512 build runs whole tiles of contiguous columns as 14×32 in zmm registers (micro_zmm) and the rest
+ * (partial row panels: 16 output channels are a 14-row and a 2-row panel; grouped or narrow columns) as the AVX2
+ * build's blocks (micro_ymm), which take any rows and columns: as one 14×32 tile, a 2-row panel cost a whole one
+ * (measured at the time: a 16-channel 1×1 conv over 56×56 positions 40 µs against the AVX2 build's 26). */
 #ifdef __AVX512F__
-static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
-                                                             const int* off, const long* grp, float* acc, long ld,
-                                                             int add, long cols, long rows) {
-    (void)cols, (void)rows, (void)grp;
+static inline __attribute__((always_inline)) void micro_zmm(long kc, const float* ap, const float* bp,
+                                                            const int* off, float* acc, long ld, int add) {
     __m512 c[MR][2];
     for (int i = 0; i < MR; i++) {
         c[i][0] = add ? _mm512_loadu_ps(acc + i * ld) : _mm512_setzero_ps();
@@ -94,7 +94,8 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
         _mm512_storeu_ps(acc + i * ld + 16, c[i][1]);
     }
 }
-#elif defined(__AVX2__) && defined(__FMA__)
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
 /* AVX2 (16 ymm registers): the 16×32 tile as 6×16 blocks (12 accumulators, the two B vectors of a k step and the
  * broadcast A value: 15 registers; per k 8 loads feed 12 FMAs); a whole tile as 6 + 5 + 5 rows, a partial one as
  * 6-row blocks and a block of the rows left.
@@ -104,7 +105,6 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
  * tile whose wanted columns fit in one (silero VAD's convs have 3-5 positions: a 16-wide block would be 3-5x the
  * work). */
 #define BLOCK_ROWS 6
-_Static_assert(MR == BLOCK_ROWS + 5 + 5, "micro_rows: a whole tile is 6 + 5 + 5 rows");
 static inline __attribute__((always_inline)) const float* b_row(const float* bp, const int* off, long k) {
     return off ? bp + off[k] : bp + k * NR;
 }
@@ -199,20 +199,20 @@ static inline __attribute__((always_inline)) void strip8(const int R, int r0, in
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + (r0 + i) * ld, c[i]);
 }
 
-/* the wanted rows × columns [j, j + 8) as strips of 8 or 4 rows (the packed A is zero past M: a strip may read
- * rows past the last) */
+/* the wanted rows × columns [j, j + 8) as strips of 8 and 4 or MR - 8 rows (the packed A is zero past M: a strip
+ * may read rows past the last) */
 static inline __attribute__((always_inline)) void strips(long rows, int j, long kc, const float* ap, const float* bp,
                                                          const int* off, const long* grp, float* acc, long ld,
                                                          int add) {
     if (rows <= 4) strip8(4, 0, j, kc, ap, bp, off, grp, acc, ld, add);
     else strip8(8, 0, j, kc, ap, bp, off, grp, acc, ld, add);
-    if (rows > 12) strip8(8, 8, j, kc, ap, bp, off, grp, acc, ld, add);
+    if (rows > 12) strip8(MR - 8, 8, j, kc, ap, bp, off, grp, acc, ld, add);
     else if (rows > 8) strip8(4, 8, j, kc, ap, bp, off, grp, acc, ld, add);
 }
 
-static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
-                                                             const int* off, const long* grp, float* acc, long ld,
-                                                             int add, long cols, long rows) {
+static inline __attribute__((always_inline)) void micro_ymm(long kc, const float* ap, const float* bp,
+                                                            const int* off, const long* grp, float* acc, long ld,
+                                                            int add, long cols, long rows) {
     if (cols <= 8) {
         strips(rows, 0, kc, ap, bp, off, grp, acc, ld, add);
         return;
@@ -222,7 +222,7 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
     long wide = cols > 16 && cols <= 24 ? 16 : cols;
     /* 6-row blocks, then the 1-5 rows left: 4 or 5 as 16-wide blocks of that many rows, 3 or fewer as one 32-wide
      * block (a block of 2 may read the zero row past the last) */
-    if (rows == MR) {  /* a whole tile: 6 + 5 + 5 rows (a 4-row block's 8 accumulators barely hide the FMA latency) */
+    if (rows == 16) {  /* a whole AVX2 tile: 6 + 5 + 5 rows (a 4-row block's 8 accumulators barely hide the FMA latency) */
         for (int j = 0; j < NR && j < wide; j += 16) {
             block16(6, 0, j, kc, ap, bp, off, grp, acc, ld, add, !j);
             block16(5, 6, j, kc, ap, bp, off, grp, acc, ld, add, 0);
@@ -242,6 +242,16 @@ static inline __attribute__((always_inline)) void micro_rows(long kc, const floa
     }
     if (wide < cols) strips(rows, 16, kc, ap, bp, off, grp, acc, ld, add);
 }
+#endif
+#ifdef __AVX512F__
+static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
+                                                             const int* off, const long* grp, float* acc, long ld,
+                                                             int add, long cols, long rows) {
+    if (rows == MR && cols > 24 && !grp) micro_zmm(kc, ap, bp, off, acc, ld, add);
+    else micro_ymm(kc, ap, bp, off, grp, acc, ld, add, cols, rows);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+#define micro_rows micro_ymm
 #else
 static inline void micro_rows(long kc, const float* ap, const float* bp, const int* off, const long* grp, float* acc,
                               long ld, int add, long cols, long rows) {
@@ -357,11 +367,11 @@ static void few_rows_chunks(void* p, long lo, long hi, int who) {
     }
 }
 
-#if MR == 16
 /* C = act(A·b + ...) for a one-column B with A packed: row panels ip0 .. ip0 + NP - 1 side by side (2·NP
- * independent sums in registers), A streaming once (a 1×1 conv of a 1×1 map, squeeze-and-excite's FCs: as tiles, B
- * was packed 32 wide and each A value broadcast for 8 columns of zeros). Each row's sum is the tiles' chain,
- * a[i][k]·b[k] added in k order (contracted to one multiply-add where the micro-kernel's is one): the same bits. */
+ * independent sums in registers: a panel's rows [0, 8) and [MR - 8, MR), which overlap in the AVX-512 build's
+ * 14-row panels), A streaming once (a 1×1 conv of a 1×1 map, squeeze-and-excite's FCs: as tiles, B was packed 32
+ * wide and each A value broadcast for 31 columns of zeros). Each row's sum is the tiles' chain, a[i][k]·b[k] added
+ * in k order (contracted to one multiply-add where the micro-kernel's is one): the same bits. */
 static inline __attribute__((always_inline)) void gemv_panels(const int NP, const struct gemm_job* g, long ip0) {
     long K = g->K;
     const float* panel = g->ap + ip0 * MR * K;
@@ -370,11 +380,13 @@ static inline __attribute__((always_inline)) void gemv_panels(const int NP, cons
     for (long k = 0; k < K; k++) {
         float x = g->b[k * g->ldb];
 #pragma GCC unroll 8
-        for (int q = 0; q < 2 * NP; q++) acc[q] += *(const nx_v8*)(panel + q / 2 * MR * K + k * MR + q % 2 * 8) * x;
+        for (int q = 0; q < 2 * NP; q++)
+            acc[q] += *(const nx_v8*)(panel + q / 2 * MR * K + k * MR + q % 2 * (MR - 8)) * x;
     }
     for (long i = ip0 * MR; i < g->M && i < (ip0 + NP) * MR; i++) {
         float* dst = g->c + i * g->ldc;
-        *dst = acc[(i - ip0 * MR) / 8][(i - ip0 * MR) % 8];
+        long p = (i - ip0 * MR) / MR, r = (i - ip0 * MR) % MR;
+        *dst = r < 8 ? acc[2 * p][r] : acc[2 * p + 1][r - (MR - 8)];
         row_out(dst, i, 0, 1, g->bias, g->row_bias, g->res, g->ldr, g->act, g->alpha, g->beta);
     }
 }
@@ -388,7 +400,6 @@ static void gemv_chunks(void* p, long lo, long hi, int who) {
     else if (hi - ip == 2) gemv_panels(2, p, ip);
     else if (hi - ip == 1) gemv_panels(1, p, ip);
 }
-#endif
 
 /* floats the packed form of an M×K A takes (nx_gemm_pack_a) */
 NX_EXPORT long nx_gemm_packed_a_size(long M, long K) { return ((M + MR - 1) / MR) * MR * K; }
@@ -493,12 +504,10 @@ NX_EXPORT int nx_gemm(long M, long N, long K, const float* a, long lda, const fl
         nx_for(nt, panels, few_rows_chunks, &g);
         return 0;
     }
-#if MR == 16
     if (ap && b && N == 1) {
         nx_for(nt, mpanels, gemv_chunks, &g);
         return 0;
     }
-#endif
     float* mine = scratch ? NULL : malloc(sizeof(float) * nx_gemm_scratch_size(M, N, K, !ap, !bp) + 64);
     if (!scratch && !mine) return -1;
     g.a_own = ap ? NULL : (scratch ? scratch : mine);
