@@ -11,11 +11,8 @@
 #include <immintrin.h>
 #endif
 
-#ifdef __AVX512F__
-#define MR 14  /* rows of a tile: 14 × 2 zmm accumulators */
-#else
-#define MR 16  /* rows of a tile: 6 + 5 + 5 (AVX2 blocks); 16, 32, 64 ... output channels fill whole tiles */
-#endif
+#define MR 16  /* rows of a tile: 8 + 8 (AVX-512 blocks), 6 + 5 + 5 (AVX2 blocks); 16, 32, 64 ... output channels fill
+                 * whole tiles */
 #define NR 32
 #define NX_GROUP 8  /* columns of a B row read as one vector (micro_rows' grp) */
 #define KC 256
@@ -65,33 +62,54 @@ static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, 
  * group g at B row + grp[g] (a conv tile of whole output rows shorter than NR, see nx_conv_shifted).
  * Only columns below `cols` are needed: strips wholly past them are skipped (left as they were) where the vector
  * code has strips narrower than NR (silero VAD's convs have 3-5 positions: 32 would be 6-10x the work).
- * The AVX-512 build runs whole tiles of contiguous columns as 14×32 in zmm registers (micro_zmm) and the rest
- * (partial row panels: 16 output channels are a 14-row and a 2-row panel; grouped or narrow columns) as the AVX2
- * build's blocks (micro_ymm), which take any rows and columns: as one 14×32 tile, a 2-row panel cost a whole one
- * (measured at the time: a 16-channel 1×1 conv over 56×56 positions 40 µs against the AVX2 build's 26). */
+ * The AVX-512 build runs tiles of contiguous columns, more than 24 wanted, as blocks of up to 8 rows × 32 columns in
+ * zmm registers (zblock: 16 accumulators; per k 2 B loads and 8 broadcasts feed 16 FMAs) and grouped or narrow
+ * columns as the AVX2 build's blocks (micro_ymm). (A 14-row zmm tile had left 16 output channels a 14-row and a
+ * 2-row panel, the 2-row one as costly as a whole one: a 16-channel 1×1 conv over 56×56 positions 40 µs against the
+ * AVX2 build's 26, measured at the time.) */
 #ifdef __AVX512F__
-static inline __attribute__((always_inline)) void micro_zmm(long kc, const float* ap, const float* bp,
-                                                            const int* off, float* acc, long ld, int add) {
-    __m512 c[MR][2];
-    for (int i = 0; i < MR; i++) {
-        c[i][0] = add ? _mm512_loadu_ps(acc + i * ld) : _mm512_setzero_ps();
-        c[i][1] = add ? _mm512_loadu_ps(acc + i * ld + 16) : _mm512_setzero_ps();
+static inline __attribute__((always_inline)) void zblock(const int R, int r0, long kc, const float* ap,
+                                                         const float* bp, const int* off, float* acc, long ld,
+                                                         int add, int prefetch) {
+    __m512 c[8][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+        c[i][0] = add ? _mm512_loadu_ps(acc + (r0 + i) * ld) : _mm512_setzero_ps();
+        c[i][1] = add ? _mm512_loadu_ps(acc + (r0 + i) * ld + 16) : _mm512_setzero_ps();
     }
+#pragma GCC unroll 2
     for (long k = 0; k < kc; k++) {
         const float* brow = off ? bp + off[k] : bp + k * NR;
         __m512 b0 = _mm512_loadu_ps(brow), b1 = _mm512_loadu_ps(brow + 16);
-        const float* a = ap + k * MR;
-        _mm_prefetch((const char*)(a + PF_STEPS * MR), _MM_HINT_T0);  /* A streams (weights from L3, memory) */
-#pragma GCC unroll 14
-        for (int i = 0; i < MR; i++) {
+        const float* a = ap + k * MR + r0;
+        if (prefetch) _mm_prefetch((const char*)(a + PF_STEPS * MR), _MM_HINT_T0);  /* A streams (weights: L3) */
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) {
             __m512 ai = _mm512_set1_ps(a[i]);
             c[i][0] = _mm512_fmadd_ps(ai, b0, c[i][0]);
             c[i][1] = _mm512_fmadd_ps(ai, b1, c[i][1]);
         }
     }
-    for (int i = 0; i < MR; i++) {
-        _mm512_storeu_ps(acc + i * ld, c[i][0]);
-        _mm512_storeu_ps(acc + i * ld + 16, c[i][1]);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+        _mm512_storeu_ps(acc + (r0 + i) * ld, c[i][0]);
+        _mm512_storeu_ps(acc + (r0 + i) * ld + 16, c[i][1]);
+    }
+}
+
+/* rows [r0, r0 + R) for 1 <= R <= 8, R known at run time */
+static inline __attribute__((always_inline)) void zblock_rows(long R, int r0, long kc, const float* ap,
+                                                              const float* bp, const int* off, float* acc, long ld,
+                                                              int add) {
+    switch (R) {
+    case 8: zblock(8, r0, kc, ap, bp, off, acc, ld, add, !r0); break;
+    case 7: zblock(7, r0, kc, ap, bp, off, acc, ld, add, 0); break;
+    case 6: zblock(6, r0, kc, ap, bp, off, acc, ld, add, 0); break;
+    case 5: zblock(5, r0, kc, ap, bp, off, acc, ld, add, 0); break;
+    case 4: zblock(4, r0, kc, ap, bp, off, acc, ld, add, 0); break;
+    case 3: zblock(3, r0, kc, ap, bp, off, acc, ld, add, 0); break;
+    case 2: zblock(2, r0, kc, ap, bp, off, acc, ld, add, 0); break;
+    default: zblock(1, r0, kc, ap, bp, off, acc, ld, add, 0); break;
     }
 }
 #endif
@@ -105,6 +123,7 @@ static inline __attribute__((always_inline)) void micro_zmm(long kc, const float
  * tile whose wanted columns fit in one (silero VAD's convs have 3-5 positions: a 16-wide block would be 3-5x the
  * work). */
 #define BLOCK_ROWS 6
+_Static_assert(MR == BLOCK_ROWS + 5 + 5, "micro_ymm: a whole tile is 6 + 5 + 5 rows");
 static inline __attribute__((always_inline)) const float* b_row(const float* bp, const int* off, long k) {
     return off ? bp + off[k] : bp + k * NR;
 }
@@ -199,14 +218,14 @@ static inline __attribute__((always_inline)) void strip8(const int R, int r0, in
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + (r0 + i) * ld, c[i]);
 }
 
-/* the wanted rows × columns [j, j + 8) as strips of 8 and 4 or MR - 8 rows (the packed A is zero past M: a strip
- * may read rows past the last) */
+/* the wanted rows × columns [j, j + 8) as strips of 8 or 4 rows (the packed A is zero past M: a strip may read
+ * rows past the last) */
 static inline __attribute__((always_inline)) void strips(long rows, int j, long kc, const float* ap, const float* bp,
                                                          const int* off, const long* grp, float* acc, long ld,
                                                          int add) {
     if (rows <= 4) strip8(4, 0, j, kc, ap, bp, off, grp, acc, ld, add);
     else strip8(8, 0, j, kc, ap, bp, off, grp, acc, ld, add);
-    if (rows > 12) strip8(MR - 8, 8, j, kc, ap, bp, off, grp, acc, ld, add);
+    if (rows > 12) strip8(8, 8, j, kc, ap, bp, off, grp, acc, ld, add);
     else if (rows > 8) strip8(4, 8, j, kc, ap, bp, off, grp, acc, ld, add);
 }
 
@@ -222,7 +241,7 @@ static inline __attribute__((always_inline)) void micro_ymm(long kc, const float
     long wide = cols > 16 && cols <= 24 ? 16 : cols;
     /* 6-row blocks, then the 1-5 rows left: 4 or 5 as 16-wide blocks of that many rows, 3 or fewer as one 32-wide
      * block (a block of 2 may read the zero row past the last) */
-    if (rows == 16) {  /* a whole AVX2 tile: 6 + 5 + 5 rows (a 4-row block's 8 accumulators barely hide the FMA latency) */
+    if (rows == MR) {  /* a whole tile: 6 + 5 + 5 rows (a 4-row block's 8 accumulators barely hide the FMA latency) */
         for (int j = 0; j < NR && j < wide; j += 16) {
             block16(6, 0, j, kc, ap, bp, off, grp, acc, ld, add, !j);
             block16(5, 6, j, kc, ap, bp, off, grp, acc, ld, add, 0);
@@ -247,8 +266,12 @@ static inline __attribute__((always_inline)) void micro_ymm(long kc, const float
 static inline __attribute__((always_inline)) void micro_rows(long kc, const float* ap, const float* bp,
                                                              const int* off, const long* grp, float* acc, long ld,
                                                              int add, long cols, long rows) {
-    if (rows == MR && cols > 24 && !grp) micro_zmm(kc, ap, bp, off, acc, ld, add);
-    else micro_ymm(kc, ap, bp, off, grp, acc, ld, add, cols, rows);
+    if (grp || cols <= 24) {
+        micro_ymm(kc, ap, bp, off, grp, acc, ld, add, cols, rows);
+        return;
+    }
+    zblock_rows(rows < 8 ? rows : 8, 0, kc, ap, bp, off, acc, ld, add);
+    if (rows > 8) zblock_rows(rows - 8, 8, kc, ap, bp, off, acc, ld, add);
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 #define micro_rows micro_ymm
@@ -368,9 +391,8 @@ static void few_rows_chunks(void* p, long lo, long hi, int who) {
 }
 
 /* C = act(A·b + ...) for a one-column B with A packed: row panels ip0 .. ip0 + NP - 1 side by side (2·NP
- * independent sums in registers: a panel's rows [0, 8) and [MR - 8, MR), which overlap in the AVX-512 build's
- * 14-row panels), A streaming once (a 1×1 conv of a 1×1 map, squeeze-and-excite's FCs: as tiles, B was packed 32
- * wide and each A value broadcast for 31 columns of zeros). Each row's sum is the tiles' chain, a[i][k]·b[k] added
+ * independent sums in registers), A streaming once (a 1×1 conv of a 1×1 map, squeeze-and-excite's FCs: as tiles, B
+ * was packed 32 wide and each A value broadcast for 31 columns of zeros). Each row's sum is the tiles' chain, a[i][k]·b[k] added
  * in k order (contracted to one multiply-add where the micro-kernel's is one): the same bits. */
 static inline __attribute__((always_inline)) void gemv_panels(const int NP, const struct gemm_job* g, long ip0) {
     long K = g->K;
@@ -380,13 +402,11 @@ static inline __attribute__((always_inline)) void gemv_panels(const int NP, cons
     for (long k = 0; k < K; k++) {
         float x = g->b[k * g->ldb];
 #pragma GCC unroll 8
-        for (int q = 0; q < 2 * NP; q++)
-            acc[q] += *(const nx_v8*)(panel + q / 2 * MR * K + k * MR + q % 2 * (MR - 8)) * x;
+        for (int q = 0; q < 2 * NP; q++) acc[q] += *(const nx_v8*)(panel + q / 2 * MR * K + k * MR + q % 2 * 8) * x;
     }
     for (long i = ip0 * MR; i < g->M && i < (ip0 + NP) * MR; i++) {
         float* dst = g->c + i * g->ldc;
-        long p = (i - ip0 * MR) / MR, r = (i - ip0 * MR) % MR;
-        *dst = r < 8 ? acc[2 * p][r] : acc[2 * p + 1][r - (MR - 8)];
+        *dst = acc[(i - ip0 * MR) / 8][(i - ip0 * MR) % 8];
         row_out(dst, i, 0, 1, g->bias, g->row_bias, g->res, g->ldr, g->act, g->alpha, g->beta);
     }
 }
