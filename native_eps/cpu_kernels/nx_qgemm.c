@@ -4,7 +4,9 @@
  * while the row blocks pass. The AVX2 micro-kernel multiplies int16 pairs with _mm256_madd_epi16 (each pair sum
  * ≤ 2·255² fits int32, no saturation, unlike maddubs); the plain C path does the same arithmetic. Accumulation wraps
  * modulo 2³² as int32 does in onnxruntime; B's zero point is applied after the dot products as
- * − b_zero[n] · Σₖ(a − a_zero). DynamicQuantizeLinear follows the ONNX definition in float32: range widened to
+ * − b_zero[n] · Σₖ(a − a_zero). Where the CPU has AVX-512 VNNI (checked at run time in the AVX-512 build), B is
+ * packed instead into 32-column panels of signed byte k-quads and vpdpbusd multiplies unsigned A bytes by them (see
+ * "VNNI" below): the same int32 sums. DynamicQuantizeLinear follows the ONNX definition in float32: range widened to
  * include 0, scale = range / 255, zero point and values rounded half to even, saturated to [0, 255]. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,12 +24,87 @@
 
 static long pairs(long K) { return (K + 1) / 2; }
 
+#ifdef __AVX512F__
+/* VNNI: C = Σₖ (a − a_zero)(b − b_zero) from D = Σₖ au·bs, where au = a (uint8) or a + 128 (int8 as uint8) and
+ * bs = b (int8) or b − 128 (uint8 as int8), the operands of vpdpbusd (unsigned × signed bytes, four products summed
+ * into an int32 lane, no saturation): with α = a_zero + (128 for int8 A) per row and β = b_zero − (128 for uint8 B)
+ * per column, Σₖ (au − α)(bs − β) = D − α·Σₖbs − β·Σₖau + K·α·β, all modulo 2³² as int32 adds wrap: the int16
+ * path's sums exactly. B's panels hold VNR columns × k-quads of bytes, then Σₖbs per column, then B's 128 or 0. */
+#define VMR 8   /* rows of A per VNNI tile (16 zmm accumulators) */
+#define VNR 32  /* columns per VNNI panel (two 16-lane int32 vectors) */
+static long quads(long K) { return (K + 3) / 4; }
+
+static int use_vnni(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+    }
+    return known;
+}
+
+static long vnni_panel_bytes(long K) { return quads(K) * 4 * VNR; }
+static long vnni_packed_bytes(long K, long N) { return ((N + VNR - 1) / VNR) * vnni_panel_bytes(K) + 4 * (N + 1); }
+
+static void vnni_pack_b(long K, long N, const void* b, int b_signed, int16_t* bp16) {
+    long panels = (N + VNR - 1) / VNR, kq = quads(K);
+    int8_t* bp = (int8_t*)bp16;
+    int32_t* colsum = (int32_t*)(bp + panels * vnni_panel_bytes(K));
+    for (long p = 0; p < panels; p++)
+        for (long j = 0; j < VNR; j++) {
+            long n = p * VNR + j;
+            uint32_t sum = 0;
+            for (long k = 0; k < 4 * kq; k++) {
+                int v = 0;
+                if (k < K && n < N) v = b_signed ? ((const int8_t*)b)[k * N + n] : ((const uint8_t*)b)[k * N + n] - 128;
+                bp[p * vnni_panel_bytes(K) + ((k / 4) * VNR + j) * 4 + k % 4] = (int8_t)v;
+                sum += (uint32_t)v;
+            }
+            if (n < N) colsum[n] = (int32_t)sum;
+        }
+    colsum[N] = b_signed ? 0 : 128;
+}
+
+/* acc[r][0..VNR) = Σ over k-quads of row r's bytes · panel (rows past the real ones repeat a real row) */
+__attribute__((target("avx512vnni"))) static void vnni_tile(long kq, const uint8_t* const* a, const int8_t* bp,
+                                                            int32_t acc[VMR][VNR]) {
+    __m512i c[VMR][2];
+    for (int r = 0; r < VMR; r++) c[r][0] = c[r][1] = _mm512_setzero_si512();
+    for (long q = 0; q < kq; q++) {
+        __m512i b0 = _mm512_loadu_si512(bp + q * 4 * VNR), b1 = _mm512_loadu_si512(bp + q * 4 * VNR + 64);
+#pragma GCC unroll 8
+        for (int r = 0; r < VMR; r++) {
+            int32_t quad;
+            memcpy(&quad, a[r] + 4 * q, sizeof quad);
+            __m512i av = _mm512_set1_epi32(quad);
+            c[r][0] = _mm512_dpbusd_epi32(c[r][0], av, b0);
+            c[r][1] = _mm512_dpbusd_epi32(c[r][1], av, b1);
+        }
+    }
+    for (int r = 0; r < VMR; r++) {
+        _mm512_storeu_si512(acc[r], c[r][0]);
+        _mm512_storeu_si512(acc[r] + 16, c[r][1]);
+    }
+}
+#endif
+
 /* int16 elements the packed form of a K×N B takes */
-NX_EXPORT long nx_qgemm_packed_size(long K, long N) { return ((N + QNR - 1) / QNR) * pairs(K) * 2 * QNR; }
+NX_EXPORT long nx_qgemm_packed_size(long K, long N) {
+#ifdef __AVX512F__
+    if (use_vnni()) return (vnni_packed_bytes(K, N) + 1) / 2;
+#endif
+    return ((N + QNR - 1) / QNR) * pairs(K) * 2 * QNR;
+}
 
 /* pack row-major K×N B (uint8, or int8 when b_signed) into panels bp[panel][k pair][column 0..QNR)[2], zero past K
- * and N */
+ * and N (the VNNI form where the CPU has it) */
 NX_EXPORT void nx_qgemm_pack_b(long K, long N, const void* b, int b_signed, int16_t* bp) {
+#ifdef __AVX512F__
+    if (use_vnni()) {
+        vnni_pack_b(K, N, b, b_signed, bp);
+        return;
+    }
+#endif
     long panels = (N + QNR - 1) / QNR, kp = pairs(K);
     const uint8_t* bu = (const uint8_t*)b;
     const int8_t* bs = (const int8_t*)b;
@@ -196,11 +273,103 @@ static void qgemm_tile_chunks(void* ctx, long lo, long hi, int who) {
     }
 }
 
+#ifdef __AVX512F__
+/* one VNNI qgemm call: A's rows as unsigned bytes padded to whole quads (and their sums), then the tiles */
+struct vnni_job {
+    long M, N, K, kq, rblocks;
+    const void* a;
+    int a_signed;
+    const int32_t* az;
+    long az_stride;
+    const int8_t* bp;
+    const int32_t* colsum;
+    int32_t cb;
+    const int32_t* bz;
+    int32_t* y;
+    const q_float_out* fo;
+    float* yf;
+    uint8_t* a8;
+    int32_t* rs;
+};
+
+static void vnni_rows_chunks(void* ctx, long lo, long hi, int who) {
+    const struct vnni_job* job = (const struct vnni_job*)ctx;
+    long K = job->K, K4 = 4 * job->kq;
+    uint8_t flip = job->a_signed ? 0x80 : 0;
+    (void)who;
+    for (long i = lo; i < hi; i++) {
+        const uint8_t* src = (const uint8_t*)job->a + i * K;
+        uint8_t* d = job->a8 + i * K4;
+        uint32_t sum = 0;
+        for (long k = 0; k < K; k++) {
+            d[k] = src[k] ^ flip;
+            sum += d[k];
+        }
+        for (long k = K; k < K4; k++) d[k] = 0;
+        job->rs[i] = (int32_t)sum;
+    }
+}
+
+static void vnni_tile_chunks(void* ctx, long lo, long hi, int who) {
+    const struct vnni_job* job = (const struct vnni_job*)ctx;
+    long M = job->M, N = job->N, K = job->K, kq = job->kq, rblocks = job->rblocks;
+    uint32_t ca = job->a_signed ? 128 : 0;
+    (void)who;
+    for (long pr = lo; pr < hi; pr++) {
+        long p = pr / rblocks, rb = pr % rblocks;
+        long i0 = rb * VMR, mr = M - i0 < VMR ? M - i0 : VMR, n0 = p * VNR;
+        const uint8_t* rows[VMR];
+        for (int r = 0; r < VMR; r++) rows[r] = job->a8 + (i0 + (r < mr ? r : mr - 1)) * 4 * kq;
+        int32_t acc[VMR][VNR];
+        vnni_tile(kq, rows, job->bp + p * vnni_panel_bytes(K), acc);
+        long w = N - n0 < VNR ? N - n0 : VNR;
+        for (long r = 0; r < mr; r++) {
+            uint32_t alpha = ca + (uint32_t)(job->az ? job->az[(i0 + r) * job->az_stride] : 0);
+            uint32_t rs = (uint32_t)job->rs[i0 + r];
+            for (long j = 0; j < w; j++) {
+                uint32_t beta = (uint32_t)(job->bz ? job->bz[n0 + j] : 0) - (uint32_t)job->cb;
+                acc[r][j] = (int32_t)((uint32_t)acc[r][j] - alpha * (uint32_t)job->colsum[n0 + j] - beta * rs +
+                                      (uint32_t)K * alpha * beta);
+            }
+            if (job->fo) float_row(acc[r], w, n0, job->fo, job->yf + (i0 + r) * N + n0);
+            else memcpy(job->y + (i0 + r) * N + n0, acc[r], sizeof(int32_t) * w);
+        }
+    }
+}
+
+static int vnni_qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
+                      const int16_t* bp16, const int32_t* bz, int32_t* y, const q_float_out* fo, float* yf,
+                      int threads) {
+    long kq = quads(K), panels = (N + VNR - 1) / VNR, rblocks = (M + VMR - 1) / VMR;
+    uint8_t* a8 = (uint8_t*)malloc(M * 4 * kq);
+    int32_t* rs = (int32_t*)malloc(sizeof(int32_t) * M);
+    if (!a8 || !rs) {
+        free(a8);
+        free(rs);
+        return -1;
+    }
+    const int8_t* bp = (const int8_t*)bp16;
+    const int32_t* colsum = (const int32_t*)(bp + panels * vnni_panel_bytes(K));
+    struct vnni_job job = {.M = M, .N = N, .K = K, .kq = kq, .rblocks = rblocks, .a = a, .a_signed = a_signed,
+                           .az = az, .az_stride = az_stride, .bp = bp, .colsum = colsum, .cb = colsum[N], .bz = bz,
+                           .y = y, .fo = fo, .yf = yf, .a8 = a8, .rs = rs};
+    int nt = nx_team(threads, (double)M * N * K);
+    nx_for(nt, M, vnni_rows_chunks, &job);
+    nx_for(nt, panels * rblocks, vnni_tile_chunks, &job);
+    free(a8);
+    free(rs);
+    return 0;
+}
+#endif
+
 /* (A − a_zero) · (B − b_zero) into int32 y, or (fo non-NULL) its float32 result into yf */
 static int qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
                  const int16_t* bp, const int32_t* bz, int32_t* y, const q_float_out* fo, float* yf, int threads) {
     long kp = pairs(K), lda = 2 * kp;
     if (M <= 0 || N <= 0) return 0;
+#ifdef __AVX512F__
+    if (use_vnni()) return vnni_qgemm(M, N, K, a, a_signed, az, az_stride, bp, bz, y, fo, yf, threads);
+#endif
     int16_t* a16 = (int16_t*)malloc(sizeof(int16_t) * M * lda);
     int32_t* rs = (int32_t*)malloc(sizeof(int32_t) * M);
     if (!a16 || !rs) {

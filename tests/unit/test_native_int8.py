@@ -5,6 +5,8 @@ extreme values — on one and two threads, and each per-level build this CPU run
 agrees with the numpy kernel. Where onnxruntime is not deterministic the comparison is with the oracle only: uint8 ×
 int8 pair sums past int16 saturate in its AVX2 kernel (so those B values stay within ±64 against it), and a K = 0
 product returns uninitialised memory there."""
+import os
+
 import numpy as np
 import onnxruntime
 import pytest
@@ -215,6 +217,18 @@ def test_each_level_build_matches_numpy(level, path):
     for got, want in zip(cpu_qops.dynamic_quantize_linear(library, x), dql(x)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def test_vnni_form_where_the_cpu_has_it():
+    """On a CPU with AVX-512 VNNI the AVX-512 build packs B as byte quads for vpdpbusd (so the tests above ran that
+    kernel): 37×19 is one 32-column panel of 10 quads, 19 column sums and B's offset (680 int16s, not the 912 of
+    the 24-column int16 panels)."""
+    from onnxide_native import lib
+    flags = open("/proc/cpuinfo").read().split() if os.path.exists("/proc/cpuinfo") else []
+    v4 = dict(_level_libraries()).get("x86-64-v4")
+    if "avx512_vnni" not in flags or v4 is None:
+        pytest.skip("no AVX-512 VNNI here (or no AVX-512 build)")
+    assert lib.Library(v4).nx_qgemm_packed_size(37, 19) == (10 * 4 * 32 + 4 * 20) // 2
 
 
 def _scale(*shape):
