@@ -164,7 +164,8 @@ CONVS = [  # c, m, group, spatial, kernel, strides, dilations, pads
     (6, 6, 6, (31,), (4,), (1,), (3,), (0, 5)),                     # 1-D depthwise dilated
     (24, 24, 24, (7, 7), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),     # depthwise on a small map: 8 channels at a time
     (16, 16, 16, (16, 16), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),   # the largest map done so (256 positions)
-    (4, 4, 4, (40, 45), (3, 3), (2, 2), (1, 1), (1, 2, 0, 1)),      # depthwise stride 2, odd width: vector phases
+    (4, 4, 4, (40, 45), (3, 3), (2, 2), (1, 1), (1, 2, 0, 1)),      # depthwise stride 2, odd width: channels blocked
+    (2, 2, 2, (262, 270), (3, 3), (2, 2), (1, 1), (1, 2, 0, 1)),    # ... a block past 2 MB: phase planes, vectors
     (16, 16, 16, (10, 13), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),   # small map, 5 wide: a row's groups overlapping
     (10, 10, 10, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),     # ... 3 wide, rows of 7, a block of 2 channels
 ]
