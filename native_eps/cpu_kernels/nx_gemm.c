@@ -133,12 +133,20 @@ static inline __attribute__((always_inline)) long group_at(const long* grp, int 
     return grp ? grp[g] : g * NX_GROUP;
 }
 
+/* row_epilogue's ReLU (v < 0 ? 0 : v) and nx_hardswish (v · unit_clamp(fma(v, 1/6, 1/2))) on 8 lanes, NaN and -0
+ * kept alike: max(0, v) is v unless 0 > v, min(1, t) is t unless 1 < t */
+static inline __m256 relu8(__m256 v) { return _mm256_max_ps(_mm256_setzero_ps(), v); }
+static inline __m256 hardswish8(__m256 v) {
+    __m256 t = _mm256_fmadd_ps(v, _mm256_set1_ps(1.f / 6.f), _mm256_set1_ps(0.5f));
+    return _mm256_mul_ps(v, _mm256_min_ps(_mm256_set1_ps(1.f), _mm256_max_ps(_mm256_setzero_ps(), t)));
+}
+
 /* rows [r0, r0 + R) × columns [j, j + 16); with `fuse`, each row's last sums stored as row_epilogue would leave them
- * for bias rb[row] (or none) and `relu` (or no activation): the same operations in the same order */
+ * for bias rb[row] (or none) and activation `act` (none, ReLU or HardSwish): the same operations in the same order */
 static inline __attribute__((always_inline)) void block16e(const int R, int r0, int j, long kc, const float* ap,
                                                            const float* bp, const int* off, const long* grp,
                                                            float* acc, long ld, int add, int prefetch, const int fuse,
-                                                           const float* rb, int relu) {
+                                                           const float* rb, int act) {
     long s0 = group_at(grp, j / NX_GROUP), s1 = group_at(grp, j / NX_GROUP + 1);
     __m256 c0[BLOCK_ROWS], c1[BLOCK_ROWS];
 #pragma GCC unroll 6
@@ -162,14 +170,17 @@ static inline __attribute__((always_inline)) void block16e(const int R, int r0, 
 #pragma GCC unroll 6
     for (int i = 0; fuse && i < R; i++) {
         float b = rb ? rb[r0 + i] : 0.f;
-        if (relu || b != 0.f) {
+        if (act || b != 0.f) {
             __m256 vb = _mm256_set1_ps(b);
             c0[i] = _mm256_add_ps(c0[i], vb);
             c1[i] = _mm256_add_ps(c1[i], vb);
         }
-        if (relu) {  /* (max(0, v): v where not 0 > v, as row_epilogue's v < 0 ? 0 : v, NaN and -0 kept) */
-            c0[i] = _mm256_max_ps(_mm256_setzero_ps(), c0[i]);
-            c1[i] = _mm256_max_ps(_mm256_setzero_ps(), c1[i]);
+        if (act == NX_ACT_RELU) {
+            c0[i] = relu8(c0[i]);
+            c1[i] = relu8(c1[i]);
+        } else if (act == NX_ACT_HARDSWISH) {
+            c0[i] = hardswish8(c0[i]);
+            c1[i] = hardswish8(c1[i]);
         }
     }
 #pragma GCC unroll 6
@@ -319,15 +330,16 @@ static inline void micro_rows(long kc, const float* ap, const float* bp, const i
 
 #if defined(__AVX2__) && defined(__FMA__)
 /* a whole tile of shifted rows in groups (grouped_tile), its last K block, with the epilogue of bias rb[row] (or none)
- * and ReLU (relu) or no activation fused into the stores: a short-K conv's separate epilogue pass over its output
- * had taken ~20 % of its time (the README CNN's 3→16 channel 3×3 conv, K = 27, measured at the time) */
+ * and activation `act` (none, ReLU or HardSwish) fused into the stores: a short-K conv's separate epilogue pass over
+ * its output had taken ~20 % of its time (the README CNN's 3→16 channel 3×3 conv, K = 27, and MobileNetV3's stem,
+ * measured at the time) */
 #define NX_FUSED_EPILOGUE 1
 static void grouped_whole_fused(long kc, const float* ap, const float* base, const int* off, const long* grp,
-                                float* acc, long ld, int add, const float* rb, int relu) {
+                                float* acc, long ld, int add, const float* rb, int act) {
     for (int j = 0; j < NR; j += 16) {
-        block16e(6, 0, j, kc, ap, base, off, grp, acc, ld, add, !j, 1, rb, relu);
-        block16e(5, 6, j, kc, ap, base, off, grp, acc, ld, add, 0, 1, rb, relu);
-        block16e(5, 11, j, kc, ap, base, off, grp, acc, ld, add, 0, 1, rb, relu);
+        block16e(6, 0, j, kc, ap, base, off, grp, acc, ld, add, !j, 1, rb, act);
+        block16e(5, 6, j, kc, ap, base, off, grp, acc, ld, add, 0, 1, rb, act);
+        block16e(5, 11, j, kc, ap, base, off, grp, acc, ld, add, 0, 1, rb, act);
     }
 }
 #endif
@@ -717,7 +729,7 @@ static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* t
     float* acc = whole ? g->y + i0 * P + p0 : tile;
     long ld = whole ? P : NR;
 #ifdef NX_FUSED_EPILOGUE
-    int fused = whole && !g->res && (g->act == 0 || g->act == NX_ACT_RELU);
+    int fused = whole && !g->res && (g->act == 0 || g->act == NX_ACT_RELU || g->act == NX_ACT_HARDSWISH);
 #else
     int fused = 0;
 #endif
@@ -726,7 +738,7 @@ static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* t
 #ifdef NX_FUSED_EPILOGUE
         if (fused && k0 + kc == K) {
             grouped_whole_fused(kc, g->ap + ip * MR * K + k0 * MR, g->xs, g->off + k0, grp, acc, ld, k0 > 0,
-                                g->bias ? g->bias + i0 : NULL, g->act == NX_ACT_RELU);
+                                g->bias ? g->bias + i0 : NULL, g->act);
             continue;
         }
 #endif

@@ -221,12 +221,13 @@ def test_conv_shifted_rows_without_winograd(monkeypatch, threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("act", ["relu", "hardswish"])
 @pytest.mark.parametrize("c,m", [(3, 16), (32, 32), (70, 20)])
-def test_shifted_conv_epilogue_in_registers_is_the_same(monkeypatch, c, m, threads):
-    """Whole tiles of grouped positions store bias + ReLU straight from the registers (nx_gemm.c
-    grouped_whole_fused); the bits are those of the plain conv with the bias and ReLU applied after in float32, as
-    row_epilogue does (v + b, then v < 0 ? 0 : v: NaN kept). 3 and 32 channels: one and two K blocks; 20 output
-    channels: a partial row panel, its epilogue after."""
+def test_shifted_conv_epilogue_in_registers_is_the_same(monkeypatch, c, m, act, threads):
+    """Whole tiles of grouped positions store bias + activation straight from the registers (nx_gemm.c
+    grouped_whole_fused); the bits are those of the plain conv with the bias added after in float32 and the
+    activation kernel run on that (ReLU: v < 0 ? 0 : v, NaN kept). 3 and 32 channels: one and two K blocks; 20
+    output channels: a partial row panel, its epilogue after."""
     from onnxide_native import cpu_ops, lib
     monkeypatch.setattr(cpu_ops, "WINOGRAD_F4", False)
     monkeypatch.setattr(cpu_ops, "threads", lambda: threads)
@@ -235,9 +236,12 @@ def test_shifted_conv_epilogue_in_registers_is_the_same(monkeypatch, c, m, threa
     b[::3] = 0.0
     x[0, 0, 3, 5] = np.nan
     assert cpu_ops.conv_plan(library, x.shape, w, b.shape, pads=[1, 1, 1, 1]).kind == "shifted"
-    fused = cpu_ops.conv(library, x, w, b, pads=[1, 1, 1, 1], act_code=cpu_ops.ACT["relu"])
-    v = cpu_ops.conv(library, x, w, None, pads=[1, 1, 1, 1]) + b[None, :, None, None]
-    want = np.where(v < 0, np.float32(0), v)
+    fused = cpu_ops.conv(library, x, w, b, pads=[1, 1, 1, 1], act_code=cpu_ops.ACT[act])
+    want = cpu_ops.conv(library, x, w, None, pads=[1, 1, 1, 1]) + b[None, :, None, None]
+    if act == "relu":
+        want = np.where(want < 0, np.float32(0), want)
+    else:
+        library.nx_act(want.size, want.ctypes.data, want.ctypes.data, None, cpu_ops.ACT[act], 0.0, 0.0, 1)
     assert np.isnan(want).any()
     np.testing.assert_array_equal(fused, want)
     assert np.array_equal(np.signbit(fused), np.signbit(want))
