@@ -220,7 +220,7 @@ def render(res, args):
               "QLinearMatMul) in the wasm kernels; everything else (shape ops, If/Loop bodies) stays on the CPU EP.",
               "- The int8 encoder's WASM result equals onnxide's numpy kernels bit for bit "
               "(tests/wasm/test_wasm_int8.py); its difference from onnxruntime-web's is not explained here (a few "
-              "quantization steps of a hidden state; natively onnxruntime's AVX2 kernel saturates, see "
+              "quantization steps of a hidden state; natively, on an AVX2 host, onnxruntime's kernel saturates, see "
               "docs/benchmarks.md).",
               "- Silero VAD is a graph of ~100 tiny ops inside an If: much of its time is Python dispatch per node. "
               "Runs of consecutive kernels on fixed shapes run as one ox_chain_run call (WASM chains: its STFT, "
