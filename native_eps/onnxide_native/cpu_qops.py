@@ -16,14 +16,15 @@ F32 = np.dtype(np.float32)
 
 
 def packed_b(lib, b):
-    """A 2-D uint8 / int8 B in nx_qgemm's int16 panels (cached for initializers)."""
+    """A 2-D uint8 / int8 B in nx_qgemm's panels (cached for initializers, per library: the AVX-512 build on a VNNI
+    CPU packs byte quads, the others int16 pairs)."""
     def pack(b):
         k, n = b.shape
         bp = conv_winograd.aligned_empty(lib.nx_qgemm_packed_size(k, n), np.int16)
         bc = np.ascontiguousarray(b)  # (held: a copy's address is only good while the copy lives)
         lib.nx_qgemm_pack_b(k, n, bc.ctypes.data, int(b.dtype == np.int8), bp.ctypes.data)
         return bp
-    return _once_or_cached(b, "nx_qgemm_b", pack)
+    return _once_or_cached(b, ("nx_qgemm_b", lib.path), pack)
 
 
 def _gemm(lib):
