@@ -22,6 +22,7 @@ void nx_act_row(float* restrict y, long n, int act, float a, float b) {
     case NX_ACT_LOG: ACT_LOOP(logf(v))  /* (glibc's: within an ulp of numpy's; -inf at ±0, NaN below 0) */
     case NX_ACT_GELU: ACT_LOOP(nx_gelu(v))
     case NX_ACT_GELU_TANH: ACT_LOOP(nx_gelu_tanh(v))
+    case NX_ACT_SWISH: ACT_LOOP(v * nx_sigmoid(v * a))  /* (QuickGelu: x · sigmoid(alpha · x)) */
     default: break;
     }
 }

@@ -225,18 +225,19 @@ def _skip_layer_norm(b, step, node, opdef, attrs):
 
 
 def _contrib_act(b, step, node, opdef, attrs):
-    """com.microsoft Gelu / BiasGelu / FastGelu: the activation of x (+ a bias over its last axis)."""
-    code = K.ACT.get(activations.CONTRIB[node.op_type].name)
-    if code is None or attrs:
+    """com.microsoft Gelu / BiasGelu / FastGelu / QuickGelu: the activation of x (+ a bias over its last axis)."""
+    p = activations.contrib_activation(node.op_type, opdef, attrs, K.ACT)
+    if p is None:
         raise Decline(node.op_type)
+    code, fa, fb = K.ACT[p[0]], p[1], p[2]
     kx = step.in_keys[0]
     kbias = step.in_keys[1] if len(step.in_keys) > 1 else None
     shape = b.shape(kx)
     if kbias is None:
-        _act(b, step, kx, 0.0, 0.0, code)
+        _act(b, step, kx, fa, fb, code)
     elif shape and b.shape(kbias) == shape[-1:]:
         b.emit("bias_act", [math.prod(shape) // shape[-1], shape[-1]],
-               [b.src(kx), b.dst(_out(step), shape), b.src(kbias)], [], code)
+               [b.src(kx), b.dst(_out(step), shape), b.src(kbias)], [fa, fb], code)
     else:
         raise Decline("bias shape")
 

@@ -126,13 +126,19 @@ CLAIMS = {
     **{name: _claim_unary for name in activations.BY_OP},  # (those whose activation nx_eltwise.c has)
     **{name: _claim_binary for name in K.BINARY},
 }
-_CONTRIB = {op: ACT[a.name] for op, a in activations.CONTRIB.items()}  # com.microsoft op -> activation code
+def _claim_contrib_act(lib, node, opdef, attrs):
+    """com.microsoft Gelu / BiasGelu / FastGelu / QuickGelu: the activation of x (+ a bias over its last axis)."""
+    p = activations.contrib_activation(node.op_type, opdef, attrs, ACT)
+    if p is None:
+        return None
+    code, a, b = ACT[p[0]], p[1], p[2]
+    return guarded(lambda x, bias=None, **kw: K.act(lib, x, code, a, b, bias=bias), opdef.kernel)
+
+
 MS_CLAIMS = {
     "FusedConv": _claim_conv,
     "FusedGemm": _claim_gemm,
-    "Gelu": _simple(lambda lib, x, **kw: K.act(lib, x, _CONTRIB["Gelu"])),
-    "BiasGelu": _simple(lambda lib, x, bias, **kw: K.act(lib, x, _CONTRIB["BiasGelu"], bias=bias)),
-    "FastGelu": _simple(lambda lib, x, bias=None, **kw: K.act(lib, x, _CONTRIB["FastGelu"], bias=bias)),
+    **{op: _claim_contrib_act for op in activations.CONTRIB},
     "SkipLayerNormalization": _simple(K.skip_layer_norm, ("epsilon",)),
     "MultiHeadAttention": _claim_mha,
     "DynamicQuantizeMatMul": _simple(Q.dynamic_quantize_matmul),

@@ -18,7 +18,7 @@ from onnxide.runtime.providers import FALLBACK
 F32 = np.dtype(np.float32)
 # the activations nx_eltwise.c's nx_act implements: name -> code (the table's; nx_act_codes.h is generated from it)
 ACT = activations.codes(("none", "relu", "leaky", "sigmoid", "tanh", "hardsigmoid", "hardswish", "clip", "sqrt", "erf",
-                         "gelu", "gelu_tanh", "log"))
+                         "gelu", "gelu_tanh", "log", "swish"))
 # the activation attributes of the fused ops (no activation in the table takes FusedGemm's activation_gamma)
 _FUSED_ATTRS = {"FusedConv": ("activation", "activation_params"),
                 "FusedGemm": ("activation", "activation_alpha", "activation_beta", "activation_gamma")}

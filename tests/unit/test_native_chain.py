@@ -361,7 +361,7 @@ def _ms_model(node, inputs, inits, out_shape):
 
 
 @pytest.mark.parametrize("op,with_bias", [("BiasGelu", True), ("FastGelu", True), ("FastGelu", False),
-                                          ("Gelu", False)])
+                                          ("Gelu", False), ("QuickGelu", False)])
 def test_contrib_activations(op, with_bias):
     x = _w(2, 6, 16, scale=2.0)
     node = helper.make_node(op, ["r"] + (["b"] if with_bias else []), ["t"], domain="com.microsoft")

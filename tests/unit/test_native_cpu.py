@@ -101,6 +101,16 @@ def test_contrib_gelu(op):
     _check(op, [x] if op == "Gelu" else [x, b], domain="com.microsoft")
 
 
+@pytest.mark.parametrize("attrs", [{}, {"alpha": 1.0}, {"alpha": -0.5}])
+def test_quick_gelu(attrs):
+    """com.microsoft QuickGelu, x · sigmoid(alpha · x), alpha 1.702 when absent (the registered kernel's default,
+    not the table's Swish default of 1)."""
+    x = _x(2, 50, 48) * 4
+    got = _check("QuickGelu", [x], attrs, domain="com.microsoft")[0]
+    alpha = attrs.get("alpha", 1.702)
+    np.testing.assert_allclose(got, x / (1 + np.exp(-alpha * x.astype(np.float64))), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("shape,axis,bias,n_out", [((4, 7, 32), -1, True, 1), ((4, 7, 32), 1, False, 3),
                                                    ((3, 1000), -1, True, 3), ((2, 3), 0, True, 1)])
 def test_layer_norm(shape, axis, bias, n_out):

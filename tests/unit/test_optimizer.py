@@ -406,6 +406,36 @@ def test_bias_gelu_fusion(tmp_path, opset):
     _check(m, {"x": rng.standard_normal((2, 3, 8)).astype(np.float32)}, tmp_path, ["MatMul", "BiasGelu"])
 
 
+@pytest.mark.parametrize("alpha,swap", [(None, False), (None, True), (1.702, False)])
+def test_quick_gelu_fusion(tmp_path, alpha, swap):
+    """x · Sigmoid(x) (SiLU) and x · Sigmoid(α·x), either operand order ⇒ com.microsoft QuickGelu(alpha) as
+    onnxruntime fuses them; the optimized model runs in onnxruntime too."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"])]
+    src = "m"
+    if alpha is not None:
+        nodes.append(helper.make_node("Mul", ["m", "alpha"], ["ma"]))
+        src = "ma"
+    nodes += [helper.make_node("Sigmoid", [src], ["s"]),
+              helper.make_node("Mul", ["s", "m"] if swap else ["m", "s"], ["y"])]
+    inits = [_const("w", rng.standard_normal((8, 6)).astype(np.float32))]
+    if alpha is not None:
+        inits.append(_const("alpha", np.float32(alpha)))
+    m = _model(nodes, [_vi("x", [2, 3, 8])], [_vi("y", [2, 3, 6])], inits)
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32) * 3
+    _check(m, {"x": x}, tmp_path, ["MatMul", "QuickGelu"])
+    fused = next(n for n in ort.InferenceSession(m.SerializeToString())._model.graph.nodes if n.op_type == "QuickGelu")
+    assert fused.domain == "com.microsoft" and fused.attrs["alpha"] == pytest.approx(alpha or 1.0)
+
+
+def test_quick_gelu_fusion_leaves_a_shared_sigmoid(tmp_path):
+    """A Sigmoid read by something else too (here a graph output) stays: the fusion would drop that value."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Sigmoid", ["m"], ["s"]),
+             helper.make_node("Mul", ["m", "s"], ["y"])]
+    m = _model(nodes, [_vi("x", [2, 8])], [_vi("y", [2, 6]), _vi("s", [2, 6])],
+               [_const("w", rng.standard_normal((8, 6)).astype(np.float32))])
+    _check(m, {"x": rng.standard_normal((2, 8)).astype(np.float32)}, tmp_path, ["MatMul", "Sigmoid", "Mul"])
+
+
 @pytest.mark.parametrize("with_bias,with_beta", [(True, True), (False, True), (True, False)])
 def test_skip_layernorm_fusion(tmp_path, with_bias, with_beta):
     """residual Add (+ the MatMul's bias Add) + LayerNormalization ⇒ com.microsoft SkipLayerNormalization; a sum

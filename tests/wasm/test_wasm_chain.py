@@ -263,10 +263,11 @@ def test_multi_head_attention(bias_shape):
     _check(_model(nodes, inputs, ["y"]), {k: _w(*s, scale=1.0) for k, s in inputs.items()})
 
 
-@pytest.mark.parametrize("op,bias", [("BiasGelu", True), ("FastGelu", True), ("Gelu", False)])
-def test_contrib_gelu(op, bias):
+@pytest.mark.parametrize("op,bias,attrs", [("BiasGelu", True, {}), ("FastGelu", True, {}), ("Gelu", False, {}),
+                                           ("QuickGelu", False, {}), ("QuickGelu", False, {"alpha": 1.0})])
+def test_contrib_gelu(op, bias, attrs):
     nodes = [helper.make_node("MatMul", ["x", "w"], ["r"]),
-             helper.make_node(op, ["r"] + (["b"] if bias else []), ["t"], domain="com.microsoft"),
+             helper.make_node(op, ["r"] + (["b"] if bias else []), ["t"], domain="com.microsoft", **attrs),
              helper.make_node("Softmax", ["t"], ["y"])]
     inits = [("w", _w(16, 16))] + ([("b", _w(16))] if bias else [])
     _check(_model(nodes, {"x": [3, 16]}, ["y"], inits), {"x": _w(3, 16, scale=2.0)})

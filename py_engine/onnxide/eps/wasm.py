@@ -41,6 +41,7 @@ MS_CLAIMS = {
     "Gelu": X.claim_ms_gelu,
     "FastGelu": X.claim_ms_gelu,
     "BiasGelu": X.claim_ms_gelu,
+    "QuickGelu": X.claim_ms_gelu,
     "MultiHeadAttention": X.claim_mha,
     "SkipLayerNormalization": X.claim_skip_layernorm,
 }

@@ -306,9 +306,10 @@ def _resize(b, step, node, opdef, attrs):
 
 
 def _ms_gelu(b, step, node, opdef, attrs):
-    """com.microsoft Gelu / FastGelu / BiasGelu: (x + bias over the last axis), then the activation in place."""
+    """com.microsoft Gelu / FastGelu / BiasGelu / QuickGelu: (x + bias over the last axis), then the activation in
+    place."""
     _claimed(X.claim_ms_gelu, b, node, opdef, attrs)
-    act = W.ACT[activations.CONTRIB[node.op_type].name]
+    name, fa, fb = activations.contrib_activation(node.op_type, opdef, attrs, W.ACT)
     kx = step.in_keys[0]
     kbias = step.in_keys[1] if len(step.in_keys) > 1 else None
     shape = b.shape(kx)
@@ -319,7 +320,7 @@ def _ms_gelu(b, step, node, opdef, attrs):
             raise Decline("bias shape")
         b.emit("binary", [W.BINOP["Add"], *_same_plan(shape, shape[-1:])], [x, b.src(kbias), y])
         x = y
-    b.emit("unary", [math.prod(shape)], [x, y], [], act)
+    b.emit("unary", [math.prod(shape)], [x, y], [fa, fb], W.ACT[name])
 
 
 def _attention(b, step, node, opdef, attrs):
@@ -373,7 +374,7 @@ LOWER = {"MatMul": _matmul, "Gemm": _gemm_node, "Conv": _conv, "MaxPool": _pool(
          "ReduceMean": _reduce_mean, "LSTM": _lstm, **{op: _unary for op in E.UNARY},
          **{op: _binary for op in E.BINOP}, **COPIES}
 MS_LOWER = {"FusedConv": _conv, "FusedGemm": _gemm_node, "FusedMatMul": _fused_matmul, "Gelu": _ms_gelu,
-            "FastGelu": _ms_gelu, "BiasGelu": _ms_gelu, "MultiHeadAttention": _attention,
+            "FastGelu": _ms_gelu, "BiasGelu": _ms_gelu, "QuickGelu": _ms_gelu, "MultiHeadAttention": _attention,
             "SkipLayerNormalization": _skip_layer_norm, "DynamicQuantizeMatMul": _dq_matmul}
 
 

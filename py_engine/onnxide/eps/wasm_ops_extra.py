@@ -109,20 +109,22 @@ def claim_resize(rt, node, opdef, attrs):
 
 # ---- com.microsoft Gelu / FastGelu / BiasGelu ----------------------------------------------------------------------
 
-def _bias_act(rt, x, bias, act):
+def _bias_act(rt, x, bias, act, a=0.0, b=0.0):
     if not _is_f32(x) or (bias is not None and (not _is_f32(bias) or bias.ndim != 1 or x.ndim == 0
                                                 or bias.shape[0] != x.shape[-1])):
         return FALLBACK
     if bias is not None:
         x = binary_fast(rt, BINOP["Add"], x, bias)
-    return unary_fast(rt, x, act)
+    return unary_fast(rt, x, act, a, b)
 
 
 def claim_ms_gelu(rt, node, opdef, attrs):
-    if attrs:
+    """com.microsoft Gelu / FastGelu / BiasGelu / QuickGelu (activations.CONTRIB): (x + bias), then the activation."""
+    p = activations.contrib_activation(node.op_type, opdef, attrs, ACT)
+    if p is None:
         return None
-    act = ACT[activations.CONTRIB[node.op_type].name]
-    return guarded(lambda x, bias=None, **kw: _bias_act(rt, x, bias, act), opdef.kernel)
+    act, a, b = ACT[p[0]], p[1], p[2]
+    return guarded(lambda x, bias=None, **kw: _bias_act(rt, x, bias, act, a, b), opdef.kernel)
 
 
 # ---- com.microsoft MultiHeadAttention (the optimizer's attention fusion) --------------------------------------------

@@ -50,7 +50,7 @@ ACTIVATIONS = (
     Activation("elu", 13, "Elu", params=(("alpha", 1.0),)),
     Activation("abs", 14, "Abs"),
     Activation("neg", 15, "Neg"),
-    Activation("swish", 16, "Swish", since=24, params=(("alpha", 1.0),)),
+    Activation("swish", 16, "Swish", since=24, params=(("alpha", 1.0),), contrib=("QuickGelu",)),
     Activation("selu", 17, "Selu", params=(("alpha", 1.67326319217681884765625), ("gamma", 1.05070102214813232421875))),
     Activation("log", 18, "Log"),
 )
@@ -130,6 +130,17 @@ def fused_activation(op_type, attrs, defaults, supported):
         given = list(attrs.get("activation_params", defaults.get("activation_params")) or [])
     p = [float(given[i]) if i < len(given) and given[i] is not None else float(d)
          for i, (_, d) in enumerate(act.params)] + [0.0, 0.0]
+    return act.name, p[0], p[1]
+
+
+def contrib_activation(op_type, opdef, attrs, supported):
+    """(activation name, a, b) for a com.microsoft activation node (Gelu, FastGelu, BiasGelu, QuickGelu) with `attrs`
+    under `opdef` (its registered kernel's defaults win over the table's: QuickGelu's alpha is 1.702, Swish's 1), or
+    None when an attribute is not one of the activation's parameters or the activation is not in `supported`."""
+    act = CONTRIB.get(op_type)
+    if act is None or act.name not in supported or set(attrs) - {k for k, _ in act.params}:
+        return None
+    p = [float(attrs.get(k, opdef.attrs.get(k, d))) for k, d in act.params] + [0.0, 0.0]
     return act.name, p[0], p[1]
 
 

@@ -21,7 +21,7 @@ EXTENDED = [fuse_conv.fold_batchnorm_into_conv, fuse_conv.fold_scale_shift_into_
             fuse_conv.fold_affine_into_next_conv, fuse_patterns.fuse_layernorm,
             fuse_patterns.fuse_gelu, fuse_patterns.fuse_hardswish, fuse_patterns.fuse_matmul_add,
             fuse_conv.fuse_conv_add, fuse_conv.fuse_activation, fuse_attention.fuse_attention,
-            fuse_transformer.fuse_bias_gelu, fuse_transformer.fuse_skip_layernorm,
+            fuse_transformer.fuse_bias_gelu, fuse_transformer.fuse_skip_layernorm, fuse_transformer.fuse_quick_gelu,
             fuse_quant.fuse_matmul_integer_to_float, fuse_quant.fuse_dynamic_quantize_matmul]
 
 

@@ -1,6 +1,6 @@
 """Transformer-block fusions onnxruntime also makes, into com.microsoft ops every EP runs: Add(bias) + Gelu ⇒
 BiasGelu; Add(residual) + LayerNormalization ⇒ SkipLayerNormalization, taking in the bias Add of a MatMul feeding
-it."""
+it; x · Sigmoid(α·x) (SiLU: α = 1) ⇒ QuickGelu."""
 from ..ir.infer import dims_of
 from ..ir.model import Node
 from .graph import constant_value, consumers, graph_output_names, needs, producers, single_consumer
@@ -49,6 +49,46 @@ def fuse_bias_gelu(model):
         g.nodes[g.nodes.index(add)] = Node("BiasGelu", list(found), gelu.outputs, {}, MS,
                                            (gelu.name or "gelu") + "_bias")
         g.nodes.remove(gelu)
+        model.opsets.setdefault(MS, 1)
+        uses = consumers(g)
+        changed = True
+    return changed
+
+
+def _float32(g, name):
+    t = g.value_type(name)
+    return getattr(getattr(t, "tensor_type", None), "elem_type", None) == 1  # (TensorProto.FLOAT)
+
+
+@needs({"Sigmoid"}, {"Mul"})
+def fuse_quick_gelu(model):
+    """Mul(x, Sigmoid(x)) or Mul(x, Sigmoid(Mul(x, α))) on float32, the Sigmoid (and inner Mul) read by nothing
+    else  ⇒  com.microsoft QuickGelu(x, alpha=α): one pass instead of two or three (YOLOv8's SiLU after each conv,
+    which the native chains then fold into the conv's epilogue)."""
+    g, changed = model.graph, False
+    uses, outputs = consumers(g), graph_output_names(g)
+    for sig in list(g.nodes):
+        if sig not in g.nodes or not _op(sig, "Sigmoid"):
+            continue
+        x, alpha, inner = sig.inputs[0], 1.0, producers(g).get(sig.inputs[0])
+        if _op(inner, "Mul") and len(inner.inputs) == 2 and single_consumer(uses, inner.outputs[0], outputs) is sig:
+            for i in (0, 1):
+                v = constant_value(g, inner.inputs[1 - i])
+                if v is not None and v.size == 1 and v.dtype.kind == "f" and constant_value(g, inner.inputs[i]) is None:
+                    x, alpha = inner.inputs[i], float(v.reshape(-1)[0])
+                    break
+        if x == sig.inputs[0]:
+            inner = None
+        mul = single_consumer(uses, sig.outputs[0], outputs)
+        if not _op(mul, "Mul") or len(mul.inputs) != 2 or sorted(mul.inputs) != sorted([x, sig.outputs[0]]) or \
+                not _float32(g, x):
+            continue
+        first = inner if inner is not None else sig
+        g.nodes[g.nodes.index(first)] = Node("QuickGelu", [x], mul.outputs, {"alpha": alpha}, MS,
+                                             (mul.name or "silu") + "_quick_gelu")
+        for n in (sig, mul):
+            if n in g.nodes:
+                g.nodes.remove(n)
         model.opsets.setdefault(MS, 1)
         uses = consumers(g)
         changed = True
