@@ -436,6 +436,16 @@ def test_quick_gelu_fusion_leaves_a_shared_sigmoid(tmp_path):
     _check(m, {"x": rng.standard_normal((2, 8)).astype(np.float32)}, tmp_path, ["MatMul", "Sigmoid", "Mul"])
 
 
+def test_quick_gelu_fusion_float32_only():
+    """float16 SiLU stays two ops: QuickGelu's kernels compute float16 in float32, which would change its bits."""
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 8])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess = ort.InferenceSession(m.SerializeToString())
+    assert [n.op_type for n in sess._model.graph.nodes] == ["Sigmoid", "Mul"]
+
+
 @pytest.mark.parametrize("with_bias,with_beta", [(True, True), (False, True), (True, False)])
 def test_skip_layernorm_fusion(tmp_path, with_bias, with_beta):
     """residual Add (+ the MatMul's bias Add) + LayerNormalization ⇒ com.microsoft SkipLayerNormalization; a sum
