@@ -107,7 +107,7 @@ def claim_resize(rt, node, opdef, attrs):
     return guarded(lambda *a, **kw: resize_fast(rt, *a, **kw), opdef.kernel)
 
 
-# ---- com.microsoft Gelu / FastGelu / BiasGelu ----------------------------------------------------------------------
+# ---- com.microsoft Gelu / FastGelu / BiasGelu / QuickGelu ----------------------------------------------------------
 
 def _bias_act(rt, x, bias, act, a=0.0, b=0.0):
     if not _is_f32(x) or (bias is not None and (not _is_f32(bias) or bias.ndim != 1 or x.ndim == 0

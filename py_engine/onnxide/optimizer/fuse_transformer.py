@@ -66,11 +66,11 @@ def fuse_quick_gelu(model):
     else  ⇒  com.microsoft QuickGelu(x, alpha=α): one pass instead of two or three (YOLOv8's SiLU after each conv,
     which the native chains then fold into the conv's epilogue)."""
     g, changed = model.graph, False
-    uses, outputs = consumers(g), graph_output_names(g)
+    uses, outputs, prod = consumers(g), graph_output_names(g), producers(g)
     for sig in list(g.nodes):
         if sig not in g.nodes or not _op(sig, "Sigmoid"):
             continue
-        x, alpha, inner = sig.inputs[0], 1.0, producers(g).get(sig.inputs[0])
+        x, alpha, inner = sig.inputs[0], 1.0, prod.get(sig.inputs[0])
         if _op(inner, "Mul") and len(inner.inputs) == 2 and single_consumer(uses, inner.outputs[0], outputs) is sig:
             for i in (0, 1):
                 v = constant_value(g, inner.inputs[1 - i])
@@ -90,7 +90,7 @@ def fuse_quick_gelu(model):
             if n in g.nodes:
                 g.nodes.remove(n)
         model.opsets.setdefault(MS, 1)
-        uses = consumers(g)
+        uses, prod = consumers(g), producers(g)
         changed = True
     return changed
 
