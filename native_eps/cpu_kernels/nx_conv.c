@@ -302,8 +302,8 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void dwbloc
  * and offset precomputed; the extra columns are dropped at the end), in chunks of 8 vectors of outputs, the rest in
  * chunks of 4 and 2 vectors that may run past the plane into the zeroed slack (those outputs are dropped too).
  * Maps of at most NX_DW_BLOCKED_MAX outputs, and strided ones up to NX_DW_BLOCKED_STRIDED_BYTES, run NX_VL
- * channels at a time instead (dwblock_chunks). Both add the
- * taps in the same order: the results are the same bit for bit. */
+ * channels at a time instead (dwblock_chunks). Both add the taps in the same order: the results are the same bit
+ * for bit. */
 NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW,
                          long PT, long PL, long OH, long OW, const float* x, const float* w, const float* bias,
                          float* y, int act, float a, float b, int threads) {
@@ -323,7 +323,8 @@ NX_EXPORT int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long S
     long* off = malloc(taps * sizeof(long));
     if (!off) return -1;
     int strided = SH > 1 || SW > 1;
-    if (OH * OW <= NX_DW_BLOCKED_MAX || (strided && R * WP * NX_VL * (long)sizeof(float) <= NX_DW_BLOCKED_STRIDED_BYTES)) {
+    long block_bytes = R * WP * NX_VL * (long)sizeof(float);
+    if (OH * OW <= NX_DW_BLOCKED_MAX || (strided && block_bytes <= NX_DW_BLOCKED_STRIDED_BYTES)) {
         for (long kh = 0; kh < KH; kh++)
             for (long kw = 0; kw < KW; kw++) off[kh * KW + kw] = (kh * DH * WP + kw * DW) * NX_VL;
         struct dwblock_job job = {.C = C, .H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW,
