@@ -209,34 +209,40 @@ static int32_t widen_row(long K, const void* a, int a_signed, int32_t z, int16_t
     return (int32_t)s;
 }
 
-/* one qgemm call's loops: A's rows widened, then the (panel, row block) tiles */
+/* one qgemm call's loops: A's rows prepared (widened to int16, or unsigned bytes for VNNI) with their sums, then
+ * the (panel, row block) tiles */
 struct qgemm_job {
-    long M, N, K, kp, lda, rblocks, esize;
+    long M, N, K, rblocks;
     const void* a;
     int a_signed;
     const int32_t* az;
     long az_stride;
-    const int16_t* bp;
     const int32_t* bz;
     int32_t* y;
     const q_float_out* fo;
     float* yf;
-    int16_t* a16;
-    int32_t* rs;
+    void* rows;  /* A's prepared rows: int16 (a − a_zero) pairs, or VNNI's unsigned byte quads */
+    int32_t* rs; /* their sums */
+    long lda;    /* elements of a prepared row */
+    const void* bp;
+    const int32_t* colsum;  /* VNNI: Σₖbs per column, then B's offset */
 };
+
+/* row i's columns [n0, n0 + w) of the result: the int32 sums, or their float32 epilogue */
+static inline void store_row(const struct qgemm_job* job, const int32_t* acc, long i, long n0, long w) {
+    if (job->fo) float_row(acc, w, n0, job->fo, job->yf + i * job->N + n0);
+    else memcpy(job->y + i * job->N + n0, acc, sizeof(int32_t) * w);
+}
+
+static inline int32_t a_zero(const struct qgemm_job* job, long i) { return job->az ? job->az[i * job->az_stride] : 0; }
 
 static void qgemm_widen_chunks(void* ctx, long lo, long hi, int who) {
     const struct qgemm_job* job = (const struct qgemm_job*)ctx;
-    long K = job->K, lda = job->lda, esize = job->esize, az_stride = job->az_stride;
-    const void* a = job->a;
-    int a_signed = job->a_signed;
-    const int32_t* az = job->az;
-    int16_t* a16 = job->a16;
-    int32_t* rs = job->rs;
+    long K = job->K, lda = job->lda, esize = job->a_signed ? (long)sizeof(int8_t) : (long)sizeof(uint8_t);
     (void)who;
     for (long i = lo; i < hi; i++) {
-        int16_t* d = a16 + i * lda;
-        rs[i] = widen_row(K, (const char*)a + i * K * esize, a_signed, az ? az[i * az_stride] : 0, d);
+        int16_t* d = (int16_t*)job->rows + i * lda;
+        job->rs[i] = widen_row(K, (const char*)job->a + i * K * esize, job->a_signed, a_zero(job, i), d);
         if (K < lda) d[K] = 0;
     }
 }
@@ -244,62 +250,37 @@ static void qgemm_widen_chunks(void* ctx, long lo, long hi, int who) {
 /* tile pr = p * rblocks + rb: panel p outer (a panel stays in L1 while the row blocks pass) */
 static void qgemm_tile_chunks(void* ctx, long lo, long hi, int who) {
     const struct qgemm_job* job = (const struct qgemm_job*)ctx;
-    long M = job->M, N = job->N, kp = job->kp, lda = job->lda, rblocks = job->rblocks;
-    const int16_t* bp = job->bp;
-    const int32_t* bz = job->bz;
-    int32_t* y = job->y;
-    const q_float_out* fo = job->fo;
-    float* yf = job->yf;
-    const int16_t* a16 = job->a16;
-    const int32_t* rs = job->rs;
+    long M = job->M, N = job->N, lda = job->lda, rblocks = job->rblocks, kp = lda / 2;
     (void)who;
     for (long pr = lo; pr < hi; pr++) {
         long p = pr / rblocks, rb = pr % rblocks;
         long i0 = rb * QMR, mr = M - i0 < QMR ? M - i0 : QMR, n0 = p * QNR;
         const int16_t* rows[QMR];
-        for (int r = 0; r < QMR; r++) rows[r] = a16 + (i0 + (r < mr ? r : mr - 1)) * lda;
+        for (int r = 0; r < QMR; r++) rows[r] = (const int16_t*)job->rows + (i0 + (r < mr ? r : mr - 1)) * lda;
         int32_t acc[QMR][QNR];
-        tile(kp, rows, bp + p * kp * 2 * QNR, acc);
+        tile(kp, rows, (const int16_t*)job->bp + p * kp * 2 * QNR, acc);
         long w = N - n0 < QNR ? N - n0 : QNR;
         for (long r = 0; r < mr; r++) {
-            if (bz) {
-                uint32_t s = (uint32_t)rs[i0 + r];
+            if (job->bz) {
+                uint32_t s = (uint32_t)job->rs[i0 + r];
                 for (long j = 0; j < w; j++)
-                    acc[r][j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)bz[n0 + j] * s);
+                    acc[r][j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)job->bz[n0 + j] * s);
             }
-            if (fo) float_row(acc[r], w, n0, fo, yf + (i0 + r) * N + n0);
-            else memcpy(y + (i0 + r) * N + n0, acc[r], sizeof(int32_t) * w);
+            store_row(job, acc[r], i0 + r, n0, w);
         }
     }
 }
 
 #ifdef __AVX512F__
-/* one VNNI qgemm call: A's rows as unsigned bytes padded to whole quads (and their sums), then the tiles */
-struct vnni_job {
-    long M, N, K, kq, rblocks;
-    const void* a;
-    int a_signed;
-    const int32_t* az;
-    long az_stride;
-    const int8_t* bp;
-    const int32_t* colsum;
-    int32_t cb;
-    const int32_t* bz;
-    int32_t* y;
-    const q_float_out* fo;
-    float* yf;
-    uint8_t* a8;
-    int32_t* rs;
-};
-
+/* VNNI: A's rows as unsigned bytes (int8 shifted by 128) padded to whole quads, and their sums */
 static void vnni_rows_chunks(void* ctx, long lo, long hi, int who) {
-    const struct vnni_job* job = (const struct vnni_job*)ctx;
-    long K = job->K, K4 = 4 * job->kq;
+    const struct qgemm_job* job = (const struct qgemm_job*)ctx;
+    long K = job->K, K4 = job->lda;
     uint8_t flip = job->a_signed ? 0x80 : 0;
     (void)who;
     for (long i = lo; i < hi; i++) {
         const uint8_t* src = (const uint8_t*)job->a + i * K;
-        uint8_t* d = job->a8 + i * K4;
+        uint8_t* d = (uint8_t*)job->rows + i * K4;
         uint32_t sum = 0;
         for (long k = 0; k < K; k++) {
             d[k] = src[k] ^ flip;
@@ -311,83 +292,63 @@ static void vnni_rows_chunks(void* ctx, long lo, long hi, int who) {
 }
 
 static void vnni_tile_chunks(void* ctx, long lo, long hi, int who) {
-    const struct vnni_job* job = (const struct vnni_job*)ctx;
-    long M = job->M, N = job->N, K = job->K, kq = job->kq, rblocks = job->rblocks;
-    uint32_t ca = job->a_signed ? 128 : 0;
+    const struct qgemm_job* job = (const struct qgemm_job*)ctx;
+    long M = job->M, N = job->N, K = job->K, lda = job->lda, rblocks = job->rblocks;
+    const int32_t *bz = job->bz, *colsum = job->colsum;
+    uint32_t ca = job->a_signed ? 128 : 0, cb = (uint32_t)colsum[N];
     (void)who;
     for (long pr = lo; pr < hi; pr++) {
         long p = pr / rblocks, rb = pr % rblocks;
         long i0 = rb * VMR, mr = M - i0 < VMR ? M - i0 : VMR, n0 = p * VNR;
         const uint8_t* rows[VMR];
-        for (int r = 0; r < VMR; r++) rows[r] = job->a8 + (i0 + (r < mr ? r : mr - 1)) * 4 * kq;
+        for (int r = 0; r < VMR; r++) rows[r] = (const uint8_t*)job->rows + (i0 + (r < mr ? r : mr - 1)) * lda;
         int32_t acc[VMR][VNR];
-        vnni_tile(kq, rows, job->bp + p * vnni_panel_bytes(K), acc);
+        vnni_tile(lda / 4, rows, (const int8_t*)job->bp + p * vnni_panel_bytes(K), acc);
         long w = N - n0 < VNR ? N - n0 : VNR;
         for (long r = 0; r < mr; r++) {
-            uint32_t alpha = ca + (uint32_t)(job->az ? job->az[(i0 + r) * job->az_stride] : 0);
-            uint32_t rs = (uint32_t)job->rs[i0 + r];
+            uint32_t alpha = ca + (uint32_t)a_zero(job, i0 + r), rs = (uint32_t)job->rs[i0 + r];
             for (long j = 0; j < w; j++) {
-                uint32_t beta = (uint32_t)(job->bz ? job->bz[n0 + j] : 0) - (uint32_t)job->cb;
-                acc[r][j] = (int32_t)((uint32_t)acc[r][j] - alpha * (uint32_t)job->colsum[n0 + j] - beta * rs +
+                uint32_t beta = (uint32_t)(bz ? bz[n0 + j] : 0) - cb;
+                acc[r][j] = (int32_t)((uint32_t)acc[r][j] - alpha * (uint32_t)colsum[n0 + j] - beta * rs +
                                       (uint32_t)K * alpha * beta);
             }
-            if (job->fo) float_row(acc[r], w, n0, job->fo, job->yf + (i0 + r) * N + n0);
-            else memcpy(job->y + (i0 + r) * N + n0, acc[r], sizeof(int32_t) * w);
+            store_row(job, acc[r], i0 + r, n0, w);
         }
     }
-}
-
-static int vnni_qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
-                      const int16_t* bp16, const int32_t* bz, int32_t* y, const q_float_out* fo, float* yf,
-                      int threads) {
-    long kq = quads(K), panels = (N + VNR - 1) / VNR, rblocks = (M + VMR - 1) / VMR;
-    uint8_t* a8 = (uint8_t*)malloc(M * 4 * kq);
-    int32_t* rs = (int32_t*)malloc(sizeof(int32_t) * M);
-    if (!a8 || !rs) {
-        free(a8);
-        free(rs);
-        return -1;
-    }
-    const int8_t* bp = (const int8_t*)bp16;
-    const int32_t* colsum = (const int32_t*)(bp + panels * vnni_panel_bytes(K));
-    struct vnni_job job = {.M = M, .N = N, .K = K, .kq = kq, .rblocks = rblocks, .a = a, .a_signed = a_signed,
-                           .az = az, .az_stride = az_stride, .bp = bp, .colsum = colsum, .cb = colsum[N], .bz = bz,
-                           .y = y, .fo = fo, .yf = yf, .a8 = a8, .rs = rs};
-    int nt = nx_team(threads, (double)M * N * K);
-    nx_for(nt, M, vnni_rows_chunks, &job);
-    nx_for(nt, panels * rblocks, vnni_tile_chunks, &job);
-    free(a8);
-    free(rs);
-    return 0;
 }
 #endif
 
 /* (A − a_zero) · (B − b_zero) into int32 y, or (fo non-NULL) its float32 result into yf */
 static int qgemm(long M, long N, long K, const void* a, int a_signed, const int32_t* az, long az_stride,
                  const int16_t* bp, const int32_t* bz, int32_t* y, const q_float_out* fo, float* yf, int threads) {
-    long kp = pairs(K), lda = 2 * kp;
     if (M <= 0 || N <= 0) return 0;
+    struct qgemm_job job = {.M = M, .N = N, .K = K, .a = a, .a_signed = a_signed, .az = az, .az_stride = az_stride,
+                            .bz = bz, .y = y, .fo = fo, .yf = yf, .bp = bp};
+    nx_body rows = qgemm_widen_chunks, tiles = qgemm_tile_chunks;
+    long panels = (N + QNR - 1) / QNR, row_bytes;
+    job.rblocks = (M + QMR - 1) / QMR;
+    job.lda = 2 * pairs(K);
+    row_bytes = job.lda * (long)sizeof(int16_t);
 #ifdef __AVX512F__
-    if (use_vnni()) return vnni_qgemm(M, N, K, a, a_signed, az, az_stride, bp, bz, y, fo, yf, threads);
-#endif
-    int16_t* a16 = (int16_t*)malloc(sizeof(int16_t) * M * lda);
-    int32_t* rs = (int32_t*)malloc(sizeof(int32_t) * M);
-    if (!a16 || !rs) {
-        free(a16);
-        free(rs);
-        return -1;
+    if (use_vnni()) {
+        rows = vnni_rows_chunks, tiles = vnni_tile_chunks;
+        panels = (N + VNR - 1) / VNR;
+        job.rblocks = (M + VMR - 1) / VMR;
+        job.lda = row_bytes = 4 * quads(K);
+        job.colsum = (const int32_t*)((const int8_t*)bp + panels * vnni_panel_bytes(K));
     }
-    int nt = nx_team(threads, (double)M * N * K);
-    long rblocks = (M + QMR - 1) / QMR, panels = (N + QNR - 1) / QNR;
-    long esize = a_signed ? (long)sizeof(int8_t) : (long)sizeof(uint8_t);
-    struct qgemm_job job = {.M = M, .N = N, .K = K, .kp = kp, .lda = lda, .rblocks = rblocks, .esize = esize,
-                            .a = a, .a_signed = a_signed, .az = az, .az_stride = az_stride, .bp = bp, .bz = bz,
-                            .y = y, .fo = fo, .yf = yf, .a16 = a16, .rs = rs};
-    nx_for(nt, M, qgemm_widen_chunks, &job);
-    nx_for(nt, panels * rblocks, qgemm_tile_chunks, &job);
-    free(a16);
-    free(rs);
-    return 0;
+#endif
+    job.rows = malloc(M * row_bytes);
+    job.rs = (int32_t*)malloc(sizeof(int32_t) * M);
+    if (job.rows && job.rs) {
+        int nt = nx_team(threads, (double)M * N * K);
+        nx_for(nt, M, rows, &job);
+        nx_for(nt, panels * job.rblocks, tiles, &job);
+    }
+    int failed = !job.rows || !job.rs;
+    free(job.rows);
+    free(job.rs);
+    return failed ? -1 : 0;
 }
 
 /* MatMulInteger: y (M×N int32, row-major) = (A − a_zero) · (B − b_zero) with A row-major M×K (uint8, or int8 when
