@@ -261,6 +261,18 @@ static inline __attribute__((always_inline)) void strips(long rows, int j, long 
     else if (rows > 8) strip8(4, 8, j, kc, ap, bp, off, grp, acc, ld, add);
 }
 
+/* a whole tile's 16 rows as 6 + 5 + 5 (a 4-row block's 8 accumulators barely hide the FMA latency), over the 16-column
+ * halves below `wide`; with `fuse`, block16e's epilogue */
+static inline __attribute__((always_inline)) void whole_rows(long kc, const float* ap, const float* bp, const int* off,
+                                                             const long* grp, float* acc, long ld, int add, long wide,
+                                                             const int fuse, const float* rb, int act) {
+    for (int j = 0; j < NR && j < wide; j += 16) {
+        block16e(6, 0, j, kc, ap, bp, off, grp, acc, ld, add, !j, fuse, rb, act);
+        block16e(5, 6, j, kc, ap, bp, off, grp, acc, ld, add, 0, fuse, rb, act);
+        block16e(5, 11, j, kc, ap, bp, off, grp, acc, ld, add, 0, fuse, rb, act);
+    }
+}
+
 static inline __attribute__((always_inline)) void micro_ymm(long kc, const float* ap, const float* bp,
                                                             const int* off, const long* grp, float* acc, long ld,
                                                             int add, long cols, long rows) {
@@ -273,12 +285,8 @@ static inline __attribute__((always_inline)) void micro_ymm(long kc, const float
     long wide = cols > 16 && cols <= 24 ? 16 : cols;
     /* 6-row blocks, then the 1-5 rows left: 4 or 5 as 16-wide blocks of that many rows, 3 or fewer as one 32-wide
      * block (a block of 2 may read the zero row past the last) */
-    if (rows == MR) {  /* a whole tile: 6 + 5 + 5 rows (a 4-row block's 8 accumulators barely hide the FMA latency) */
-        for (int j = 0; j < NR && j < wide; j += 16) {
-            block16(6, 0, j, kc, ap, bp, off, grp, acc, ld, add, !j);
-            block16(5, 6, j, kc, ap, bp, off, grp, acc, ld, add, 0);
-            block16(5, 11, j, kc, ap, bp, off, grp, acc, ld, add, 0);
-        }
+    if (rows == MR) {
+        whole_rows(kc, ap, bp, off, grp, acc, ld, add, wide, 0, NULL, 0);
     } else {
         int groups = (int)(rows / BLOCK_ROWS);
         long left = rows - groups * BLOCK_ROWS;
@@ -336,11 +344,7 @@ static inline void micro_rows(long kc, const float* ap, const float* bp, const i
 #define NX_FUSED_EPILOGUE 1
 static void grouped_whole_fused(long kc, const float* ap, const float* base, const int* off, const long* grp,
                                 float* acc, long ld, int add, const float* rb, int act) {
-    for (int j = 0; j < NR; j += 16) {
-        block16e(6, 0, j, kc, ap, base, off, grp, acc, ld, add, !j, 1, rb, act);
-        block16e(5, 6, j, kc, ap, base, off, grp, acc, ld, add, 0, 1, rb, act);
-        block16e(5, 11, j, kc, ap, base, off, grp, acc, ld, add, 0, 1, rb, act);
-    }
+    whole_rows(kc, ap, base, off, grp, acc, ld, add, NR, 1, rb, act);
 }
 #endif
 
