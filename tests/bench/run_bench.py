@@ -163,6 +163,15 @@ def _native_build():
     return next((name for name, n in lib.LEVELS.items() if n == level), "single")
 
 
+def _native_vs_numpy(model, feeds):
+    """The largest difference between onnxide's outputs with its default providers and on its numpy kernels alone."""
+    import onnxide
+
+    native = onnxide.InferenceSession(model).run(None, feeds)
+    numpy_only = onnxide.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return max(float(np.abs(a - b).max()) for a, b in zip(native, numpy_only))
+
+
 def _commit():
     """The checkout's short commit (with '+ changes' when tracked files outside docs/ differ from it), or 'unknown'
     outside git."""
@@ -212,21 +221,23 @@ def main(argv=None):
              "the rest); onnxruntime its CPUExecutionProvider.", "",
              "| model | threads | onnxide ms | onnxruntime ms | ratio | onnxide create ms | onnxruntime create ms |"
              " max abs diff |", "|---|---|---|---|---|---|---|---|"]
-    notes = ["", "The int8 encoder's max abs diff: on an AVX2 host onnxruntime's uint8 × int8 kernel saturates 16-bit "
-             "pair sums on full-range int8 weights, where onnxide's (and the ONNX definition's) int32 sums do not "
-             "(docs/design.md; 0.48 there). With AVX-512 VNNI both engines' int32 sums are exact, and what is left "
-             "is float32 rounding between the layers, which each dynamic re-quantization can turn into a whole "
-             "quantization step: onnxide's native and numpy kernels differ from each other by as much (2.5e-02, "
-             "measured at the time)."]
-    notes += ["", "2-thread rows vary from run to run on this shared VM: in some periods, tens of seconds long, the "
-              "second vCPU delivers far less, and both engines slow down, onnxide more (YOLOv8n in alternating "
-              "blocks of 5 runs: 53-62 ms for both engines in quiet periods, onnxide 111-128 against onnxruntime "
-              "82-102 in those, measured at the time). A 2-thread ratio far from the 1-thread one is worth "
-              "measuring again (`--models NAME --threads 2`) before it is read as a regression."]
+    notes = []
+    int8 = next((m for m in models if "int8" in m[0]), None)
+    if int8 is not None:
+        notes += ["", "The int8 encoder's max abs diff: on an AVX2 host onnxruntime's uint8 × int8 kernel saturates "
+                  "16-bit pair sums on full-range int8 weights, where onnxide's (and the ONNX definition's) int32 sums "
+                  "do not (docs/design.md; 0.48 there). With AVX-512 VNNI both engines' int32 sums are exact, and what "
+                  "is left is float32 rounding between the layers, which each dynamic re-quantization can turn into a "
+                  "whole quantization step: onnxide's native and numpy kernels differ from each other by as much "
+                  f"({_native_vs_numpy(int8[1], int8[2]):.1e} in this run)."]
+    notes += ["", "2-thread rows vary from run to run on this shared VM: in some periods, tens of seconds long, both "
+              "engines slow down (onnxide more), and the alternating turns spread that over both without cancelling "
+              "it. A 2-thread ratio far from the 1-thread one is worth measuring again (`--models NAME --threads 2`) "
+              "before it is read as a regression."]
     for name, threads, r in rows:
         lines.append(f"| {name} | {threads} | {r['onnxide_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f}x | "
                      f"{r['onnxide_create_ms']:.0f} | {r['ort_create_ms']:.0f} | {r['max_abs_diff']:.1e} |")
-    text = "\n".join(lines + (notes if any("int8" in name for name, _, _ in rows) else notes[2:])) + "\n"
+    text = "\n".join(lines + notes) + "\n"
     print(text)
     if args.write:
         path = os.path.join(ROOT, "docs", "benchmarks.md")
