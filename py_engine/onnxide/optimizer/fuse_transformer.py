@@ -3,6 +3,7 @@ BiasGelu; Add(residual) + LayerNormalization ⇒ SkipLayerNormalization, taking 
 it; x · Sigmoid(α·x) (SiLU: α = 1) ⇒ QuickGelu."""
 from ..ir.infer import dims_of
 from ..ir.model import Node
+from .fuse_patterns import _scalar
 from .graph import constant_value, consumers, graph_output_names, needs, producers, single_consumer
 
 MS = "com.microsoft"
@@ -70,15 +71,14 @@ def fuse_quick_gelu(model):
     for sig in list(g.nodes):
         if sig not in g.nodes or not _op(sig, "Sigmoid"):
             continue
-        x, alpha, inner = sig.inputs[0], 1.0, prod.get(sig.inputs[0])
-        if _op(inner, "Mul") and len(inner.inputs) == 2 and single_consumer(uses, inner.outputs[0], outputs) is sig:
+        x, alpha, inner = sig.inputs[0], 1.0, None
+        scaled = prod.get(x)
+        if _op(scaled, "Mul") and len(scaled.inputs) == 2 and single_consumer(uses, scaled.outputs[0], outputs) is sig:
             for i in (0, 1):
-                v = constant_value(g, inner.inputs[1 - i])
-                if v is not None and v.size == 1 and v.dtype.kind == "f" and constant_value(g, inner.inputs[i]) is None:
-                    x, alpha = inner.inputs[i], float(v.reshape(-1)[0])
+                c = _scalar(g, scaled.inputs[1 - i])
+                if c is not None and constant_value(g, scaled.inputs[i]) is None:
+                    x, alpha, inner = scaled.inputs[i], c, scaled
                     break
-        if x == sig.inputs[0]:
-            inner = None
         mul = single_consumer(uses, sig.outputs[0], outputs)
         if not _op(mul, "Mul") or len(mul.inputs) != 2 or sorted(mul.inputs) != sorted([x, sig.outputs[0]]) or \
                 not _float32(g, x):
