@@ -240,6 +240,7 @@ static inline __attribute__((always_inline)) void strip8(const int R, int r0, in
     long s0 = group_at(grp, j / NX_GROUP);
     __m256 c[8];
     acc += j;
+#pragma GCC unroll 8
     for (int i = 0; i < R; i++) c[i] = add ? _mm256_loadu_ps(acc + (r0 + i) * ld) : _mm256_setzero_ps();
     for (long k = 0; k < kc; k++) {
         __m256 b = _mm256_loadu_ps(b_row(bp, off, k) + s0);
@@ -247,6 +248,7 @@ static inline __attribute__((always_inline)) void strip8(const int R, int r0, in
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i), b, c[i]);
     }
+#pragma GCC unroll 8
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + (r0 + i) * ld, c[i]);
 }
 
