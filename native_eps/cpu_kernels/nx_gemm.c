@@ -68,9 +68,27 @@ static void pack_a(const float* a, long lda, long M, long i0, long k0, long kc, 
  * 2-row panel, the 2-row one as costly as a whole one: a 16-channel 1×1 conv over 56×56 positions 40 µs against the
  * AVX2 build's 26, measured at the time.) */
 #ifdef __AVX512F__
+/* row_epilogue's ReLU and HardSwish on 16 lanes (relu8 / hardswish8's operations) */
+static inline __m512 relu16(__m512 v) { return _mm512_max_ps(_mm512_setzero_ps(), v); }
+static inline __m512 hardswish16(__m512 v) {
+    __m512 t = _mm512_fmadd_ps(v, _mm512_set1_ps(1.f / 6.f), _mm512_set1_ps(0.5f));
+    return _mm512_mul_ps(v, _mm512_min_ps(_mm512_set1_ps(1.f), _mm512_max_ps(_mm512_setzero_ps(), t)));
+}
+
+/* with `fuse`, a zblock's sums stored as row_out leaves them without column bias or residual: + rb[row] where rb is
+ * given, then (act: ReLU or HardSwish) + 0 and the activation (row_out's operations in its order) */
+static inline __attribute__((always_inline)) __m512 tile_epilogue16(__m512 v, const float* rb, int row, int act) {
+    if (rb) v = _mm512_add_ps(v, _mm512_set1_ps(rb[row]));
+    if (act) v = _mm512_add_ps(v, _mm512_setzero_ps());
+    if (act == NX_ACT_RELU) v = relu16(v);
+    else if (act == NX_ACT_HARDSWISH) v = hardswish16(v);
+    return v;
+}
+
 static inline __attribute__((always_inline)) void zblock(const int R, int r0, long kc, const float* ap,
                                                          const float* bp, const int* off, float* acc, long ld,
-                                                         int add, int prefetch) {
+                                                         int add, int prefetch, const int fuse, const float* rb,
+                                                         int act) {
     __m512 c[8][2];
 #pragma GCC unroll 8
     for (int i = 0; i < R; i++) {
@@ -91,6 +109,11 @@ static inline __attribute__((always_inline)) void zblock(const int R, int r0, lo
         }
     }
 #pragma GCC unroll 8
+    for (int i = 0; fuse && i < R; i++) {
+        c[i][0] = tile_epilogue16(c[i][0], rb, r0 + i, act);
+        c[i][1] = tile_epilogue16(c[i][1], rb, r0 + i, act);
+    }
+#pragma GCC unroll 8
     for (int i = 0; i < R; i++) {
         _mm512_storeu_ps(acc + (r0 + i) * ld, c[i][0]);
         _mm512_storeu_ps(acc + (r0 + i) * ld + 16, c[i][1]);
@@ -102,14 +125,14 @@ static inline __attribute__((always_inline)) void zblock_rows(long R, int r0, lo
                                                               const float* bp, const int* off, float* acc, long ld,
                                                               int add) {
     switch (R) {
-    case 8: zblock(8, r0, kc, ap, bp, off, acc, ld, add, !r0); break;
-    case 7: zblock(7, r0, kc, ap, bp, off, acc, ld, add, 0); break;
-    case 6: zblock(6, r0, kc, ap, bp, off, acc, ld, add, 0); break;
-    case 5: zblock(5, r0, kc, ap, bp, off, acc, ld, add, 0); break;
-    case 4: zblock(4, r0, kc, ap, bp, off, acc, ld, add, 0); break;
-    case 3: zblock(3, r0, kc, ap, bp, off, acc, ld, add, 0); break;
-    case 2: zblock(2, r0, kc, ap, bp, off, acc, ld, add, 0); break;
-    default: zblock(1, r0, kc, ap, bp, off, acc, ld, add, 0); break;
+    case 8: zblock(8, r0, kc, ap, bp, off, acc, ld, add, !r0, 0, NULL, 0); break;
+    case 7: zblock(7, r0, kc, ap, bp, off, acc, ld, add, 0, 0, NULL, 0); break;
+    case 6: zblock(6, r0, kc, ap, bp, off, acc, ld, add, 0, 0, NULL, 0); break;
+    case 5: zblock(5, r0, kc, ap, bp, off, acc, ld, add, 0, 0, NULL, 0); break;
+    case 4: zblock(4, r0, kc, ap, bp, off, acc, ld, add, 0, 0, NULL, 0); break;
+    case 3: zblock(3, r0, kc, ap, bp, off, acc, ld, add, 0, 0, NULL, 0); break;
+    case 2: zblock(2, r0, kc, ap, bp, off, acc, ld, add, 0, 0, NULL, 0); break;
+    default: zblock(1, r0, kc, ap, bp, off, acc, ld, add, 0, 0, NULL, 0); break;
     }
 }
 #endif
@@ -305,13 +328,6 @@ static inline __attribute__((always_inline)) void micro_ymm(long kc, const float
 }
 #endif
 #ifdef __AVX512F__
-/* row_epilogue's ReLU and HardSwish on 16 lanes (relu8 / hardswish8's operations) */
-static inline __m512 relu16(__m512 v) { return _mm512_max_ps(_mm512_setzero_ps(), v); }
-static inline __m512 hardswish16(__m512 v) {
-    __m512 t = _mm512_fmadd_ps(v, _mm512_set1_ps(1.f / 6.f), _mm512_set1_ps(0.5f));
-    return _mm512_mul_ps(v, _mm512_min_ps(_mm512_set1_ps(1.f), _mm512_max_ps(_mm512_setzero_ps(), t)));
-}
-
 /* B row columns [s0, s0 + 8) and [s1, s1 + 8) as one vector (one load where they are adjacent) */
 static inline __attribute__((always_inline)) __m512 two_groups(const float* brow, long s0, long s1, const int joined) {
     if (joined) return _mm512_loadu_ps(brow + s0);
@@ -464,11 +480,25 @@ static void tile_product(long K, long ip, const float* ap, const float* bpanel, 
     float tile[MR * NR];
     float* acc = whole ? c + i0 * ldc + n0 : tile;
     long ld = whole ? ldc : NR;
+#ifdef __AVX512F__
+    int fused = whole && !bias && !res && (act == 0 || act == NX_ACT_RELU || act == NX_ACT_HARDSWISH);
+#else
+    int fused = 0;
+#endif
     for (long k0 = 0; k0 < K; k0 += KC) {
         long kc = K - k0 < KC ? K - k0 : KC;
+#ifdef __AVX512F__
+        if (fused && k0 + kc == K) {  /* (a separate epilogue pass had been ~17 % of a K = 16 1×1 conv's time) */
+            const float* a = ap + ip * MR * K + k0 * MR;
+            const float* rb = row_bias ? row_bias + i0 : NULL;
+            zblock(8, 0, kc, a, bpanel + k0 * NR, NULL, acc, ld, k0 > 0, 1, 1, rb, act);
+            zblock(8, 8, kc, a, bpanel + k0 * NR, NULL, acc, ld, k0 > 0, 0, 1, rb, act);
+            continue;
+        }
+#endif
         micro(kc, ap + ip * MR * K + k0 * MR, bpanel + k0 * NR, acc, ld, k0 > 0, w, i_end - i0);
     }
-    for (long i = i0; i < i_end; i++) {
+    for (long i = i0; i < i_end && !fused; i++) {
         float* dst = c + i * ldc + n0;
         if (!whole) memcpy(dst, tile + (i - i0) * NR, w * sizeof(float));
         row_out(dst, i, n0, w, bias, row_bias, res, ldr, act, alpha, beta);
