@@ -258,6 +258,30 @@ def test_shifted_conv_epilogue_in_registers_is_the_same(monkeypatch, c, m, act, 
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("act", ["relu", "hardswish"])
+@pytest.mark.parametrize("c,m", [(16, 72), (300, 32)])
+def test_gemm_conv_epilogue_in_registers_is_the_same(monkeypatch, c, m, act, threads):
+    """A 1×1 conv's whole GEMM tiles store row bias + activation straight from the registers on the AVX-512 build
+    (nx_gemm.c tile_epilogue16); the bits are those of the conv without bias, the bias added after in float32 and
+    the activation kernel run on that, NaN and zeros' signs included. K = 16: one K block, 72 channels: a partial row
+    panel too; K = 300: two K blocks."""
+    from onnxide_native import cpu_ops, lib
+    monkeypatch.setattr(cpu_ops, "threads", lambda: threads)
+    library = lib.load()
+    x, w, b = _x(1, c, 12, 12), _x(m, c, 1, 1), _x(m)
+    b[::3] = 0.0
+    x[0, :, 0, 0] = 0.0
+    x[0, 0, 3, 5] = np.nan
+    assert cpu_ops.conv_plan(library, x.shape, w, b.shape, pads=[0, 0, 0, 0]).kind == "gemm"
+    fused = cpu_ops.conv(library, x, w, b, pads=[0, 0, 0, 0], act_code=cpu_ops.ACT[act])
+    want = cpu_ops.conv(library, x, w, None, pads=[0, 0, 0, 0]) + b[None, :, None, None]
+    library.nx_act(want.size, want.ctypes.data, want.ctypes.data, None, cpu_ops.ACT[act], 0.0, 0.0, 1)
+    assert np.isnan(want).any() and (want == 0).any()
+    np.testing.assert_array_equal(fused, want)
+    assert np.array_equal(np.signbit(fused), np.signbit(want))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("m", [20, 48, 70])
 def test_conv_of_one_position(m, threads):
     """A 1×1 conv of a 1×1 map (squeeze-and-excite's FCs) is a matrix-vector product over the packed weights: row
