@@ -376,7 +376,7 @@ static void max_2x2_row(const float* a, const float* b, float* o, long n) {
 }
 
 struct maxpool_job {
-    long H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, len;
+    long H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, len, planes, block;  /* block: output rows per item */
     const float* x;
     float* y;
     struct nx_scratch rp;  /* per participant: the padded row */
@@ -390,12 +390,15 @@ static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
     float* y = job->y;
     float* rp = nx_scratch(&job->rp, who);
     if (!rp) return;
-    for (long p = lo; p < hi; p++) {
+    for (long j = 0; j < len; j++) rp[j] = -FLT_MAX;  /* the numpy kernel pads with the lowest float (the pads are
+                                                        * never written) */
+    float* row = rp + PL;
+    for (long t = lo; t < hi; t++) {  /* item t: a block of output rows of one plane, blocks outer (nx_spatial_items) */
+        long p = t % job->planes, oh0 = t / job->planes * job->block;
+        long oh1 = oh0 + job->block < OH ? oh0 + job->block : OH;
         const float* xp = x + p * H * W;
         float* yp = y + p * OH * OW;
-        for (long j = 0; j < len; j++) rp[j] = -FLT_MAX;  /* the numpy kernel pads with the lowest float */
-        float* row = rp + PL;
-        for (long oh = 0; oh < OH; oh++) {
+        for (long oh = oh0; oh < oh1; oh++) {
             float* o = yp + oh * OW;
             const float* in[16];
             long n = 0;
@@ -449,9 +452,10 @@ NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH
     long len = (OW - 1) * SW + (KW - 1) * DW + 1;  /* the padded row the windows read */
     if (len < PL + W) len = PL + W;
     struct maxpool_job job = {.H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW, .PT = PT,
-                              .PL = PL, .OH = OH, .OW = OW, .len = len, .x = x, .y = y,
-                              .rp = {.bytes = sizeof(float) * len}};
-    nx_for(nx_team(threads, (double)planes * H * W * NX_PASS_WORK), planes, maxpool_chunks, &job);  /* (a pass) */
+                              .PL = PL, .OH = OH, .OW = OW, .len = len, .planes = planes,
+                              .block = nx_spatial_block(OH), .x = x, .y = y, .rp = {.bytes = sizeof(float) * len}};
+    nx_for(nx_team(threads, (double)planes * H * W * NX_PASS_WORK), nx_spatial_items(planes, OH), maxpool_chunks,
+           &job);  /* (a pass) */
     nx_scratch_free(&job.rp);
 }
 

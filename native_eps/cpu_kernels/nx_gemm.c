@@ -925,14 +925,16 @@ struct shifted_job {
 __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifted_plane_chunks(void* p, long lo,
                                                                                                long hi, int who) {
     const struct shifted_job* g = p;
-    long H = g->H, W = g->W, SH = g->SH, SW = g->SW, hs = g->hs, ws = g->ws;
+    long H = g->H, W = g->W, SH = g->SH, SW = g->SW, hs = g->hs, ws = g->ws, planes = g->C * SH * SW;
+    long block = nx_spatial_block(hs);
     (void)who;
-    for (long cp = lo; cp < hi; cp++) {
+    for (long t = lo; t < hi; t++) {  /* item t: a block of rows of plane cp, blocks outer (nx_spatial_items) */
+        long cp = t % planes, i0 = t / planes * block, i1 = i0 + block < hs ? i0 + block : hs;
         long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
         float* dst = g->xs + cp * g->plane + g->lead;
         if (!phase_used(ph, g->KH, g->DH, SH) || !phase_used(pw, g->KW, g->DW, SW)) continue;  /* no tap reads it */
-        nx_zero_run(dst - g->lead, g->lead);
-        for (long i = 0; i < hs; i++) {
+        if (i0 == 0) nx_zero_run(dst - g->lead, g->lead);
+        for (long i = i0; i < i1; i++) {
             long r = i * SH + ph - g->PT;
             float* d = dst + i * ws;
             if (r < 0 || r >= H) {
@@ -1072,7 +1074,7 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
             for (long kw = 0; kw < KW; kw++, k++)
                 off[k] = (int)(((c * SH + kh * DH % SH) * SW + kw * DW % SW) * plane + kh * DH / SH * ws +
                                kw * DW / SW);
-    nx_for(nt, C * SH * SW, shifted_plane_chunks, &g);
+    nx_for(nt, nx_spatial_items(C * SH * SW, hs), shifted_plane_chunks, &g);
     nx_for(nt, g.mpanels * g.panels, shifted_tile_chunks, &g);
     free(mine);
     return 0;

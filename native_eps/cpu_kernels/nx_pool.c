@@ -1,8 +1,12 @@
-/* The worker threads behind nx_for (instead of OpenMP). A loop is cut into a few chunks per participant which the
- * caller and the workers claim one at a time from a shared counter, so a worker that is asleep or has lost its core
- * to another process delays only a chunk it actually took: the caller never waits for a worker to arrive (with
- * OpenMP's static split and end barrier it did, 40-90 us per region to wake a sleeping worker on the 2-core VM, and
- * a whole scheduler slice under load). Idle workers spin for nx_pool_spin_us, then sleep on a futex. */
+/* The worker threads behind nx_for (instead of OpenMP). A loop is cut into a few chunks per participant; each
+ * participant has a home range of them, the same part of every loop (its first chunks from the front), and when
+ * those are gone takes the others' from their back ends. A worker that is asleep or has lost its core to another
+ * process thus delays only a chunk it actually took: the caller never waits for a worker to arrive (with OpenMP's
+ * static split and end barrier it did, 40-90 us per region to wake a sleeping worker on the 2-core VM, and a whole
+ * scheduler slice under load). And while the participants keep pace, consecutive loops split alike (the kernels
+ * order their items by position) leave each core reading what it wrote: on the VM, when its two CPUs sat on
+ * different dies (a 330 ns round trip between them, against 60 ns) and chunks went to whoever came first, a 2-thread
+ * README CNN run took 345 us against 170. Idle workers spin for nx_pool_spin_us, then sleep on a futex. */
 #define _GNU_SOURCE
 #include "nx_pool.h"
 #include <limits.h>
@@ -31,21 +35,27 @@ static long nx_pool_spin_us = 2000;  /* how long an idle worker waits awake for 
 struct nx_loop {
     nx_body body;
     void* ctx;
-    long n, chunk, chunks;
+    long n, chunk;
     int team;
+};
+
+/* the fields written while a loop runs each have their own cache line (idle workers spin reading `gen`) */
+#define NX_LINE __attribute__((aligned(64)))
+struct nx_range {
+    NX_LINE uint64_t word;  /* (generation << 32) | (front << 16) | back: a participant's chunks [front, back) left */
 };
 
 static struct {
     pthread_mutex_t owner;  /* held by the caller whose loop the workers serve */
     int workers;            /* started (ids 1..workers) */
-    uint64_t word;          /* (generation << 32) | next chunk: the one thing claimed by compare-and-swap */
-    uint32_t gen;           /* the generation published last: what idle workers watch and sleep on */
+    struct nx_range range[NX_POOL_MAX];  /* claimed from by compare-and-swap: the owner at the front, others at the back */
+    NX_LINE uint32_t gen;   /* the generation published last: what idle workers watch and sleep on */
     int sleepers;           /* workers in or entering futex sleep */
-    long done;              /* chunks of the current loop finished */
+    NX_LINE long done;      /* chunks of the current loop finished */
     /* generation g's loop is loop[g & 1]: a worker that saw g but was slow to read its fields must not read the
      * next loop's, being written meanwhile (with one set it could take the next loop's chunk count, claim a chunk
      * past g's last, count it in the next loop's `done`, and let that caller return with a chunk still running) */
-    struct nx_loop loop[2];
+    NX_LINE struct nx_loop loop[2];
     int caller_cpu;         /* the CPU the caller published the current loop from (-1: unknown) */
 } P = {.owner = PTHREAD_MUTEX_INITIALIZER};
 
@@ -59,16 +69,27 @@ static long now_us(void) {
     return t.tv_sec * 1000000L + t.tv_nsec / 1000;
 }
 
-/* claim and run chunks of generation g's loop until none is left (or the loop is another's already) */
-static void claim(uint32_t g, int who, nx_body body, void* ctx, long n, long chunk, long chunks) {
-    uint64_t w = LOAD(&P.word);
-    while ((uint32_t)(w >> 32) == g && (long)(uint32_t)w < chunks) {
-        if (!__atomic_compare_exchange_n(&P.word, &w, w + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
-        long lo = (long)(uint32_t)w * chunk, hi = lo + chunk < n ? lo + chunk : n;
+/* run chunks of generation g's loop from participant v's range (its front when v is the runner, else its back)
+ * until none is left there (or the loop is another's already) */
+static void claim_from(uint32_t g, int v, int who, nx_body body, void* ctx, long n, long chunk) {
+    uint64_t* word = &P.range[v].word;
+    uint64_t w = LOAD(word);
+    for (;;) {
+        long front = (long)(w >> 16 & 0xffff), back = (long)(w & 0xffff);
+        if ((uint32_t)(w >> 32) != g || front >= back) return;
+        uint64_t next = v == who ? w + (1u << 16) : w - 1;
+        if (!__atomic_compare_exchange_n(word, &w, next, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        long c = v == who ? front : back - 1;
+        long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;
         body(ctx, lo, hi, who);
         __atomic_add_fetch(&P.done, 1, __ATOMIC_RELEASE);
-        w = LOAD(&P.word);
+        w = LOAD(word);
     }
+}
+
+/* participant `who` of a team runs generation g's chunks: its own range, then what the others have left */
+static void claim(uint32_t g, int who, int team, nx_body body, void* ctx, long n, long chunk) {
+    for (int i = 0; i < team; i++) claim_from(g, (who + i) % team, who, body, ctx, n, chunk);
 }
 
 /* the next generation after `seen`: spinning for NX_POOL_PURE_SPIN_US, then spinning with a yield between looks (a
@@ -123,8 +144,8 @@ static void* worker(void* arg) {
         if (who < team) move_off_caller(team);
         nx_body body = RELAXED(&L->body);
         void* ctx = RELAXED(&L->ctx);
-        long n = RELAXED(&L->n), chunk = RELAXED(&L->chunk), chunks = RELAXED(&L->chunks);
-        if (who < team) claim(g, who, body, ctx, n, chunk, chunks);
+        long n = RELAXED(&L->n), chunk = RELAXED(&L->chunk);
+        if (who < team) claim(g, who, team, body, ctx, n, chunk);
     }
     return NULL;
 }
@@ -175,14 +196,16 @@ void nx_for(int threads, long n, nx_body body, void* ctx) {
     SET(&L->ctx, ctx);
     SET(&L->n, n);
     SET(&L->chunk, chunk);
-    SET(&L->chunks, chunks);
     SET(&L->team, team);
     SET(&P.caller_cpu, sched_getcpu());
     SET(&P.done, 0);
-    __atomic_store_n(&P.word, (uint64_t)g << 32, __ATOMIC_RELEASE);
+    for (int v = 0; v < team; v++) {  /* home ranges: chunks [v·chunks/team, (v+1)·chunks/team) */
+        uint64_t front = (uint64_t)(v * chunks / team), back = (uint64_t)((v + 1) * chunks / team);
+        __atomic_store_n(&P.range[v].word, (uint64_t)g << 32 | front << 16 | back, __ATOMIC_RELEASE);
+    }
     __atomic_store_n(&P.gen, g, __ATOMIC_SEQ_CST);
     if (team > 1 && __atomic_load_n(&P.sleepers, __ATOMIC_SEQ_CST)) futex(&P.gen, FUTEX_WAKE, INT_MAX);
-    claim(g, 0, body, ctx, n, chunk, chunks);
+    claim(g, 0, team, body, ctx, n, chunk);
     /* chunks still running on workers: they hold a core, so the wait is short; yield if it is not */
     for (long i = 1; LOAD(&P.done) < chunks; i++) {
         NX_CPU_RELAX();

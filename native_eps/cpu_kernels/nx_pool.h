@@ -19,6 +19,16 @@ typedef void (*nx_body)(void* ctx, long lo, long hi, int who);
  * threads <= 1, n <= 1, or the pool busy (another caller's loop, or a loop inside a chunk) the caller runs it all. */
 void nx_for(int threads, long n, nx_body body, void* ctx);
 
+/* A loop over the planes of a map as items of (block of rows, plane), blocks outer: nx_for's home ranges then split
+ * it by rows as the GEMM and conv tiles split their positions, so that the next kernel's participant reads the rows
+ * it wrote (nx_pool.c). NX_SPATIAL_BLOCKS blocks of nx_spatial_block(rows) rows each. */
+#define NX_SPATIAL_BLOCKS 8
+static inline long nx_spatial_block(long rows) { return (rows + NX_SPATIAL_BLOCKS - 1) / NX_SPATIAL_BLOCKS; }
+static inline long nx_spatial_items(long planes, long rows) {
+    long block = nx_spatial_block(rows);
+    return planes * ((rows + block - 1) / block);
+}
+
 /* one loop's per-participant scratch: `bytes` each, allocated the first time a participant asks (nx_scratch: NULL
  * when that fails) and freed together after the loop (nx_scratch_free); zero-initialise it with its size set */
 struct nx_scratch {
