@@ -451,11 +451,11 @@ NX_EXPORT void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH
     NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1);
     long len = (OW - 1) * SW + (KW - 1) * DW + 1;  /* the padded row the windows read */
     if (len < PL + W) len = PL + W;
+    int nt = nx_team(threads, (double)planes * H * W * NX_PASS_WORK);  /* (a pass) */
     struct maxpool_job job = {.H = H, .W = W, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW, .PT = PT,
                               .PL = PL, .OH = OH, .OW = OW, .len = len, .planes = planes,
-                              .block = nx_spatial_block(OH), .x = x, .y = y, .rp = {.bytes = sizeof(float) * len}};
-    nx_for(nx_team(threads, (double)planes * H * W * NX_PASS_WORK), nx_spatial_items(planes, OH), maxpool_chunks,
-           &job);  /* (a pass) */
+                              .block = nx_spatial_block(OH, nt), .x = x, .y = y, .rp = {.bytes = sizeof(float) * len}};
+    nx_for(nt, nx_spatial_items(planes, OH, nt), maxpool_chunks, &job);
     nx_scratch_free(&job.rp);
 }
 

@@ -913,6 +913,7 @@ NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long S
 /* the arguments of one nx_conv_shifted call and its geometry, for the chunks of its loops */
 struct shifted_job {
     long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, M, K, hs, ws, lead, plane, Q, P, mpanels, panels;
+    long plane_block;  /* rows of a plane per item of shifted_plane_chunks (nx_spatial_block) */
     const float *x, *ap, *bias, *res;
     float *y, *xs;
     const int* off;
@@ -926,7 +927,7 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifte
                                                                                                long hi, int who) {
     const struct shifted_job* g = p;
     long H = g->H, W = g->W, SH = g->SH, SW = g->SW, hs = g->hs, ws = g->ws, planes = g->C * SH * SW;
-    long block = nx_spatial_block(hs);
+    long block = g->plane_block;
     (void)who;
     for (long t = lo; t < hi; t++) {  /* item t: a block of rows of plane cp, blocks outer (nx_spatial_items) */
         long cp = t % planes, i0 = t / planes * block, i1 = i0 + block < hs ? i0 + block : hs;
@@ -1074,7 +1075,8 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
             for (long kw = 0; kw < KW; kw++, k++)
                 off[k] = (int)(((c * SH + kh * DH % SH) * SW + kw * DW % SW) * plane + kh * DH / SH * ws +
                                kw * DW / SW);
-    nx_for(nt, nx_spatial_items(C * SH * SW, hs), shifted_plane_chunks, &g);
+    g.plane_block = nx_spatial_block(hs, nt);
+    nx_for(nt, nx_spatial_items(C * SH * SW, hs, nt), shifted_plane_chunks, &g);
     nx_for(nt, g.mpanels * g.panels, shifted_tile_chunks, &g);
     free(mine);
     return 0;

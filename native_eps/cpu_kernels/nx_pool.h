@@ -21,11 +21,13 @@ void nx_for(int threads, long n, nx_body body, void* ctx);
 
 /* A loop over the planes of a map as items of (block of rows, plane), blocks outer: nx_for's home ranges then split
  * it by rows as the GEMM and conv tiles split their positions, so that the next kernel's participant reads the rows
- * it wrote (nx_pool.c). NX_SPATIAL_BLOCKS blocks of nx_spatial_block(rows) rows each. */
+ * it wrote (nx_pool.c). NX_SPATIAL_BLOCKS blocks; one thread: one block, the planes one by one. */
 #define NX_SPATIAL_BLOCKS 8
-static inline long nx_spatial_block(long rows) { return (rows + NX_SPATIAL_BLOCKS - 1) / NX_SPATIAL_BLOCKS; }
-static inline long nx_spatial_items(long planes, long rows) {
-    long block = nx_spatial_block(rows);
+static inline long nx_spatial_block(long rows, int team) {
+    return team > 1 ? (rows + NX_SPATIAL_BLOCKS - 1) / NX_SPATIAL_BLOCKS : rows;
+}
+static inline long nx_spatial_items(long planes, long rows, int team) {
+    long block = nx_spatial_block(rows, team);
     return planes * ((rows + block - 1) / block);
 }
 
