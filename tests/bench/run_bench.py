@@ -230,10 +230,11 @@ def main(argv=None):
                   "is left is float32 rounding between the layers, which each dynamic re-quantization can turn into a "
                   "whole quantization step: onnxide's native and numpy kernels differ from each other by as much "
                   f"({_native_vs_numpy(int8[1], int8[2]):.1e} in this run)."]
-    notes += ["", "2-thread rows vary from run to run on this shared VM: in some periods, tens of seconds long, both "
-              "engines slow down (onnxide more), and the alternating turns spread that over both without cancelling "
-              "it. A 2-thread ratio far from the 1-thread one is worth measuring again (`--models NAME --threads 2`) "
-              "before it is read as a regression."]
+    notes += ["", "2-thread rows vary from run to run on this shared VM: in periods tens of seconds long its two "
+              "vCPUs sit on different dies (a core-to-core round trip several times longer), both engines' 2-thread "
+              "runs slow down, onnxide's more (docs/design.md, the kernels' thread pool), and the alternating turns "
+              "spread that over both without cancelling it. A 2-thread ratio far from the 1-thread one is worth "
+              "measuring again (`--models NAME --threads 2`) before it is read as a regression."]
     for name, threads, r in rows:
         lines.append(f"| {name} | {threads} | {r['onnxide_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f}x | "
                      f"{r['onnxide_create_ms']:.0f} | {r['ort_create_ms']:.0f} | {r['max_abs_diff']:.1e} |")
