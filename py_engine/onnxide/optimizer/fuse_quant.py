@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir.infer import dims_of
 from ..ir.model import Node
-from .graph import constant_value, consumers, graph_output_names, needs, producers, single_consumer
+from .graph import constant_value, consumers, graph_output_names, is_float32, needs, producers, single_consumer
 
 MS = "com.microsoft"
 _FLOAT = 1  # TensorProto.FLOAT
@@ -20,14 +20,6 @@ def _op(n, op, domains=("", "ai.onnx")):
 
 def _arg(n, i):
     return n.inputs[i] if len(n.inputs) > i else ""
-
-
-def _float32(g, name):
-    v = constant_value(g, name)
-    if v is not None:
-        return v.dtype == np.float32
-    t = g.value_type(name)
-    return t is not None and t.tensor_type is not None and t.tensor_type.elem_type == _FLOAT
 
 
 def _scalar(g, name):
@@ -71,7 +63,7 @@ def _scales(g, smul):
     if not _op(smul, "Mul") or len(smul.inputs) != 2:
         return None
     for a, b in ((smul.inputs[0], smul.inputs[1]), (smul.inputs[1], smul.inputs[0])):
-        if constant_value(g, b) is not None and _scalar(g, a) and _float32(g, a):
+        if constant_value(g, b) is not None and _scalar(g, a) and is_float32(g, a):
             return a, b
     return None
 
@@ -140,7 +132,7 @@ def fuse_dynamic_quantize_matmul(model):
     uses, outputs = consumers(g), graph_output_names(g)
     for dql in list(g.nodes):
         if not _op(dql, "DynamicQuantizeLinear") or len(dql.outputs) != 3 or not all(dql.outputs) or \
-                any(o in outputs for o in dql.outputs) or not _float32(g, dql.inputs[0]):
+                any(o in outputs for o in dql.outputs) or not is_float32(g, dql.inputs[0]):
             continue
         readers = uses.get(dql.outputs[0], [])
         if not readers or any(uses.get(o, []) != readers for o in dql.outputs[1:]) or \

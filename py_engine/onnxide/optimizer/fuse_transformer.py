@@ -4,7 +4,7 @@ it; x · Sigmoid(α·x) (SiLU: α = 1) ⇒ QuickGelu."""
 from ..ir.infer import dims_of
 from ..ir.model import Node
 from .fuse_patterns import _scalar
-from .graph import constant_value, consumers, graph_output_names, needs, producers, single_consumer
+from .graph import constant_value, consumers, graph_output_names, is_float32, needs, producers, single_consumer
 
 MS = "com.microsoft"
 
@@ -56,11 +56,6 @@ def fuse_bias_gelu(model):
     return changed
 
 
-def _float32(g, name):
-    t = g.value_type(name)
-    return getattr(getattr(t, "tensor_type", None), "elem_type", None) == 1  # (TensorProto.FLOAT)
-
-
 @needs({"Sigmoid"}, {"Mul"})
 def fuse_quick_gelu(model):
     """Mul(x, Sigmoid(x)) or Mul(x, Sigmoid(Mul(x, α))) on float32, the Sigmoid (and inner Mul) read by nothing
@@ -81,7 +76,7 @@ def fuse_quick_gelu(model):
                     break
         mul = single_consumer(uses, sig.outputs[0], outputs)
         if not _op(mul, "Mul") or len(mul.inputs) != 2 or sorted(mul.inputs) != sorted([x, sig.outputs[0]]) or \
-                not _float32(g, x):
+                not is_float32(g, x):
             continue
         first = inner if inner is not None else sig
         g.nodes[g.nodes.index(first)] = Node("QuickGelu", [x], mul.outputs, {"alpha": alpha}, MS,

@@ -54,6 +54,15 @@ def constant_value(graph, name):
     return None
 
 
+def is_float32(graph, name):
+    """Whether value `name` is float32: an initializer's array, else its declared or inferred type."""
+    v = constant_value(graph, name)
+    if v is not None:
+        return v.dtype == np.float32
+    t = graph.value_type(name)
+    return t is not None and t.tensor_type is not None and t.tensor_type.elem_type == 1  # (TensorProto.FLOAT)
+
+
 def replace_uses(graph, old, new):
     """Make every reader of `old` (incl. subgraph reads) read `new`; graph outputs keep their names."""
     for n in graph.nodes:
