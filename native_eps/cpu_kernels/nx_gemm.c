@@ -76,14 +76,18 @@ static inline __m512 hardswish16(__m512 v) {
     return _mm512_mul_ps(v, _mm512_min_ps(_mm512_set1_ps(1.f), _mm512_max_ps(_mm512_setzero_ps(), t)));
 }
 
-/* with `fuse`, a zblock's sums stored as row_out leaves them without column bias or residual: + rb[row] where rb is
- * given, then (act: ReLU or HardSwish) + 0 and the activation (row_out's operations in its order) */
-static inline __attribute__((always_inline)) __m512 tile_epilogue16(__m512 v, const float* rb, int row, int act) {
-    if (rb) v = _mm512_add_ps(v, _mm512_set1_ps(rb[row]));
-    if (act) v = _mm512_add_ps(v, _mm512_setzero_ps());
-    if (act == NX_ACT_RELU) v = relu16(v);
-    else if (act == NX_ACT_HARDSWISH) v = hardswish16(v);
+/* row_epilogue(row, n, bias, act) on 16 lanes, act none, ReLU or HardSwish: the same operations */
+static inline __attribute__((always_inline)) __m512 row_epilogue16(__m512 v, float bias, int act) {
+    if (act || bias != 0.f) v = _mm512_add_ps(v, _mm512_set1_ps(bias));
+    if (act == NX_ACT_RELU) return relu16(v);
+    if (act == NX_ACT_HARDSWISH) return hardswish16(v);
     return v;
+}
+
+/* with `fuse`, a zblock's sums stored as row_out leaves them without column bias or residual: + rb[row] where rb is
+ * given, then row_epilogue with no bias */
+static inline __attribute__((always_inline)) __m512 tile_epilogue16(__m512 v, const float* rb, int row, int act) {
+    return row_epilogue16(rb ? _mm512_add_ps(v, _mm512_set1_ps(rb[row])) : v, 0.f, act);
 }
 
 static inline __attribute__((always_inline)) void zblock(const int R, int r0, long kc, const float* ap,
@@ -165,8 +169,16 @@ static inline __m256 hardswish8(__m256 v) {
     return _mm256_mul_ps(v, _mm256_min_ps(_mm256_set1_ps(1.f), _mm256_max_ps(_mm256_setzero_ps(), t)));
 }
 
-/* rows [r0, r0 + R) × columns [j, j + 16); with `fuse`, each row's last sums stored as row_epilogue would leave them
- * for bias rb[row] (or none) and activation `act` (none, ReLU or HardSwish): the same operations in the same order */
+/* row_epilogue(row, n, bias, act) on 8 lanes, act none, ReLU or HardSwish: the same operations */
+static inline __attribute__((always_inline)) __m256 row_epilogue8(__m256 v, float bias, int act) {
+    if (act || bias != 0.f) v = _mm256_add_ps(v, _mm256_set1_ps(bias));
+    if (act == NX_ACT_RELU) return relu8(v);
+    if (act == NX_ACT_HARDSWISH) return hardswish8(v);
+    return v;
+}
+
+/* rows [r0, r0 + R) × columns [j, j + 16); with `fuse`, each row's last sums stored through row_epilogue8 of bias
+ * rb[row] (or none) and activation `act` (none, ReLU or HardSwish) */
 static inline __attribute__((always_inline)) void block16e(const int R, int r0, int j, long kc, const float* ap,
                                                            const float* bp, const int* off, const long* grp,
                                                            float* acc, long ld, int add, int prefetch, const int fuse,
@@ -194,18 +206,8 @@ static inline __attribute__((always_inline)) void block16e(const int R, int r0, 
 #pragma GCC unroll 6
     for (int i = 0; fuse && i < R; i++) {
         float b = rb ? rb[r0 + i] : 0.f;
-        if (act || b != 0.f) {
-            __m256 vb = _mm256_set1_ps(b);
-            c0[i] = _mm256_add_ps(c0[i], vb);
-            c1[i] = _mm256_add_ps(c1[i], vb);
-        }
-        if (act == NX_ACT_RELU) {
-            c0[i] = relu8(c0[i]);
-            c1[i] = relu8(c1[i]);
-        } else if (act == NX_ACT_HARDSWISH) {
-            c0[i] = hardswish8(c0[i]);
-            c1[i] = hardswish8(c1[i]);
-        }
+        c0[i] = row_epilogue8(c0[i], b, act);
+        c1[i] = row_epilogue8(c1[i], b, act);
     }
 #pragma GCC unroll 6
     for (int i = 0; i < R; i++) {
@@ -288,7 +290,7 @@ static inline __attribute__((always_inline)) void strips(long rows, int j, long 
 }
 
 /* a whole tile's 16 rows as 6 + 5 + 5 (a 4-row block's 8 accumulators barely hide the FMA latency), over the 16-column
- * halves below `wide`; with `fuse`, block16e's epilogue */
+ * halves below `wide`; with `fuse`, block16e's row_epilogue8 */
 static inline __attribute__((always_inline)) void whole_rows(long kc, const float* ap, const float* bp, const int* off,
                                                              const long* grp, float* acc, long ld, int add, long wide,
                                                              const int fuse, const float* rb, int act) {
@@ -338,7 +340,7 @@ static inline __attribute__((always_inline)) __m512 two_groups(const float* brow
 /* all MR = 16 rows × columns [j, j + 16) of a grouped tile in zmm: 16 accumulators, per k one B vector (its two
  * groups of NX_GROUP joined) and 16 broadcasts (the AVX2 blocks' 6 broadcasts and 2 loads per 12 ymm FMAs held these
  * convs to ~100 GFLOP/s on Zen 4, this form runs at its FMA peak, ~116: measured alone, data in L1); with `fuse`,
- * block16e's epilogue */
+ * row_epilogue16 of bias rb[row] (or none) */
 static inline __attribute__((always_inline)) void zblock16(int j, long kc, const float* ap, const float* bp,
                                                            const int* off, const long* grp, float* acc, long ld,
                                                            int add, const int joined, const int fuse,
@@ -356,12 +358,7 @@ static inline __attribute__((always_inline)) void zblock16(int j, long kc, const
         for (int i = 0; i < MR; i++) c[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b, c[i]);
     }
 #pragma GCC unroll 16
-    for (int i = 0; fuse && i < MR; i++) {
-        float bi = rb ? rb[i] : 0.f;
-        if (act || bi != 0.f) c[i] = _mm512_add_ps(c[i], _mm512_set1_ps(bi));
-        if (act == NX_ACT_RELU) c[i] = relu16(c[i]);
-        else if (act == NX_ACT_HARDSWISH) c[i] = hardswish16(c[i]);
-    }
+    for (int i = 0; fuse && i < MR; i++) c[i] = row_epilogue16(c[i], rb ? rb[i] : 0.f, act);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) _mm512_storeu_ps(acc + i * ld + j, c[i]);
 }
@@ -731,7 +728,7 @@ static inline __attribute__((always_inline)) __m512 row_out16(__m512 v, const st
     if (g->bias) v = _mm512_add_ps(v, _mm512_add_ps(_mm512_maskz_loadu_ps(m, g->bias + n0), _mm512_set1_ps(rb)));
     else if (g->row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(rb));
     if (g->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, g->res + i * g->ldr + n0));
-    return tile_epilogue16(v, NULL, 0, g->act);
+    return row_epilogue16(v, 0.f, g->act);
 }
 
 /* Bᵀ panel q packed on demand (need_b_panel's protocol): by the first participant to need it */
