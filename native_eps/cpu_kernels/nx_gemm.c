@@ -539,8 +539,8 @@ static void few_rows_chunks(void* p, long lo, long hi, int who) {
 
 /* C = act(A·b + ...) for a one-column B with A packed: row panels ip0 .. ip0 + NP - 1 side by side (2·NP
  * independent sums in registers), A streaming once (a 1×1 conv of a 1×1 map, squeeze-and-excite's FCs: as tiles, B
- * was packed 32 wide and each A value broadcast for 31 columns of zeros). Each row's sum is the tiles' chain, a[i][k]·b[k] added
- * in k order (contracted to one multiply-add where the micro-kernel's is one): the same bits. */
+ * was packed 32 wide and each A value broadcast for 31 columns of zeros). Each row's sum is the tiles' chain,
+ * a[i][k]·b[k] added in k order (contracted to one multiply-add where the micro-kernel's is one): the same bits. */
 static inline __attribute__((always_inline)) void gemv_panels(const int NP, const struct gemm_job* g, long ip0) {
     long K = g->K;
     const float* panel = g->ap + ip0 * MR * K;
@@ -595,16 +595,30 @@ NX_EXPORT long nx_gemm_scratch_size(long M, long N, long K, int a_raw, int b_raw
  * two cache lines: tests/bench/micro.py times both) */
 static float* aligned64(float* p) { return (float*)(((unsigned long)p + 63) & ~63UL); }
 
-/* raw B's panel jp into its place in b_own, zero past N */
-static void pack_b_panel(const struct gemm_job* g, long jp) {
-    long n0 = jp * NR, w = g->N - n0 < NR ? g->N - n0 : NR;
-    for (long k = 0; k < g->K; k++) {
+/* raw B's columns [n0, n0 + width) as a panel d[k][0..width), zero past N */
+static void pack_columns(const struct gemm_job* g, long n0, long width, float* d) {
+    long w = g->N - n0 < width ? g->N - n0 : width;
+    for (long k = 0; k < g->K; k++, d += width) {
         const float* src = g->b + k * g->ldb + n0;
-        float* d = g->b_own + jp * g->K * NR + k * NR;
         for (long j = 0; j < w; j++) d[j] = src[j];
-        for (long j = w; j < NR; j++) d[j] = 0.f;
+        for (long j = w; j < width; j++) d[j] = 0.f;
     }
 }
+
+/* raw B's panel jp into its place in b_own */
+static void pack_b_panel(const struct gemm_job* g, long jp) { pack_columns(g, jp * NR, NR, g->b_own + jp * g->K * NR); }
+
+/* a panel packed on demand, its state *st 0 = not packed, 1 = being packed, 2 = packed: 1 when the caller is to pack
+ * it now (then panel_packed), 0 once it is packed (waiting while another packs it) */
+static int claim_panel(int* st) {
+    int s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+    if (s == 2) return 0;
+    if (s == 0 && __atomic_compare_exchange_n(st, &s, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) return 1;
+    while (__atomic_load_n(st, __ATOMIC_ACQUIRE) != 2) NX_CPU_RELAX();  /* (being packed: a panel's copy is short) */
+    return 0;
+}
+
+static void panel_packed(int* st) { __atomic_store_n(st, 2, __ATOMIC_RELEASE); }
 
 /* packing items [lo, hi): A's (K block, row panel) pairs first when A is raw, then B's panels when B is raw and
  * not packed on demand */
@@ -627,15 +641,10 @@ static void gemm_pack_chunks(void* p, long lo, long hi, int who) {
  * that core's cache. Packing every panel first, split over the threads, left most tiles reading a panel another
  * core had written (small 1×1 convs gained little from a second thread; micro.py's 1×1 conv row, 1 and 2) */
 static void need_b_panel(const struct gemm_job* g, long jp) {
-    int* st = g->b_state + jp;
-    int s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
-    if (s == 2) return;
-    if (s == 0 && __atomic_compare_exchange_n(st, &s, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+    if (claim_panel(g->b_state + jp)) {
         pack_b_panel(g, jp);
-        __atomic_store_n(st, 2, __ATOMIC_RELEASE);
-        return;
+        panel_packed(g->b_state + jp);
     }
-    while (__atomic_load_n(st, __ATOMIC_ACQUIRE) != 2) NX_CPU_RELAX();  /* (being packed: a panel's copy is short) */
 }
 
 /* output tiles [lo, hi) in the order nx_gemm chose (B block by B block, row panel by row panel within one) */
@@ -665,17 +674,6 @@ static void gemm_tile_chunks(void* p, long lo, long hi, int who) {
  * (N = 17: 52 -> 34), measured alone. The same sums in the same order: the same bits. */
 
 #define FEW_COLUMNS 1024  /* (3136 columns: 2-6 % slower than the 32-wide tiles with K = 16 or 48, measured) */
-
-/* Bᵀ panel q: bt[k][0..NB) = b[k][q*NB ..], zero past N */
-static void pack_bt_panel(const struct gemm_job* g, long q, float* bt) {
-    long n0 = q * NB, w = g->N - n0 < NB ? g->N - n0 : NB;
-    for (long k = 0; k < g->K; k++) {
-        const float* src = g->b + k * g->ldb + n0;
-        float* d = bt + k * NB;
-        for (long j = 0; j < w; j++) d[j] = src[j];
-        for (long j = w; j < NB; j++) d[j] = 0.f;
-    }
-}
 
 /* c[j] = the 16 rows of C of column j, for the R columns of one Bᵀ panel (the others zero) */
 static inline __attribute__((always_inline)) void few_columns_block(const int R, long K, const float* a,
@@ -731,18 +729,13 @@ static inline __attribute__((always_inline)) __m512 row_out16(__m512 v, const st
     return row_epilogue16(v, 0.f, g->act);
 }
 
-/* Bᵀ panel q packed on demand (need_b_panel's protocol): by the first participant to need it */
+/* Bᵀ panel q, bt[k][0..NB) = b[k][q·NB ..], packed on demand by the first participant to need it */
 static const float* need_bt_panel(const struct gemm_job* g, long q) {
     float* bt = g->b_own + q * NB * g->K;
-    int* st = g->b_state + q;
-    int s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
-    if (s == 2) return bt;
-    if (s == 0 && __atomic_compare_exchange_n(st, &s, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
-        pack_bt_panel(g, q, bt);
-        __atomic_store_n(st, 2, __ATOMIC_RELEASE);
-        return bt;
+    if (claim_panel(g->b_state + q)) {
+        pack_columns(g, q * NB, NB, bt);
+        panel_packed(g->b_state + q);
     }
-    while (__atomic_load_n(st, __ATOMIC_ACQUIRE) != 2) NX_CPU_RELAX();
     return bt;
 }
 
