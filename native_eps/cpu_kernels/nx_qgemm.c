@@ -247,19 +247,34 @@ static void qgemm_widen_chunks(void* ctx, long lo, long hi, int who) {
     }
 }
 
-/* tile pr = p * rblocks + rb: panel p outer (a panel stays in L1 while the row blocks pass) */
+/* where tile pr = p * rblocks + rb of `rows` × `cols` tiles lies: panel p (outer: a panel stays in L1 while the row
+ * blocks pass), rows [i0, i0 + mr), columns [n0, n0 + w) */
+struct tile_at {
+    long p, i0, mr, n0, w;
+};
+
+static struct tile_at tile_at(const struct qgemm_job* job, long pr, long rows, long cols) {
+    struct tile_at t = {.p = pr / job->rblocks, .i0 = pr % job->rblocks * rows};
+    t.mr = job->M - t.i0 < rows ? job->M - t.i0 : rows;
+    t.n0 = t.p * cols;
+    t.w = job->N - t.n0 < cols ? job->N - t.n0 : cols;
+    return t;
+}
+
+/* A's row r of a tile (its last row again past mr: those sums are not stored) */
+static long tile_row(struct tile_at t, long r) { return t.i0 + (r < t.mr ? r : t.mr - 1); }
+
 static void qgemm_tile_chunks(void* ctx, long lo, long hi, int who) {
     const struct qgemm_job* job = (const struct qgemm_job*)ctx;
-    long M = job->M, N = job->N, lda = job->lda, rblocks = job->rblocks, kp = lda / 2;
+    long lda = job->lda, kp = lda / 2;
     (void)who;
     for (long pr = lo; pr < hi; pr++) {
-        long p = pr / rblocks, rb = pr % rblocks;
-        long i0 = rb * QMR, mr = M - i0 < QMR ? M - i0 : QMR, n0 = p * QNR;
+        struct tile_at t = tile_at(job, pr, QMR, QNR);
+        long i0 = t.i0, mr = t.mr, n0 = t.n0, w = t.w;
         const int16_t* rows[QMR];
-        for (int r = 0; r < QMR; r++) rows[r] = (const int16_t*)job->rows + (i0 + (r < mr ? r : mr - 1)) * lda;
+        for (int r = 0; r < QMR; r++) rows[r] = (const int16_t*)job->rows + tile_row(t, r) * lda;
         int32_t acc[QMR][QNR];
-        tile(kp, rows, (const int16_t*)job->bp + p * kp * 2 * QNR, acc);
-        long w = N - n0 < QNR ? N - n0 : QNR;
+        tile(kp, rows, (const int16_t*)job->bp + t.p * kp * 2 * QNR, acc);
         for (long r = 0; r < mr; r++) {
             if (job->bz) {
                 uint32_t s = (uint32_t)job->rs[i0 + r];
@@ -293,18 +308,17 @@ static void vnni_rows_chunks(void* ctx, long lo, long hi, int who) {
 
 static void vnni_tile_chunks(void* ctx, long lo, long hi, int who) {
     const struct qgemm_job* job = (const struct qgemm_job*)ctx;
-    long M = job->M, N = job->N, K = job->K, lda = job->lda, rblocks = job->rblocks;
+    long K = job->K, lda = job->lda;
     const int32_t *bz = job->bz, *colsum = job->colsum;
-    uint32_t ca = job->a_signed ? 128 : 0, cb = (uint32_t)colsum[N];
+    uint32_t ca = job->a_signed ? 128 : 0, cb = (uint32_t)colsum[job->N];
     (void)who;
     for (long pr = lo; pr < hi; pr++) {
-        long p = pr / rblocks, rb = pr % rblocks;
-        long i0 = rb * VMR, mr = M - i0 < VMR ? M - i0 : VMR, n0 = p * VNR;
+        struct tile_at t = tile_at(job, pr, VMR, VNR);
+        long i0 = t.i0, mr = t.mr, n0 = t.n0, w = t.w;
         const uint8_t* rows[VMR];
-        for (int r = 0; r < VMR; r++) rows[r] = (const uint8_t*)job->rows + (i0 + (r < mr ? r : mr - 1)) * lda;
+        for (int r = 0; r < VMR; r++) rows[r] = (const uint8_t*)job->rows + tile_row(t, r) * lda;
         int32_t acc[VMR][VNR];
-        vnni_tile(lda / 4, rows, (const int8_t*)job->bp + p * vnni_panel_bytes(K), acc);
-        long w = N - n0 < VNR ? N - n0 : VNR;
+        vnni_tile(lda / 4, rows, (const int8_t*)job->bp + t.p * vnni_panel_bytes(K), acc);
         for (long r = 0; r < mr; r++) {
             uint32_t alpha = ca + (uint32_t)a_zero(job, i0 + r), rs = (uint32_t)job->rs[i0 + r];
             for (long j = 0; j < w; j++) {
