@@ -1,6 +1,8 @@
 """nx_gemm against float64 numpy on every partial tile shape: row counts 1-28 (each tail of the 16-row panels: the
-AVX-512 build's blocks of 1-8 rows, the AVX2 build's 6-row, 3-row and 2-row blocks), column counts around the 8 / 16 / 32-wide blocks, K within and past one
-K block; A raw or packed, B packed or raw, with a bias, row bias and residual in the epilogue."""
+AVX-512 build's blocks of 1-8 rows, the AVX2 build's 6-row, 3-row and 2-row blocks), column counts around the 8 / 16
+/ 32-wide blocks, K within and past one K block; A raw or packed, B packed or raw (A packed and B raw: on the AVX-512
+build the transposed few-column form, 16-column blocks of 1-16 columns), with a bias, row bias and residual in the
+epilogue."""
 import numpy as np
 import pytest
 
