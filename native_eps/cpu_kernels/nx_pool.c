@@ -4,9 +4,9 @@
  * process thus delays only a chunk it actually took: the caller never waits for a worker to arrive (with OpenMP's
  * static split and end barrier it did, 40-90 us per region to wake a sleeping worker on the 2-core VM, and a whole
  * scheduler slice under load). And while the participants keep pace, consecutive loops split alike (the kernels
- * order their items by position) leave each core reading what it wrote: on the VM, when its two CPUs sat on
- * different dies (a 330 ns round trip between them, against 60 ns) and chunks went to whoever came first, a 2-thread
- * README CNN run took 345 us against 170. Idle workers spin for nx_pool_spin_us, then sleep on a futex. */
+ * order their items by position) leave each core reading what it wrote, which matters most where the two CPUs
+ * are far apart (tests/bench/two_dies.py; docs/design.md). Idle workers spin for nx_pool_spin_us, then sleep on a
+ * futex. */
 #define _GNU_SOURCE
 #include "nx_pool.h"
 #include <limits.h>
