@@ -158,7 +158,8 @@ def native_vs_numpy(rng):
                                  ("conv 3→64 7×7/2 at 224² (stem)", 3, 224, 64, 7, 2),
                                  ("conv 96→24 3×3 at 80² (shifted rows)", 96, 80, 24, 3, 1),
                                  ("conv 512→512 3×3 at 7²", 512, 7, 512, 3, 1),
-                                 ("conv 16→32 3×3 at 32² (README CNN)", 16, 32, 32, 3, 1)]:
+                                 ("conv 16→32 3×3 at 32² (README CNN)", 16, 32, 32, 3, 1),
+                                 ("conv 96→576 1×1 at 7² (few-column GEMM)", 96, 7, 576, 1, 1)]:
         wc = rng.standard_normal((m, c, k, k)).astype(np.float32)
         wc.flags.writeable = False
         convs.append((what, rng.standard_normal((1, c, h, h)).astype(np.float32), wc, [k // 2] * 4, [st, st]))
