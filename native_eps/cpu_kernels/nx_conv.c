@@ -363,7 +363,7 @@ static inline __m256 max_nan8(__m256 o, __m256 v) {
 /* o[0, n) = the 2×2 windows (stride 2) over rows a and b: max_nan(max_nan(a, b) at 2w, the same at 2w + 1), what the
  * row and window passes below compute, in one pass of vectors (the small CNN's pools 13 / 9 / 7 µs in the two passes,
  * 9 / 6 / 6 in this one, measured at the time) */
-static void max_2x2_row(const float* a, const float* b, float* o, long n) {
+void nx_max_2x2_row(const float* a, const float* b, float* o, long n) {
     long w = 0;
 #ifdef __AVX2__
     for (; w + 8 <= n; w += 8) {
@@ -407,7 +407,7 @@ static void maxpool_chunks(void* ctx, long lo, long hi, int who) {
                 if (ih >= 0 && ih < H && n < 16) in[n++] = xp + ih * W;
             }
             if (n == 2 && KH == 2 && KW == 2 && SW == 2 && DW == 1 && PL == 0 && 2 * OW <= W) {
-                max_2x2_row(in[0], in[1], o, OW);
+                nx_max_2x2_row(in[0], in[1], o, OW);
                 continue;
             }
             if (n == 3) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nx_math.h"
+#include "nx_kernels.h"
 #include "nx_pool.h"
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
@@ -904,8 +905,9 @@ NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long S
 struct shifted_job {
     long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, M, K, hs, ws, lead, plane, Q, P, mpanels, panels;
     long plane_block;  /* rows of a plane per item of shifted_plane_chunks (nx_spatial_block) */
+    long pool_rows;    /* output rows per item of pooled_tile_chunks */
     const float *x, *ap, *bias, *res;
-    float *y, *xs;
+    float *y, *xs, *pooled;
     const int* off;
     int act, a_outer, grouped;
     float alpha, beta;
@@ -991,6 +993,29 @@ static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* t
 }
 #endif
 
+#ifdef NX_GROUP
+/* items [lo, hi) of a conv followed by a 2×2 stride-2 max pool: item t is output rows [t·pool_rows, +pool_rows) (an
+ * even count of whole rows in whole position panels), its grouped tiles, then its pooled rows from y while they are
+ * in this core's cache (a pool loop of its own cost more at 2 threads than its whole work at 1) */
+static void pooled_tile_chunks(void* p, long lo, long hi, int who) {
+    const struct shifted_job* g = p;
+    long P = g->P, OH = g->OH, OW = g->OW, PH = OH / 2, PW = OW / 2, rows = g->pool_rows;
+    float tile[MR * NR];
+    (void)who;
+    for (long t = lo; t < hi; t++) {
+        long p0 = t * rows * OW, p1 = p0 + rows * OW < P ? p0 + rows * OW : P;
+        for (long q0 = p0; q0 < p1; q0 += NR)
+            for (long ip = 0; ip < g->mpanels; ip++) grouped_tile(g, ip, q0, tile);
+        long r1 = (t + 1) * rows / 2 < PH ? (t + 1) * rows / 2 : PH;
+        for (long m = 0; m < g->M; m++)
+            for (long r = t * rows / 2; r < r1; r++) {
+                const float* a = g->y + m * P + 2 * r * OW;
+                nx_max_2x2_row(a, a + OW, g->pooled + (m * PH + r) * PW, PW);
+            }
+    }
+}
+#endif
+
 /* output tiles [lo, hi): row panel by position panel, the order a_outer says */
 static void shifted_tile_chunks(void* p, long lo, long hi, int who) {
     const struct shifted_job* g = p;
@@ -1026,13 +1051,14 @@ static void shifted_tile_chunks(void* p, long lo, long hi, int who) {
     }
 }
 
+/* the conv described above; with `pooled`, y's 2×2 stride-2 max pool too (M × OH/2 × OW/2, nx_maxpool's bits) */
 NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
                               long PL, long OH, long OW, const float* x, long M, const float* ap, float* y,
                               const float* bias, const float* res, int act, float alpha, float beta, float* scratch,
-                              int threads) {
+                              float* pooled, int threads) {
     NX_CHECK(C >= 1 && M >= 1 && scratch);
     NX_CHECK(KH >= 1 && KW >= 1 && SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PT >= 0 && PL >= 0);
-    NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1);
+    NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1 && (!pooled || (OH >= 2 && OW >= 2)));
     long hs, ws, lead;
     shifted_geometry(KH, KW, SH, SW, DH, DW, OH, OW, W, PL, &hs, &ws, &lead);
     long K = C * KH * KW, plane = lead + hs * ws, Q = OH * ws, P = OH * OW;
@@ -1067,7 +1093,18 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
                                kw * DW / SW);
     g.plane_block = nx_spatial_block(hs, nt);
     nx_for(nt, nx_spatial_items(C * SH * SW, hs, nt), shifted_plane_chunks, &g);
+#ifdef NX_GROUP
+    if (pooled && grouped && !g.a_outer) {  /* the pool in the tiles' loop */
+        g.pooled = pooled;
+        g.pool_rows = 2;
+        while (g.pool_rows * OW % NR) g.pool_rows += 2;
+        nx_for(nt, (OH + g.pool_rows - 1) / g.pool_rows, pooled_tile_chunks, &g);
+        free(mine);
+        return 0;
+    }
+#endif
     nx_for(nt, g.mpanels * g.panels, shifted_tile_chunks, &g);
+    if (pooled) nx_maxpool(M, OH, OW, 2, 2, 2, 2, 1, 1, 0, 0, OH / 2, OW / 2, y, pooled, threads);
     free(mine);
     return 0;
 }

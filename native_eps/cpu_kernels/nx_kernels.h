@@ -24,10 +24,12 @@ int nx_dwconv(long N, long C, long H, long W, long KH, long KW, long SH, long SW
               int threads);
 void nx_maxpool(long planes, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT, long PL,
                 long OH, long OW, const float* x, float* y, int threads);
+/* o[0, n) = the 2×2 stride-2 max windows over rows a and b (NaN propagates): nx_maxpool's row of such a pool */
+void nx_max_2x2_row(const float* a, const float* b, float* o, long n);
 void nx_global_avg(long planes, long hw, const float* x, float* y, int threads);
 int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT, long PL,
                     long OH, long OW, const float* x, long M, const float* ap, float* y, const float* bias,
-                    const float* res, int act, float alpha, float beta, float* scratch, int threads);
+                    const float* res, int act, float alpha, float beta, float* scratch, float* pooled, int threads);
 int nx_winograd_f4(long N, long C, long H, long W, long M, long PT, long PL, long OH, long OW, const float* x,
                    const float* up, const float* bias, const float* z, float* y, float* scratch, int act, float a,
                    float b, int threads);

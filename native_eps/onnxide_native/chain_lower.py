@@ -18,8 +18,21 @@ from . import cpu_qops as Q
 HOST_EPS = ("NativeCPUExecutionProvider", "CPUExecutionProvider")
 
 
-# instructions whose epilogue applies their `act` to everything they write (nx_chain.c)
-_ACT_EPILOGUE = {"gemm", "dwconv", "conv_shifted", "winograd"}
+# instructions whose epilogue applies their `act` to everything they write (nx_chain.c): the slot of that output
+_ACT_EPILOGUE = {"gemm": 4, "dwconv": 3, "conv_shifted": 2, "winograd": 4}
+
+
+def _writer(b, kx, slots):
+    """The last instruction when it has just made value kx, as the output in its op's slot (`slots`: op -> tensor
+    slot), and nothing else reads kx: its epilogue may then do the next node's work. Else None."""
+    where = b.where.get(kx)
+    last = b.code[-1] if b.code else None
+    if where is None or where[0] != "buf" or last is None or b.readers[kx] != 1 or kx in b.kept:
+        return None
+    slot = next((s for op, s in slots.items() if b.backend.ops[op] == last[0]), None)
+    if slot is None or b.tensors[last[2][slot]] != ("buf", where[1]) or b.life[where[1]][0] != len(b.code) - 1:
+        return None
+    return last
 
 
 def _act(b, step, kx, fa, fb, code):
@@ -27,13 +40,10 @@ def _act(b, step, kx, fa, fb, code):
     apply it and no other step reads kx (MobileNetV3's HardSwish after its convs: a pass over the output saved), else
     an act instruction."""
     shape = b.shape(kx)
-    where = b.where.get(kx)
-    last = b.code[-1] if b.code else None
-    if (where is not None and where[0] == "buf" and last is not None and last[4] == 0
-            and last[0] in {b.backend.ops[op] for op in _ACT_EPILOGUE} and b.life[where[1]][0] == len(b.code) - 1
-            and b.readers[kx] == 1 and kx not in b.kept):
+    last = _writer(b, kx, _ACT_EPILOGUE)
+    if last is not None and last[4] == 0:
         b.code[-1] = (last[0], last[1], last[2], [fa, fb], code)
-        b.where[_out(step)] = where
+        b.where[_out(step)] = b.where[kx]
         return
     b.emit("act", [math.prod(shape)], [b.src(kx), b.dst(_out(step), shape), -1], [fa, fb], code)
 
@@ -342,8 +352,25 @@ def _max_pool(b, step, node, opdef, attrs):
     except InvalidArgument:
         raise Decline("MaxPool geometry") from None
     out = g.out
+    if _pool_in_conv(b, step, shape, g):
+        return
     b.emit("maxpool", [x4[0] * x4[1], x4[2], x4[3], *g.kernel, *g.strides, *g.dilations, *g.pads_begin, *out],
            [b.src(step.in_keys[0]), b.dst(_out(step), shape[:2] + (out[1:] if len(shape) == 3 else out))])
+
+
+def _pool_in_conv(b, step, shape, g):
+    """A 2×2 stride-2 max pool (floor sizes) of a shifted conv's output that nothing else reads: made by the conv
+    instruction from its tiles while they are in cache (nx_conv_shifted's `pooled`). False where it is not that."""
+    kx = step.in_keys[0]
+    last = _writer(b, kx, {"conv_shifted": 2})
+    if (last is None or len(shape) != 4 or g.kernel != (2, 2) or g.strides != (2, 2) or g.dilations != (1, 1)
+            or any(g.pads_begin) or g.out != (shape[2] // 2, shape[3] // 2)):
+        return False
+    y = b.dst(_out(step), shape[:2] + g.out)
+    b.life[b.tensors[y][1]][0] = len(b.code) - 1  # (written by the conv: live beside its input and scratch)
+    op, p, t, f, act = last
+    b.code[-1] = (op, p + [shape[1] * math.prod(g.out)], t + [y], f, act)
+    return True
 
 
 def _conv(b, step, node, opdef, attrs):

@@ -457,7 +457,7 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
             if lib.nx_conv_shifted(cp.c, cp.h, cp.w, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
                                    x4[i].ctypes.data, m, cp.packed.ctypes.data, y[i].ctypes.data, _addr(b),
                                    None if zc is None else zc[i].ctypes.data, act_code, act_a, act_b,
-                                   scratch.ctypes.data, nt):
+                                   scratch.ctypes.data, None, nt):
                 raise MemoryError(f"Conv {cp.c}->{m} channels: no scratch memory")
     elif cp.kind == "windows":  # the input's windows as A's rows (lda = the stride), the weights as B
         yt = np.empty((n, ow, m), F32)

@@ -28,7 +28,7 @@ SIGNATURES = {
     "nx_channel_affine": "lll" + "pppp" + "i",
     "nx_attention": "l" * 6 + "pppp" + "ii" + "f" + "p" + "i",
     "nx_dw_transpose": "l" * 5 + "ppppi",
-    "nx_conv_shifted": "l" * 13 + "plpp" + "pp" + "iff" + "pi",
+    "nx_conv_shifted": "l" * 13 + "plpp" + "pp" + "iff" + "ppi",
     "nx_winograd_f4_scratch": "llll",
     "nx_winograd_f4": "l" * 9 + "pppppp" + "iffi",
     "nx_qgemm_packed_size": "ll",

@@ -466,6 +466,43 @@ def test_activation_folds_into_the_conv_before_it(case):
     assert "act" in _chain_ops(sess)
 
 
+POOLED_CONVS = {  # (x shape, w shape): 3×3 convs padded by 1, then a 2×2 stride-2 max pool
+    "rows in pairs": ((1, 3, 16, 16), (16, 3, 3, 3)),
+    "4-row items, an odd row, a partial row panel, batch 2": ((2, 4, 9, 8), (20, 4, 3, 3)),
+    "24 wide, a short last item": ((1, 5, 6, 24), (16, 5, 3, 3)),
+    "not whole groups of columns": ((1, 5, 10, 12), (8, 5, 3, 3)),
+    "weights streamed": ((1, 512, 4, 8), (64, 512, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", sorted(POOLED_CONVS))
+def test_max_pool_folds_into_the_conv_before_it(case, threads):
+    """A 2×2 stride-2 MaxPool of a shifted conv's (Relu'd) output that nothing else reads is made by the conv
+    instruction: the bits of the conv and the pool run apart (the conv's output also a graph output keeps them
+    apart), NaN included; a HardSwish after the pool stays its own instruction."""
+    xs, ws = POOLED_CONVS[case]
+    x, w, b = _w(*xs), _w(*ws), _w(ws[0])
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("HardSwish", ["p"], ["y"])]
+    inits = [("w", w), ("b", b)]
+    fused, got = _check(_model(nodes, {"x": x}, "y", inits), {"x": x}, threads)
+    assert "maxpool" not in _chain_ops(fused) and "act" in _chain_ops(fused)
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, x.shape)],
+                          [helper.make_tensor_value_info(n, F, None) for n in ("y", "r")],
+                          [numpy_helper.from_array(a, n) for n, a in inits])
+    apart, want = _check(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
+                                           ir_version=9).SerializeToString(), {"x": x}, threads)
+    assert "maxpool" in _chain_ops(apart)
+    np.testing.assert_array_equal(got[0], want[0])
+    x[0, 0, 1, 2] = np.nan  # (onnxruntime's pool drops a NaN where numpy's max, and so onnxide, propagates it)
+    got, want = fused.run(None, {"x": x}), apart.run(None, {"x": x})
+    assert np.isnan(got[0]).any()
+    np.testing.assert_array_equal(got[0], want[0])
+
+
 def test_a_one_chain_plan_runs_directly_with_the_general_paths_results_and_errors():
     """A graph that is one chain runs through Executor._run_single (run and run_async): outputs in any order and
     subset, as the general step loop (taken with RunOptions) gives them; a failing kernel is reported as the same
