@@ -208,9 +208,10 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
                 plan.owned_dev[o] = dev
         plan.steps.append(step)
     seen = set()
+    made = {k for s in plan.steps for k in s.out_keys}
     for o in graph.outputs:
         key = need(o.name, wants[o.name]) if wants is not None else need(o.name, visible[o.name])
-        owned = key not in seen and (key in plan.owned_dev or _made_by_step(plan, key))
+        owned = key not in seen and (key in plan.owned_dev or key in made)
         seen.add(key)
         plan.output_keys.append(key)
         plan.output_owned.append(owned)
@@ -224,10 +225,6 @@ def build_plan(graph, pc, input_devices=None, output_wants=None, outer_homes=Non
         plan.steps = ep.fuse_steps(plan)
     _plan_releases(plan)
     return plan
-
-
-def _made_by_step(plan, key):
-    return any(key in s.out_keys for s in plan.steps)
 
 
 def _transfer(name, src_key, dst_key, src, dst):
