@@ -958,9 +958,12 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifte
 static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* tile) {
     long K = g->K, P = g->P, OW = g->OW, i0 = ip * MR, h = g->M - i0 < MR ? g->M - i0 : MR;
     long cols = P - p0 < NR ? P - p0 : NR, grp[NR / NX_GROUP];
-    for (int q = 0; q < NR / NX_GROUP; q++) {
-        long pq = q * NX_GROUP < cols ? p0 + q * NX_GROUP : p0;  /* (a group past the last position: read, dropped) */
-        grp[q] = pq / OW * g->ws + pq % OW;
+    long oh = p0 / OW, ow = p0 % OW, first = oh * g->ws + ow;  /* (one division a tile: one per group had been
+                                                                  * ~5 % of a K = 27 conv) */
+    for (int q = 0; q < NR / NX_GROUP; q++) {  /* (a group past the last position: the first one's, read, dropped) */
+        grp[q] = q * NX_GROUP < cols ? oh * g->ws + ow : first;
+        ow += NX_GROUP;
+        if (ow >= OW) ow -= OW, oh++;
     }
     int whole = h == MR && cols == NR;
     float* acc = whole ? g->y + i0 * P + p0 : tile;
