@@ -913,22 +913,44 @@ struct shifted_job {
     float alpha, beta;
 };
 
+/* what the rows of stride phase (ph, pw) of every channel's planes take: whether a tap reads them, and where a plane
+ * row's values come from (d[j] = padded row r at column j·SW + off - lead ... see shifted_plane_chunks) */
+struct plane_phase {
+    long ph, pw, off, j_lo, j_hi;
+    int used;
+};
+
+static struct plane_phase plane_phase(const struct shifted_job* g, long k) {
+    long SW = g->SW, W = g->W, ws = g->ws;
+    struct plane_phase q = {.ph = k / SW, .pw = k % SW};
+    q.used = phase_used(q.ph, g->KH, g->DH, g->SH) && phase_used(q.pw, g->KW, g->DW, SW);
+    q.off = q.pw - g->PL + g->lead;                      /* column of j = 0 */
+    q.j_lo = q.off >= 0 ? 0 : (-q.off + SW - 1) / SW;    /* first j with a column >= 0 */
+    q.j_hi = (W - q.off + SW - 1) / SW;                  /* first j with a column >= W */
+    if (q.j_hi > ws) q.j_hi = ws;
+    if (q.j_lo > q.j_hi) q.j_lo = q.j_hi;
+    return q;
+}
+
 /* stride-phase planes [lo, hi) of the padded input (c, ph, pw) (no loop made a memset / memcpy call again: those
- * calls, three per plane row, were most of the planes' time on small maps) */
+ * calls, three per plane row, were most of the planes' time on small maps). Item t is a block of rows of plane cp,
+ * blocks outer (nx_spatial_items); the items are walked with counters and a phase's geometry is worked out when
+ * the phase changes (the ~10 divisions an item had taken were most of a 2-thread 8×8 map's planes: 320 items) */
 __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifted_plane_chunks(void* p, long lo,
                                                                                                long hi, int who) {
     const struct shifted_job* g = p;
-    long H = g->H, W = g->W, SH = g->SH, SW = g->SW, hs = g->hs, ws = g->ws, planes = g->C * SH * SW;
-    long block = g->plane_block;
+    long H = g->H, W = g->W, SH = g->SH, SW = g->SW, hs = g->hs, ws = g->ws, phases = SH * SW;
+    long planes = g->C * phases, block = g->plane_block;
+    long cp = lo % planes, i0 = lo / planes * block, k = cp % phases, c = cp / phases;
+    struct plane_phase q = plane_phase(g, k);
     (void)who;
-    for (long t = lo; t < hi; t++) {  /* item t: a block of rows of plane cp, blocks outer (nx_spatial_items) */
-        long cp = t % planes, i0 = t / planes * block, i1 = i0 + block < hs ? i0 + block : hs;
-        long c = cp / (SH * SW), ph = cp / SW % SH, pw = cp % SW;
+    for (long t = lo; t < hi; t++) {
+        if (q.ph * SW + q.pw != k) q = plane_phase(g, k);
+        long i1 = i0 + block < hs ? i0 + block : hs;
         float* dst = g->xs + cp * g->plane + g->lead;
-        if (!phase_used(ph, g->KH, g->DH, SH) || !phase_used(pw, g->KW, g->DW, SW)) continue;  /* no tap reads it */
-        if (i0 == 0) nx_zero_run(dst - g->lead, g->lead);
-        for (long i = i0; i < i1; i++) {
-            long r = i * SH + ph - g->PT;
+        for (long i = i0; q.used && i < i1; i++) {
+            if (i == 0) nx_zero_run(dst - g->lead, g->lead);
+            long r = i * SH + q.ph - g->PT;
             float* d = dst + i * ws;
             if (r < 0 || r >= H) {
                 nx_zero_run(d, ws);
@@ -937,17 +959,15 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifte
             /* d[j] = padded row r at column j*SW + pw - PL: zeros where that is outside [0, W), a strided copy
              * between (no bounds test per value) */
             const float* src = g->x + (c * H + r) * W;
-            long off = pw - g->PL + g->lead;                            /* column of j = 0 */
-            long j_lo = off >= 0 ? 0 : (-off + SW - 1) / SW;            /* first j with a column >= 0 */
-            long j_hi = (W - off + SW - 1) / SW;                        /* first j with a column >= W */
-            if (j_hi > ws) j_hi = ws;
-            if (j_lo > j_hi) j_lo = j_hi;
+            long off = q.off, j_lo = q.j_lo, j_hi = q.j_hi;
             nx_zero_run(d, j_lo);
             if (SW == 1) nx_copy_run(d + j_lo, src + j_lo + off, j_hi - j_lo);
             else if (SW == 2) nx_take_even(d + j_lo, src + 2 * j_lo + off, j_hi - j_lo, W - 2 * j_lo - off);
             else for (long j = j_lo; j < j_hi; j++) d[j] = src[j * SW + off];
             nx_zero_run(d + j_hi, ws - j_hi);
         }
+        if (++k == phases) k = 0, c++;  /* the next item: the next plane, or the first plane's next block */
+        if (++cp == planes) cp = 0, c = 0, k = 0, i0 += block;
     }
 }
 
