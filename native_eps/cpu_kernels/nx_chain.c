@@ -109,14 +109,15 @@ NX_EXPORT int nx_chain_run(const nx_instr* prog, long n, const long* off, char* 
             bad = nx_dwconv(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13],
                             T(0), T(1), T(2), T(3), act, fa, fb, threads);
             break;
-        case OP_CONV_SHIFTED: {  /* p: C H W KH KW SH SW DH DW PT PL OH OW M batch x_step y_step pooled_step;
-                                  * t: x, packed weights, y, bias, residual, scratch, y's 2×2 max pool (or -1) */
+        case OP_CONV_SHIFTED: {  /* p: C H W KH KW SH SW DH DW PT PL OH OW M batch x_step y_step pooled_step
+                                  * copies (of the planes in the scratch); t: x, packed weights, y, bias, residual,
+                                  * scratch, y's 2×2 max pool (or -1) */
             const float *x = T(0), *res = T(4);
             float *y = T(2), *pooled = T(6);
             for (long k = 0; k < p[14] && !bad; k++)
                 bad = nx_conv_shifted(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12],
                                       x + k * p[15], p[13], T(1), y + k * p[16], T(3), res ? res + k * p[16] : NULL,
-                                      act, fa, fb, T(5), pooled ? pooled + k * p[17] : NULL, threads);
+                                      act, fa, fb, T(5), p[18], pooled ? pooled + k * p[17] : NULL, threads);
             break;
         }
         case OP_WINOGRAD:

@@ -894,11 +894,12 @@ static void shifted_runs(float* tile, float* m, long P, long h, long q0, long Q,
     }
 }
 
+/* floats of nx_conv_shifted's scratch holding `copies` copies of the input planes (see nx_conv_shifted) */
 NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long SW, long DH, long DW, long OH,
-                                       long OW) {
+                                       long OW, long copies) {
     long hs, ws;
     unshared_geometry(KH, KW, SH, SW, DH, DW, OH, OW, &hs, &ws);  /* (the larger of the two geometries) */
-    return C * SH * SW * hs * ws + shifted_slack(ws) + C * KH * KW + 16;  /* planes, slack, offsets */
+    return copies * (C * SH * SW * hs * ws + shifted_slack(ws)) + C * KH * KW + 16;  /* (planes, slack) each, offsets */
 }
 
 /* the arguments of one nx_conv_shifted call and its geometry, for the chunks of its loops */
@@ -906,11 +907,15 @@ struct shifted_job {
     long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, M, K, hs, ws, lead, plane, Q, P, mpanels, panels;
     long plane_block;  /* rows of a plane per item of shifted_plane_chunks (nx_spatial_block) */
     long pool_rows;    /* output rows per item of pooled_tile_chunks */
+    long copy;         /* floats from one participant's copy of the planes to the next's; 0: one copy, shared */
     const float *x, *ap, *bias, *res;
     float *y, *xs, *pooled;
     const int* off;
     int act, a_outer, grouped;
     float alpha, beta;
+    struct {
+        __attribute__((aligned(64))) long lo, hi;
+    } built[NX_POOL_MAX];  /* rows [lo, hi) of each participant's copy of the planes made so far (planes_with_rows) */
 };
 
 /* what the rows of stride phase (ph, pw) of every channel's planes take: whether a tap reads them, and where a plane
@@ -932,50 +937,84 @@ static struct plane_phase plane_phase(const struct shifted_job* g, long k) {
     return q;
 }
 
-/* stride-phase planes [lo, hi) of the padded input (c, ph, pw) (no loop made a memset / memcpy call again: those
- * calls, three per plane row, were most of the planes' time on small maps). Item t is a block of rows of plane cp,
- * blocks outer (nx_spatial_items); the items are walked with counters and a phase's geometry is worked out when
- * the phase changes (the ~10 divisions an item had taken were most of a 2-thread 8×8 map's planes: 320 items) */
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void shifted_plane_chunks(void* p, long lo,
-                                                                                               long hi, int who) {
+/* rows [i0, i1) of the plane of channel c in stride phase q at dst (its first value: after the plane's `lead`
+ * zeros, written with row 0): d[j] = padded row r at column j·SW + pw - PL, zeros where that is outside [0, W), a
+ * strided copy between (no bounds test per value; no memset / memcpy call: three a row were most of the planes' time
+ * on small maps) */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void phase_rows(const struct shifted_job* g,
+                                                                                     float* dst, long c,
+                                                                                     const struct plane_phase* q,
+                                                                                     long i0, long i1) {
+    long H = g->H, W = g->W, SW = g->SW, ws = g->ws, off = q->off, j_lo = q->j_lo, j_hi = q->j_hi;
+    for (long i = i0; q->used && i < i1; i++) {
+        if (i == 0) nx_zero_run(dst - g->lead, g->lead);
+        long r = i * g->SH + q->ph - g->PT;
+        float* d = dst + i * ws;
+        if (r < 0 || r >= H) {
+            nx_zero_run(d, ws);
+            continue;
+        }
+        const float* src = g->x + (c * H + r) * W;
+        nx_zero_run(d, j_lo);
+        if (SW == 1) nx_copy_run(d + j_lo, src + j_lo + off, j_hi - j_lo);
+        else if (SW == 2) nx_take_even(d + j_lo, src + 2 * j_lo + off, j_hi - j_lo, W - 2 * j_lo - off);
+        else for (long j = j_lo; j < j_hi; j++) d[j] = src[j * SW + off];
+        nx_zero_run(d + j_hi, ws - j_hi);
+    }
+}
+
+/* the shared planes' items [lo, hi): item t is a block of rows of plane cp, blocks outer (nx_spatial_items), walked
+ * with counters; a stride phase's geometry is worked out when the phase changes (the ~10 divisions an item had taken
+ * were most of a 2-thread 8×8 map's planes: 320 items) */
+static void shifted_plane_chunks(void* p, long lo, long hi, int who) {
     const struct shifted_job* g = p;
-    long H = g->H, W = g->W, SH = g->SH, SW = g->SW, hs = g->hs, ws = g->ws, phases = SH * SW;
-    long planes = g->C * phases, block = g->plane_block;
+    long phases = g->SH * g->SW, planes = g->C * phases, block = g->plane_block;
     long cp = lo % planes, i0 = lo / planes * block, k = cp % phases, c = cp / phases;
     struct plane_phase q = plane_phase(g, k);
     (void)who;
     for (long t = lo; t < hi; t++) {
-        if (q.ph * SW + q.pw != k) q = plane_phase(g, k);
-        long i1 = i0 + block < hs ? i0 + block : hs;
-        float* dst = g->xs + cp * g->plane + g->lead;
-        for (long i = i0; q.used && i < i1; i++) {
-            if (i == 0) nx_zero_run(dst - g->lead, g->lead);
-            long r = i * SH + q.ph - g->PT;
-            float* d = dst + i * ws;
-            if (r < 0 || r >= H) {
-                nx_zero_run(d, ws);
-                continue;
-            }
-            /* d[j] = padded row r at column j*SW + pw - PL: zeros where that is outside [0, W), a strided copy
-             * between (no bounds test per value) */
-            const float* src = g->x + (c * H + r) * W;
-            long off = q.off, j_lo = q.j_lo, j_hi = q.j_hi;
-            nx_zero_run(d, j_lo);
-            if (SW == 1) nx_copy_run(d + j_lo, src + j_lo + off, j_hi - j_lo);
-            else if (SW == 2) nx_take_even(d + j_lo, src + 2 * j_lo + off, j_hi - j_lo, W - 2 * j_lo - off);
-            else for (long j = j_lo; j < j_hi; j++) d[j] = src[j * SW + off];
-            nx_zero_run(d + j_hi, ws - j_hi);
-        }
+        if (q.ph * g->SW + q.pw != k) q = plane_phase(g, k);
+        phase_rows(g, g->xs + cp * g->plane + g->lead, c, &q, i0, i0 + block < g->hs ? i0 + block : g->hs);
         if (++k == phases) k = 0, c++;  /* the next item: the next plane, or the first plane's next block */
         if (++cp == planes) cp = 0, c = 0, k = 0, i0 += block;
     }
+}
+
+/* participant who's copy of the planes (g->copy apart: each participant makes the rows its own tiles read, in its
+ * own copy, as they come; no loop of their own, no wait for it, no line written by one core and read by the other),
+ * with rows [i0, i1) made: rows made before are kept while the rows asked for join them (a participant's own items
+ * go forward, the ones it takes from another's back end backward), else the range starts again */
+static const float* planes_with_rows(struct shifted_job* g, int who, long i0, long i1) {
+    float* xs = g->xs + who * g->copy;
+    if (!g->copy) return xs;  /* (the shared copy: all made beforehand) */
+    i0 = i0 > 0 ? i0 : 0;
+    i1 = i1 < g->hs ? i1 : g->hs;
+    long lo = g->built[who].lo, hi = g->built[who].hi, from = i0, to = i1;
+    if (i0 >= lo && i1 <= hi) return xs;
+    if (hi > lo && i0 >= lo && i0 <= hi) from = hi, hi = i1;           /* (forward: rows [hi, i1) to make) */
+    else if (hi > lo && i1 <= hi && i1 >= lo) to = lo, lo = i0;        /* (backward: rows [i0, lo)) */
+    else lo = i0, hi = i1;
+    long phases = g->SH * g->SW;
+    for (long k = 0; k < phases; k++) {
+        struct plane_phase q = plane_phase(g, k);
+        for (long c = 0; c < g->C; c++) phase_rows(g, xs + (c * phases + k) * g->plane + g->lead, c, &q, from, to);
+    }
+    g->built[who].lo = lo;
+    g->built[who].hi = hi;
+    return xs;
+}
+
+/* the plane rows the output rows [oh0, oh1) read: their taps' rows, and the row above (a read left of a row in the
+ * shared-pad geometry lands in the zeros closing the row above) */
+static const float* planes_for(struct shifted_job* g, int who, long oh0, long oh1) {
+    return planes_with_rows(g, who, oh0 - 1, oh1 + (g->KH - 1) * g->DH / g->SH);
 }
 
 #ifdef NX_GROUP
 /* the output tile of row panel ip and output positions [p0, p0 + NR) when every output row is whole groups of
  * NX_GROUP positions: group q of the tile reads its first position's place in the planes (oh*ws + ow), no position
  * is computed and dropped, and a tile of whole rows and columns accumulates in y itself */
-static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* tile) {
+static void grouped_tile(const struct shifted_job* g, const float* xs, long ip, long p0, float* tile) {
     long K = g->K, P = g->P, OW = g->OW, i0 = ip * MR, h = g->M - i0 < MR ? g->M - i0 : MR;
     long cols = P - p0 < NR ? P - p0 : NR, grp[NR / NX_GROUP];
     long oh = p0 / OW, ow = p0 % OW, first = oh * g->ws + ow;  /* (one division a tile: one per group had been
@@ -997,12 +1036,12 @@ static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* t
         long kc = K - k0 < KC ? K - k0 : KC;
 #ifdef NX_FUSED_EPILOGUE
         if (fused && k0 + kc == K) {
-            grouped_whole_fused(kc, g->ap + ip * MR * K + k0 * MR, g->xs, g->off + k0, grp, acc, ld, k0 > 0,
+            grouped_whole_fused(kc, g->ap + ip * MR * K + k0 * MR, xs, g->off + k0, grp, acc, ld, k0 > 0,
                                 g->bias ? g->bias + i0 : NULL, g->act);
             continue;
         }
 #endif
-        micro_shifted(kc, g->ap + ip * MR * K + k0 * MR, g->xs, g->off + k0, grp, acc, ld, k0 > 0, cols, h);
+        micro_shifted(kc, g->ap + ip * MR * K + k0 * MR, xs, g->off + k0, grp, acc, ld, k0 > 0, cols, h);
     }
     for (long i = 0; i < h && !fused; i++) {  /* the epilogue in the order of the other tiles': residual, then bias, act */
         float* dst = g->y + (i0 + i) * P + p0;
@@ -1021,14 +1060,14 @@ static void grouped_tile(const struct shifted_job* g, long ip, long p0, float* t
  * even count of whole rows in whole position panels), its grouped tiles, then its pooled rows from y while they are
  * in this core's cache (a pool loop of its own cost more at 2 threads than its whole work at 1) */
 static void pooled_tile_chunks(void* p, long lo, long hi, int who) {
-    const struct shifted_job* g = p;
+    struct shifted_job* g = p;
     long P = g->P, OH = g->OH, OW = g->OW, PH = OH / 2, PW = OW / 2, rows = g->pool_rows;
     float tile[MR * NR];
-    (void)who;
     for (long t = lo; t < hi; t++) {
         long p0 = t * rows * OW, p1 = p0 + rows * OW < P ? p0 + rows * OW : P;
+        const float* xs = planes_for(g, who, t * rows, (t + 1) * rows);
         for (long q0 = p0; q0 < p1; q0 += NR)
-            for (long ip = 0; ip < g->mpanels; ip++) grouped_tile(g, ip, q0, tile);
+            for (long ip = 0; ip < g->mpanels; ip++) grouped_tile(g, xs, ip, q0, tile);
         long r1 = (t + 1) * rows / 2 < PH ? (t + 1) * rows / 2 : PH;
         for (long m = 0; m < g->M; m++)
             for (long r = t * rows / 2; r < r1; r++) {
@@ -1041,22 +1080,23 @@ static void pooled_tile_chunks(void* p, long lo, long hi, int who) {
 
 /* output tiles [lo, hi): row panel by position panel, the order a_outer says */
 static void shifted_tile_chunks(void* p, long lo, long hi, int who) {
-    const struct shifted_job* g = p;
+    struct shifted_job* g = p;
     long M = g->M, K = g->K, Q = g->Q, P = g->P, mpanels = g->mpanels, panels = g->panels;
-    (void)who;
+    long across = g->grouped ? g->OW : g->ws;  /* (positions of an output row in the tiles' numbering) */
     for (long t = lo; t < hi; t++) {
         long ip = g->a_outer ? t / panels : t % mpanels, jp = g->a_outer ? t % panels : t / mpanels;
         long q0 = jp * NR, i0 = ip * MR, h = M - i0 < MR ? M - i0 : MR;
         float tile[MR * NR];
+        const float* xs = planes_for(g, who, q0 / across, (q0 + NR - 1) / across + 1);
 #ifdef NX_GROUP
         if (g->grouped) {
-            grouped_tile(g, ip, q0, tile);
+            grouped_tile(g, xs, ip, q0, tile);
             continue;
         }
 #endif
         for (long k0 = 0; k0 < K; k0 += KC) {
             long kc = K - k0 < KC ? K - k0 : KC;
-            micro_shifted(kc, g->ap + ip * MR * K + k0 * MR, g->xs + q0, g->off + k0, NULL, tile, NR, k0 > 0,
+            micro_shifted(kc, g->ap + ip * MR * K + k0 * MR, xs + q0, g->off + k0, NULL, tile, NR, k0 > 0,
                           Q - q0, h);
         }
         /* epilogue: the residual into the tile, bias and activation over whole tile rows, then the tile's
@@ -1074,11 +1114,12 @@ static void shifted_tile_chunks(void* p, long lo, long hi, int who) {
     }
 }
 
-/* the conv described above; with `pooled`, y's 2×2 stride-2 max pool too (M × OH/2 × OW/2, nx_maxpool's bits) */
+/* the conv described above, its scratch holding `copies` copies of the input planes (nx_conv_shifted_scratch); with
+ * `pooled`, y's 2×2 stride-2 max pool too (M × OH/2 × OW/2, nx_maxpool's bits) */
 NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT,
                               long PL, long OH, long OW, const float* x, long M, const float* ap, float* y,
                               const float* bias, const float* res, int act, float alpha, float beta, float* scratch,
-                              float* pooled, int threads) {
+                              long copies, float* pooled, int threads) {
     NX_CHECK(C >= 1 && M >= 1 && scratch);
     NX_CHECK(KH >= 1 && KW >= 1 && SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PT >= 0 && PL >= 0);
     NX_CHECK(H >= 1 && W >= 1 && OH >= 1 && OW >= 1 && (!pooled || (OH >= 2 && OW >= 2)));
@@ -1087,10 +1128,10 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     long K = C * KH * KW, plane = lead + hs * ws, Q = OH * ws, P = OH * OW;
     long slack = shifted_slack(ws);
     if ((double)C * SH * SW * plane + slack >= 2147483647.0) return -1;  /* offsets are int */
-    float* mine = scratch ? NULL : malloc(sizeof(float) * nx_conv_shifted_scratch(C, KH, KW, SH, SW, DH, DW, OH, OW));
-    float* xs = scratch ? scratch : mine;
-    if (!xs) return -1;
-    int* off = (int*)(xs + C * SH * SW * plane + slack);
+    if (!scratch || copies < 1) return -1;
+    float* xs = scratch;
+    long copy = C * SH * SW * plane + slack;  /* (one copy of the planes and its slack) */
+    int* off = (int*)(xs + copies * copy);
     int nt = nx_team(threads, (double)M * P * K);
 #ifdef NX_GROUP
     int grouped = OW % NX_GROUP == 0;  /* tiles of output positions, not of plane positions (grouped_tile) */
@@ -1107,7 +1148,13 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
                             .ap = ap, .bias = bias, .res = res, .y = y, .xs = xs, .off = off, .act = act,
                             .a_outer = M * K * (long)sizeof(float) > (1L << 20), .grouped = grouped,
                             .alpha = alpha, .beta = beta};
-    memset(xs + C * SH * SW * plane, 0, slack * sizeof(float));
+    /* threads, weights read once per tile row panel, and a copy for each participant: each participant makes the
+     * plane rows its tiles read in its own copy, as they come (planes_with_rows); else one copy, made beforehand (at
+     * one thread, made row by row was no faster: ResNet-18, MobileNetV3, the README CNN within 1 %, PP-OCRv4 det
+     * 6 % slower) */
+    int own = nt > 1 && !g.a_outer && copies >= nt;
+    g.copy = own ? copy : 0;
+    for (long i = 0; i < (own ? nt : 1); i++) memset(xs + i * copy + copy - slack, 0, slack * sizeof(float));
     /* the taps' offsets in channel 0's planes, then each channel's as channel 0's plus its planes (the divisions
      * per tap had cost a 64-channel 3×3 conv 1.5 µs, on the caller while the pool waited) */
     long taps = KH * KW, step = SH * SW * plane;
@@ -1117,19 +1164,17 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
     for (long c = 1; c < C; c++)
         for (long k = 0; k < taps; k++) off[c * taps + k] = off[k] + (int)(c * step);
     g.plane_block = nx_spatial_block(hs, nt);
-    nx_for(nt, nx_spatial_items(C * SH * SW, hs, nt), shifted_plane_chunks, &g);
+    if (!own) nx_for(nt, nx_spatial_items(C * SH * SW, hs, nt), shifted_plane_chunks, &g);
 #ifdef NX_GROUP
     if (pooled && grouped && !g.a_outer) {  /* the pool in the tiles' loop */
         g.pooled = pooled;
         g.pool_rows = 2;
         while (g.pool_rows * OW % NR) g.pool_rows += 2;
         nx_for(nt, (OH + g.pool_rows - 1) / g.pool_rows, pooled_tile_chunks, &g);
-        free(mine);
         return 0;
     }
 #endif
     nx_for(nt, g.mpanels * g.panels, shifted_tile_chunks, &g);
     if (pooled) nx_maxpool(M, OH, OW, 2, 2, 2, 2, 1, 1, 0, 0, OH / 2, OW / 2, y, pooled, threads);
-    free(mine);
     return 0;
 }

@@ -29,7 +29,8 @@ void nx_max_2x2_row(const float* a, const float* b, float* o, long n);
 void nx_global_avg(long planes, long hw, const float* x, float* y, int threads);
 int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH, long SW, long DH, long DW, long PT, long PL,
                     long OH, long OW, const float* x, long M, const float* ap, float* y, const float* bias,
-                    const float* res, int act, float alpha, float beta, float* scratch, float* pooled, int threads);
+                    const float* res, int act, float alpha, float beta, float* scratch, long copies, float* pooled,
+                    int threads);
 int nx_winograd_f4(long N, long C, long H, long W, long M, long PT, long PL, long OH, long OW, const float* x,
                    const float* up, const float* bias, const float* z, float* y, float* scratch, int act, float a,
                    float b, int threads);

@@ -368,8 +368,8 @@ def _pool_in_conv(b, step, shape, g):
         return False
     y = b.dst(_out(step), shape[:2] + g.out)
     b.life[b.tensors[y][1]][0] = len(b.code) - 1  # (written by the conv: live beside its input and scratch)
-    op, p, t, f, act = last
-    b.code[-1] = (op, p + [shape[1] * math.prod(g.out)], t + [y], f, act)
+    last[1][17] = shape[1] * math.prod(g.out)  # (p[17]: the pool's floats per image; t[6]: the pool)
+    last[2].append(y)
     return True
 
 
@@ -401,8 +401,9 @@ def _conv(b, step, node, opdef, attrs):
         b.emit("winograd", [n, c, h, wd, m, pt, pl, oh, ow], [x, b.fixed(cp.packed), bias, z, y, b.scratch(cp.scratch)],
                [fa, fb], code)
     elif cp.kind == "shifted":
-        b.emit("conv_shifted", [c, h, wd, kh, kw_, sh, sw, dh, dw, pt, pl, oh, ow, m, n, c * h * wd, m * oh * ow],
-               [x, b.fixed(cp.packed), y, bias, z, b.scratch(cp.scratch)], [fa, fb], code)
+        floats, copies = K.shifted_scratch(b.lib, cp, b.nt)
+        b.emit("conv_shifted", [c, h, wd, kh, kw_, sh, sw, dh, dw, pt, pl, oh, ow, m, n, c * h * wd, m * oh * ow,
+                                0, copies], [x, b.fixed(cp.packed), y, bias, z, b.scratch(floats)], [fa, fb], code)
     elif cp.kind == "windows":  # per image: positions × channels from the input's windows, then transposed
         yt = b.scratch(n * ow * m)
         _gemm_instr(b, ow, m, kw_, x, sw, yt, bp=b.fixed(cp.packed), bias=bias, act=act, batch=n,

@@ -423,7 +423,21 @@ def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, small=False, **attrs)
     if ks == (1, 1) and g.strides == (1, 1) and g.pads_begin == (0, 0) and out == (hgt, wid):
         return ConvPlan(kind="gemm", packed=ap, **plan)
     return ConvPlan(kind="shifted", packed=ap, scratch=lib.nx_conv_shifted_scratch(
-        c, ks[0], ks[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1], out[0], out[1]), **plan)
+        c, ks[0], ks[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1], out[0], out[1], 1), **plan)
+
+
+# a chain's shifted conv keeps a copy of its input planes per thread up to this size (each thread makes the rows its
+# tiles read: nx_conv_shifted's copies; what it saves, a loop and the lines the cores pass each other, is felt on
+# small maps: the README CNN at 2 threads 169 -> 164 µs; on larger ones no change was measured through the noise)
+PLANES_PER_THREAD_BYTES = 256 << 10
+
+
+def shifted_scratch(lib, cp, threads):
+    """(scratch floats, plane copies) of a chain's shifted conv `cp` run with `threads`."""
+    one = cp.scratch
+    copy = lib.nx_conv_shifted_scratch(cp.c, *cp.ks, *cp.st, *cp.dil, *cp.out, 2) - one
+    copies = threads if threads > 1 and 4 * copy <= PLANES_PER_THREAD_BYTES else 1
+    return one + (copies - 1) * copy, copies
 
 
 def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
@@ -457,7 +471,7 @@ def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=
             if lib.nx_conv_shifted(cp.c, cp.h, cp.w, ks[0], ks[1], st[0], st[1], dil[0], dil[1], pb[0], pb[1], oh, ow,
                                    x4[i].ctypes.data, m, cp.packed.ctypes.data, y[i].ctypes.data, _addr(b),
                                    None if zc is None else zc[i].ctypes.data, act_code, act_a, act_b,
-                                   scratch.ctypes.data, None, nt):
+                                   scratch.ctypes.data, 1, None, nt):
                 raise MemoryError(f"Conv {cp.c}->{m} channels: no scratch memory")
     elif cp.kind == "windows":  # the input's windows as A's rows (lda = the stride), the weights as B
         yt = np.empty((n, ow, m), F32)

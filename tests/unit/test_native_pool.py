@@ -20,16 +20,17 @@ pytestmark = pytest.mark.skipif(NATIVE not in onnxide.get_available_providers(),
 rng = np.random.default_rng(11)
 
 
-def _model():
-    """Conv + ReLU + MaxPool, then MatMul + Softmax: the pool's GEMM tiles, stride planes, pool planes and rows."""
+def _model(side=30, stride=1):
+    """Conv + ReLU + MaxPool, then MatMul + Softmax: the pool's GEMM tiles, stride planes (each thread's own copy in
+    a chain, made as its tiles come), pool planes and rows."""
     w = numpy_helper.from_array(rng.standard_normal((24, 8, 3, 3)).astype(np.float32), "w")
-    m = numpy_helper.from_array(rng.standard_normal((15, 40)).astype(np.float32), "m")
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+    m = numpy_helper.from_array(rng.standard_normal((-(-side // stride) // 2, 40)).astype(np.float32), "m")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[stride, stride]),
              helper.make_node("Relu", ["c"], ["r"]),
              helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
              helper.make_node("MatMul", ["p", "m"], ["q"]),
              helper.make_node("Softmax", ["q"], ["y"], axis=-1)]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 30, 30])],
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, side, side])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, m])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
@@ -38,32 +39,39 @@ MODEL = _model()
 X = rng.standard_normal((2, 8, 30, 30)).astype(np.float32)
 
 
-def _session(threads):
+def _session(threads, model=MODEL):
     so = onnxide.SessionOptions()
     so.intra_op_num_threads = threads
-    return onnxide.InferenceSession(MODEL, so, providers=[NATIVE, "CPUExecutionProvider"])
+    return onnxide.InferenceSession(model, so, providers=[NATIVE, "CPUExecutionProvider"])
 
 
 def _library():
     return _session(1)._providers[0].lib
 
 
-def _run(threads, times=1):
-    s = _session(threads)
-    return [s.run(None, {"x": X})[0] for _ in range(times)]
+def _run(threads, times=1, model=MODEL, x=X):
+    s = _session(threads, model)
+    return [s.run(None, {"x": x})[0] for _ in range(times)]
 
 
 ONE_THREAD = _run(1)[0]
+MAPS = {  # conv output positions: in plane rows (30 wide), in whole groups (32 wide: the max pool in its tiles'
+    # loop), of four stride phases
+    "30×30": (MODEL, X), "32×32": (_model(32), rng.standard_normal((2, 8, 32, 32)).astype(np.float32)),
+    "32×32 stride 2": (_model(32, 2), rng.standard_normal((2, 8, 32, 32)).astype(np.float32))}
 
 
 @pytest.mark.parametrize("spin_us", [0, 2000])  # workers asleep at every loop / awake between loops
 @pytest.mark.parametrize("threads", [2, 3, 5])
-def test_any_participant_gives_the_same_bits(threads, spin_us):
+@pytest.mark.parametrize("case", sorted(MAPS))
+def test_any_participant_gives_the_same_bits(case, threads, spin_us):
     lib = _library()
+    model, x = MAPS[case]
+    want = ONE_THREAD if model is MODEL else _run(1, model=model, x=x)[0]
     old = lib.nx_set_pool_spin(spin_us)
     try:
-        for out in _run(threads, times=5):
-            np.testing.assert_array_equal(out, ONE_THREAD)
+        for out in _run(threads, times=5, model=model, x=x):
+            np.testing.assert_array_equal(out, want)
     finally:
         lib.nx_set_pool_spin(old)
 
