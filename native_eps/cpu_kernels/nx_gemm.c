@@ -902,6 +902,12 @@ NX_EXPORT long nx_conv_shifted_scratch(long C, long KH, long KW, long SH, long S
     return copies * (C * SH * SW * hs * ws + shifted_slack(ws)) + C * KH * KW + 16;  /* (planes, slack) each, offsets */
 }
 
+/* rows [lo, hi) of one participant's copy of a conv's input planes made so far (planes_with_rows), on a cache line
+ * of its own */
+struct made_rows {
+    __attribute__((aligned(64))) long lo, hi;
+};
+
 /* the arguments of one nx_conv_shifted call and its geometry, for the chunks of its loops */
 struct shifted_job {
     long C, H, W, KH, KW, SH, SW, DH, DW, PT, PL, OH, OW, M, K, hs, ws, lead, plane, Q, P, mpanels, panels;
@@ -913,13 +919,11 @@ struct shifted_job {
     const int* off;
     int act, a_outer, grouped;
     float alpha, beta;
-    struct {
-        __attribute__((aligned(64))) long lo, hi;
-    } built[NX_POOL_MAX];  /* rows [lo, hi) of each participant's copy of the planes made so far (planes_with_rows) */
+    struct made_rows* built;  /* per participant, with `copy` */
 };
 
 /* what the rows of stride phase (ph, pw) of every channel's planes take: whether a tap reads them, and where a plane
- * row's values come from (d[j] = padded row r at column j·SW + off - lead ... see shifted_plane_chunks) */
+ * row's values come from (phase_rows: d[j] = the input row's value j·SW + off, zeros outside [j_lo, j_hi)) */
 struct plane_phase {
     long ph, pw, off, j_lo, j_hi;
     int used;
@@ -1153,8 +1157,13 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
      * one thread, made row by row was no faster: ResNet-18, MobileNetV3, the README CNN within 1 %, PP-OCRv4 det
      * 6 % slower) */
     int own = nt > 1 && !g.a_outer && copies >= nt;
+    struct made_rows built[NX_POOL_MAX];
     g.copy = own ? copy : 0;
-    for (long i = 0; i < (own ? nt : 1); i++) memset(xs + i * copy + copy - slack, 0, slack * sizeof(float));
+    g.built = built;
+    for (long i = 0; i < (own ? nt : 1); i++) {
+        built[i].lo = built[i].hi = 0;
+        memset(xs + i * copy + copy - slack, 0, slack * sizeof(float));
+    }
     /* the taps' offsets in channel 0's planes, then each channel's as channel 0's plus its planes (the divisions
      * per tap had cost a 64-channel 3×3 conv 1.5 µs, on the caller while the pool waited) */
     long taps = KH * KW, step = SH * SW * plane;
