@@ -422,8 +422,13 @@ def conv_plan(lib, x_shape, w, b_shape=None, z_shape=None, small=False, **attrs)
     ap = packed_a(lib, w, m, c * ks[0] * ks[1])
     if ks == (1, 1) and g.strides == (1, 1) and g.pads_begin == (0, 0) and out == (hgt, wid):
         return ConvPlan(kind="gemm", packed=ap, **plan)
-    return ConvPlan(kind="shifted", packed=ap, scratch=lib.nx_conv_shifted_scratch(
-        c, ks[0], ks[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1], out[0], out[1], 1), **plan)
+    return ConvPlan(kind="shifted", packed=ap, scratch=_shifted_floats(lib, c, ks, g.strides, g.dilations, out, 1),
+                    **plan)
+
+
+def _shifted_floats(lib, c, ks, st, dil, out, copies):
+    """Floats of nx_conv_shifted's scratch with `copies` copies of its input planes."""
+    return lib.nx_conv_shifted_scratch(c, *ks, *st, *dil, *out, copies)
 
 
 # a chain's shifted conv keeps a copy of its input planes per thread up to this size (each thread makes the rows its
@@ -434,10 +439,9 @@ PLANES_PER_THREAD_BYTES = 256 << 10
 
 def shifted_scratch(lib, cp, threads):
     """(scratch floats, plane copies) of a chain's shifted conv `cp` run with `threads`."""
-    one = cp.scratch
-    copy = lib.nx_conv_shifted_scratch(cp.c, *cp.ks, *cp.st, *cp.dil, *cp.out, 2) - one
+    copy = _shifted_floats(lib, cp.c, cp.ks, cp.st, cp.dil, cp.out, 2) - cp.scratch  # (one copy's floats)
     copies = threads if threads > 1 and 4 * copy <= PLANES_PER_THREAD_BYTES else 1
-    return one + (copies - 1) * copy, copies
+    return cp.scratch + (copies - 1) * copy, copies
 
 
 def conv(lib, x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
