@@ -1062,7 +1062,8 @@ static void grouped_tile(const struct shifted_job* g, const float* xs, long ip, 
 #ifdef NX_GROUP
 /* items [lo, hi) of a conv followed by a 2×2 stride-2 max pool: item t is output rows [t·pool_rows, +pool_rows) (an
  * even count of whole rows in whole position panels), its grouped tiles, then its pooled rows from y while they are
- * in this core's cache (a pool loop of its own cost more at 2 threads than its whole work at 1) */
+ * in this core's cache (a pool loop of its own cost more at 2 threads than its whole work at 1, measured at the
+ * time) */
 static void pooled_tile_chunks(void* p, long lo, long hi, int who) {
     struct shifted_job* g = p;
     long P = g->P, OH = g->OH, OW = g->OW, PH = OH / 2, PW = OW / 2, rows = g->pool_rows;
@@ -1154,8 +1155,7 @@ NX_EXPORT int nx_conv_shifted(long C, long H, long W, long KH, long KW, long SH,
                             .alpha = alpha, .beta = beta};
     /* threads, weights read once per tile row panel, and a copy for each participant: each participant makes the
      * plane rows its tiles read in its own copy, as they come (planes_with_rows); else one copy, made beforehand (at
-     * one thread, made row by row was no faster: ResNet-18, MobileNetV3, the README CNN within 1 %, PP-OCRv4 det
-     * 6 % slower) */
+     * one thread, made row by row was no faster, measured at the time) */
     int own = nt > 1 && !g.a_outer && copies >= nt;
     struct made_rows built[NX_POOL_MAX];
     g.copy = own ? copy : 0;

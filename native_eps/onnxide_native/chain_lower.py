@@ -362,7 +362,7 @@ def _pool_in_conv(b, step, shape, g):
     """A 2×2 stride-2 max pool (floor sizes) of a shifted conv's output that nothing else reads: made by the conv
     instruction from its tiles while they are in cache (nx_conv_shifted's `pooled`). False where it is not that."""
     kx = step.in_keys[0]
-    last = _writer(b, kx, {"conv_shifted": 2})
+    last = _writer(b, kx, {"conv_shifted": 2}) if K.POOL_IN_CONV else None
     if (last is None or len(shape) != 4 or g.kernel != (2, 2) or g.strides != (2, 2) or g.dilations != (1, 1)
             or any(g.pads_begin) or g.out != (shape[2] // 2, shape[3] // 2)):
         return False

@@ -29,6 +29,7 @@ SMALL_N = 16        # GEMMs with fewer output columns than this use under half o
 SMALL_ACT = 4096    # element-wise: below this many elements numpy's ufunc call is cheaper than a ctypes call
 WINOGRAD_F4 = True
 CONV_WINDOWS = True  # tests and tests/bench/ab_native.py switch the "windows" conv off
+POOL_IN_CONV = True  # a chain's 2×2 max pool made by the shifted conv before it (chain_lower; ab_native.py A/Bs it)
 NATIVE_ATTENTION = True  # tests/bench/micro.py switches it off to time the two attention paths
 
 
@@ -433,7 +434,7 @@ def _shifted_floats(lib, c, ks, st, dil, out, copies):
 
 # a chain's shifted conv keeps a copy of its input planes per thread up to this size (each thread makes the rows its
 # tiles read: nx_conv_shifted's copies; what it saves, a loop and the lines the cores pass each other, is felt on
-# small maps: the README CNN at 2 threads 169 -> 164 µs; on larger ones no change was measured through the noise)
+# small maps: docs/design.md, tests/bench/ab_native.py; on larger ones no change was measured through the noise)
 PLANES_PER_THREAD_BYTES = 256 << 10
 
 

@@ -3,6 +3,7 @@ session per value, each built and warmed with its value set, then blocks of runs
 one process (a pause before each block, as bench_model), medians printed.
 
 usage: python tests/bench/ab_native.py SETTING=V1,V2[,...] [--models resnet,readme] [--threads 2] [--rounds 8]
+                                       [--block 5] [--pause 0.2]
 SETTING: parallel_work / pool_spin (the library's nx_set_parallel_work / nx_set_pool_spin), or a module constant of
 onnxide_native.cpu_ops (e.g. WINOGRAD_F4=True,False). Prints timings only (no assertions).
 """
@@ -40,7 +41,13 @@ def main(argv=None):
     ap.add_argument("setting", help="NAME=V1,V2,...")
     ap.add_argument("--models", default="", help="comma-separated parts of model names (default: all)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=8, help="blocks of 5 runs per value")
+    ap.add_argument("--rounds", type=int, default=8, help="blocks of runs per value")
+    ap.add_argument("--block", type=int, default=5,
+                    help="runs per block (a model of ~0.1 ms a run needs hundreds to reach the steady state of one "
+                         "model run over and over: short blocks measure the other session's caches too)")
+    ap.add_argument("--pause", type=float, default=0.2,
+                    help="seconds before each block (0: blocks back to back; a pause leaves the pool's workers and "
+                         "the VM's vCPUs idle, which a model of ~0.1 ms a run feels in every block)")
     args = ap.parse_args(argv)
     name, _, values = args.setting.partition("=")
     values = [ast.literal_eval(v) for v in values.split(",")]
@@ -63,9 +70,9 @@ def main(argv=None):
         for _ in range(args.rounds):
             for i, (v, s, f) in enumerate(sessions):
                 apply(v)
-                time.sleep(0.2)
+                time.sleep(args.pause)
                 s.run(None, f)
-                for _ in range(5):
+                for _ in range(args.block):
                     t = time.perf_counter()
                     s.run(None, f)
                     times[i].append((time.perf_counter() - t) * 1e3)
