@@ -84,3 +84,32 @@ def test_node_bad_input_rejects(node_result):
     assert r["missing"] == "ENOENT: no such file or directory, open '/no/such/model.onnx'"
     assert r["corrupt"] == ("Can't create a session. ERROR_CODE: 7, ERROR_MESSAGE: Failed to load model because "
                             "protobuf parsing failed.")
+
+
+def test_external_data_prefilter(tmp_path):
+    """The page skips the host's external-data parse only for model bytes that cannot name a file: a model saved with
+    external data is always sent there, one without never (its bytes lack the serialized "location" key)."""
+    if not shutil.which("node"):
+        pytest.skip("node not installed")
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w])
+    m = helper.make_model(g)
+    inline = m.SerializeToString()
+    onnx.save_model(m, str(tmp_path / "ext.onnx"), save_as_external_data=True, location="w.bin", size_threshold=0)
+    external = (tmp_path / "ext.onnx").read_bytes()
+    key = b"\x0a\x08location"
+    cases = {"inline": inline, "external": external, "key cut short": key[:-1], "key alone": key,
+             "key at the end": inline + key}
+    backend = "file://" + os.path.join(ROOT, "web", "onnxide-backend.mjs")
+    script = (f"const {{ mayNameExternalData }} = await import({json.dumps(backend)});\n"
+              f"const cases = {json.dumps({k: list(v) for k, v in cases.items()})};\n"
+              "console.log(JSON.stringify(Object.fromEntries(Object.entries(cases).map(([k, v]) => "
+              "[k, mayNameExternalData(new Uint8Array(v))]))));")
+    p = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout) == {"inline": False, "external": True, "key cut short": False, "key alone": True,
+                                    "key at the end": True}
