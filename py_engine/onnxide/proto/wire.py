@@ -38,15 +38,7 @@ class Message:
     _BY_NAME = {}
     _ONEOF = {}  # field name -> the other members of its oneof
 
-    def __init__(self, **kwargs):
-        for f in self.FIELDS.values():
-            if f.repeated:
-                v = []
-            elif f.kind == MESSAGE or f.presence:
-                v = None
-            else:
-                v = _SCALAR_DEFAULT[f.kind]
-            setattr(self, f.name, v)
+    def __init__(self, **kwargs):  # (defaults are class attributes: see message_class)
         for k, v in kwargs.items():
             if k not in self._BY_NAME:
                 raise TypeError(f"{type(self).__name__} has no field {k!r}")
@@ -153,11 +145,29 @@ def _eq(a, b):
 CLASSES = {}
 
 
+class _RepeatedDefault:
+    """A repeated field's default: the message's own empty list, stored on it when first read."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __get__(self, msg, cls):
+        if msg is None:
+            return self
+        v = msg.__dict__[self.name] = []
+        return v
+
+
 def message_class(name, fields):
     """Create and register a Message subclass from a list of Field."""
     by_num = {f.number: f for f in fields}
     oneof = {f.name: tuple(g.name for g in fields if g.oneof == f.oneof and g is not f) for f in fields if f.oneof}
-    cls = type(name, (Message,), {"FIELDS": by_num, "_BY_NAME": {f.name: f for f in fields}, "_ONEOF": oneof})
+    # a field's default is a class attribute, shadowed once the field is set: a message decodes without setting its
+    # absent fields (~5,800 messages in a 2 MB model); a repeated field's list is made on first use
+    defaults = {f.name: _RepeatedDefault(f.name) if f.repeated else
+                None if f.kind == MESSAGE or f.presence else _SCALAR_DEFAULT[f.kind] for f in fields}
+    cls = type(name, (Message,), {"FIELDS": by_num, "_BY_NAME": {f.name: f for f in fields}, "_ONEOF": oneof,
+                                  **defaults})
     CLASSES[name] = cls
     return cls
 
