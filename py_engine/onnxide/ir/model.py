@@ -116,7 +116,8 @@ def _check_attribute(a, t, where):
     """onnx's checker rule: the value fields set belong to the declared type, one at most."""
     if t not in _VALUE_FIELD:
         raise InvalidGraph(f"{where}attribute '{a.name}' has unsupported type {a.type}")
-    used = [f for f in _VALUE_FIELD.values() if _present(getattr(a, f))]
+    fields = vars(a)  # (the fields decoded or set; the others hold their class defaults: proto/wire.py)
+    used = [f for f in _VALUE_FIELD.values() if f in fields and _present(fields[f])]
     if len(used) > 1:
         raise InvalidGraph(f"{where}attribute '{a.name}' should not contain more than one value field "
                            f"({', '.join(used)})")

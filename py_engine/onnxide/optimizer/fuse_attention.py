@@ -71,7 +71,7 @@ def fuse_attention(model):
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)
     for sm in list(g.nodes):
-        if sm not in g.nodes or not _is(sm, "Softmax") or sm.attrs.get("axis", -1) not in (-1, 3):
+        if not _is(sm, "Softmax") or sm not in g.nodes or sm.attrs.get("axis", -1) not in (-1, 3):
             continue
         if model.opsets.get("", 1) < 13 and sm.attrs.get("axis", 1) != 3:
             continue  # Softmax before 13 flattens: axis must be the last one explicitly

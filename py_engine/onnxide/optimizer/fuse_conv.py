@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir.model import Node
 from ..ir.infer import dims_of
-from .graph import constant_value, consumers, fresh_name, graph_output_names, needs, single_consumer
+from .graph import constant_value, consumers, fresh_name, graph_output_names, needs, single_consumer, taken_names
 
 _FUSABLE = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip"}
 
@@ -14,13 +14,17 @@ def _onnx(n, *types):
     return n is not None and n.domain in ("", "ai.onnx") and n.op_type in types
 
 
-def _absorb(g, conv, w_new, b_new, folded):
-    """Give `conv` new weight/bias initializers (fresh names: the old weight may feed other Convs) and take over
-    the output of the node `folded` into it, which is removed."""
-    w_name = fresh_name(g, conv.inputs[1] + "_folded")
-    g.initializers[w_name] = w_new
-    b_name = fresh_name(g, (conv.name or conv.outputs[0]) + "_folded_bias")
-    g.initializers[b_name] = b_new
+def _folded_names(g, conv, taken):
+    """Fresh names for `conv`'s new weight and bias (the old weight may feed other Convs)."""
+    return (fresh_name(g, conv.inputs[1] + "_folded", taken),
+            fresh_name(g, (conv.name or conv.outputs[0]) + "_folded_bias", taken))
+
+
+def _absorb(g, conv, w_new, b_new, folded, taken):
+    """Give `conv` new weight/bias initializers and take over the output of the node `folded` into it, which is
+    removed; `taken`: the graph's names (taken_names)."""
+    w_name, b_name = _folded_names(g, conv, taken)
+    g.initializers[w_name], g.initializers[b_name] = w_new, b_new
     conv.inputs = [conv.inputs[0], w_name, b_name]
     conv.outputs = [folded.outputs[0]]
     g.nodes.remove(folded)
@@ -42,6 +46,7 @@ def _per_output_channel(conv, w, k):
 def fold_batchnorm_into_conv(model):
     """Conv / ConvTranspose followed by inference BatchNormalization ⇒ the conv with scaled weights and bias."""
     g, changed = model.graph, False
+    taken = taken_names(g)
     uses, outputs = consumers(g), graph_output_names(g)
     for conv in list(g.nodes):
         if not _onnx(conv, "Conv", "ConvTranspose") or len(conv.outputs) != 1:
@@ -63,7 +68,7 @@ def fold_batchnorm_into_conv(model):
         w_new = (w.astype(np.float64) * _per_output_channel(conv, w, k)).astype(w.dtype)
         b0 = b.astype(np.float64) if b is not None else 0.0
         b_new = ((b0 - mean) * k + bias).astype(w.dtype)
-        _absorb(g, conv, w_new, b_new, bn)
+        _absorb(g, conv, w_new, b_new, bn, taken)
         uses = consumers(g)
         changed = True
     return changed
@@ -186,9 +191,10 @@ def _per_channel(c, m, nd):
 def fold_scale_shift_into_conv(model):
     """Conv → Mul(constant) / Add(constant), per-channel or scalar: folded into the Conv's weights and bias."""
     g, changed = model.graph, False
+    taken = taken_names(g)
     uses, outputs = consumers(g), graph_output_names(g)
     for conv in list(g.nodes):
-        if conv not in g.nodes or not _onnx(conv, "Conv") or len(conv.outputs) != 1:
+        if not _onnx(conv, "Conv") or conv not in g.nodes or len(conv.outputs) != 1:
             continue
         nxt = single_consumer(uses, conv.outputs[0], outputs)
         if not _onnx(nxt, "Mul", "Add"):
@@ -209,7 +215,7 @@ def fold_scale_shift_into_conv(model):
             b_new = (b64 * k).astype(w.dtype)
         else:
             w_new, b_new = w, (b64 + k).astype(w.dtype)
-        _absorb(g, conv, w_new, b_new, nxt)  # (`uses` holds for the nodes after: graph.consumers)
+        _absorb(g, conv, w_new, b_new, nxt, taken)  # (`uses` holds for the nodes after: graph.consumers)
         changed = True
     return changed
 
@@ -220,9 +226,10 @@ def fold_affine_into_next_conv(model):
     factor goes into the Conv's weights, the shift into its bias (a shift only where the Conv pads nothing — padded
     positions would otherwise see it). PP-LCNet's learnable affine blocks before pointwise convs fold this way."""
     g, changed = model.graph, False
+    taken = taken_names(g)
     uses, outputs = consumers(g), graph_output_names(g)
     for aff in list(g.nodes):
-        if aff not in g.nodes or not _onnx(aff, "Mul", "Add") or len(aff.inputs) != 2:
+        if not _onnx(aff, "Mul", "Add") or aff not in g.nodes or len(aff.inputs) != 2:
             continue
         conv = single_consumer(uses, aff.outputs[0], outputs)
         if not _onnx(conv, "Conv") or conv.inputs[0] != aff.outputs[0] or int(conv.attrs.get("group", 1)) != 1 or \
@@ -250,10 +257,8 @@ def fold_affine_into_next_conv(model):
                 continue
             w_new = w
             b_new = (b64 + (w.astype(np.float64) * in_channel).reshape(w.shape[0], -1).sum(axis=1)).astype(w.dtype)
-        w_name = fresh_name(g, conv.inputs[1] + "_folded")
-        g.initializers[w_name] = w_new
-        b_name = fresh_name(g, (conv.name or conv.outputs[0]) + "_folded_bias")
-        g.initializers[b_name] = b_new
+        w_name, b_name = _folded_names(g, conv, taken)
+        g.initializers[w_name], g.initializers[b_name] = w_new, b_new
         conv.inputs = [x, w_name, b_name]
         g.nodes.remove(aff)  # (`uses` holds for the nodes after: graph.consumers)
         changed = True

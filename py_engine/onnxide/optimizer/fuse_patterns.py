@@ -41,7 +41,7 @@ def fuse_layernorm(model):
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)
     for mean in list(g.nodes):
-        if mean not in g.nodes or not _is(mean, "ReduceMean") or _reduce_axes(g, mean) != [-1] or \
+        if not _is(mean, "ReduceMean") or mean not in g.nodes or _reduce_axes(g, mean) != [-1] or \
                 not mean.attrs.get("keepdims", 1):
             continue
         x = mean.inputs[0]
@@ -100,7 +100,7 @@ def fuse_gelu(model):
     g, changed = model.graph, False
     uses, outputs = consumers(g), graph_output_names(g)
     for erf in list(g.nodes):
-        if erf not in g.nodes or not _is(erf, "Erf"):
+        if not _is(erf, "Erf") or erf not in g.nodes:
             continue
         prod = producers(g)
         div = prod.get(erf.inputs[0])
@@ -180,7 +180,7 @@ def fuse_hardswish(model):
     uses, outputs = consumers(g), graph_output_names(g)
     opset = model.opsets.get("", 1)
     for add in list(g.nodes):
-        if add not in g.nodes or not _is(add, "Add") or opset < 6:
+        if not _is(add, "Add") or add not in g.nodes or opset < 6:
             continue
         x = next((c for c in add.inputs if _scalar(g, _other(add, c)) == 3.0), None)
         clip = single_consumer(uses, add.outputs[0], outputs) if x else None

@@ -64,7 +64,7 @@ def fuse_quick_gelu(model):
     g, changed = model.graph, False
     uses, outputs, prod = consumers(g), graph_output_names(g), producers(g)
     for sig in list(g.nodes):
-        if sig not in g.nodes or not _op(sig, "Sigmoid"):
+        if not _op(sig, "Sigmoid") or sig not in g.nodes:
             continue
         x, alpha, inner = sig.inputs[0], 1.0, None
         scaled = prod.get(x)

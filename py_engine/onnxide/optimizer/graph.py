@@ -86,12 +86,21 @@ def _replace_in_subgraph(g, old, new):
             o.name = new
 
 
-def fresh_name(graph, base):
-    taken = set(graph.initializers) | {o for n in graph.nodes for o in n.outputs} | {v.name for v in graph.inputs}
+def taken_names(graph):
+    """The value names `graph` defines (initializers, node outputs, inputs)."""
+    return set(graph.initializers) | {o for n in graph.nodes for o in n.outputs} | {v.name for v in graph.inputs}
+
+
+def fresh_name(graph, base, taken=None):
+    """`base`, or `base_<i>`, a name `graph` does not define; a pass naming many values passes one `taken`
+    (taken_names, which this extends with the new name) instead of having the graph scanned per name."""
+    if taken is None:
+        taken = taken_names(graph)
     name, i = base, 0
     while name in taken:
         i += 1
         name = f"{base}_{i}"
+    taken.add(name)
     return name
 
 

@@ -274,7 +274,7 @@ def decode(cls, buf, pos=0, end=None, mv=None, into=None, depth=None):
         mv = memoryview(buf)
     if end is None:
         end = len(buf)
-    msg = cls() if into is None else into
+    msg = cls.__new__(cls) if into is None else into  # (no kwargs to apply: __init__ skipped)
     fields = cls.FIELDS
     while pos < end:
         key, pos = _read_varint(buf, pos)
