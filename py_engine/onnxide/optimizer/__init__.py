@@ -81,9 +81,11 @@ def _bodies_with_constants(graph, outer=None, enclosing=()):
             yield g, outer, enclosing
 
 
-def _run(scope, passes, max_rounds):
-    """Run `passes` on one graph to a fixed point; True when anything changed."""
-    infer_shapes(scope)
+def _run(scope, passes, max_rounds, inferred=False):
+    """Run `passes` on one graph to a fixed point; True when anything changed. `inferred`: the graph's types are
+    current (inferred since its last change), so its first round needs no inference."""
+    if not inferred:
+        infer_shapes(scope)
     any_change = False
     for _ in range(max_rounds):
         changed = False
@@ -116,22 +118,24 @@ def _at_fixed_point(done, body, outer):
     return False
 
 
-def optimize(model, level, max_rounds=8, max_sweeps=3):
+def optimize(model, level, max_rounds=8, max_sweeps=3, inferred=False):
     """Run the passes of `level` (ORT's GraphOptimizationLevel value) on every graph; returns the model.
+    `inferred`: the caller has just run infer_shapes on the model (the main graph's first round reuses its types
+    where no body changed before it).
 
     Bodies go innermost first, then the main graph; the sweep repeats while a graph changed and the model has
     subgraphs, since folding an enclosing graph's Constant nodes into initializers lets its bodies fold more."""
     passes = passes_for(level)
     done = {}  # id(body) -> (body, the outer constants it read at its last fixed point)
     with np.errstate(all="ignore"):  # folding NaN/inf constants is the model's business, not a warning
-        for _ in range(max_sweeps if passes else 1):
+        for sweep in range(max_sweeps if passes else 1):
             bodies = list(_bodies_with_constants(model.graph)) if passes else []
             changed = False
             for body, outer, enclosing in bodies:
                 if _at_fixed_point(done, body, outer):
                     continue
                 changed |= _run(GraphScope(model, body, outer, enclosing), passes, max_rounds)
-            changed |= _run(model, passes, max_rounds)
+            changed |= _run(model, passes, max_rounds, inferred=inferred and sweep == 0 and not changed)
             if not bodies or not changed:
                 break
     if passes:

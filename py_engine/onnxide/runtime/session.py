@@ -119,7 +119,7 @@ class InferenceSession(SessionAPI):
             # again once the bodies' types are inferred
             check_input_types(self._model.graph, self._model.opsets)
             with limits.use(self._memory_limit):  # (constant folding runs kernels)
-                optimize(self._model, self._sess_options.graph_optimization_level)
+                optimize(self._model, self._sess_options.graph_optimization_level, inferred=True)
             infer_bodies(self._model)
             check_input_types(self._model.graph, self._model.opsets)
         except OnnxideError:
@@ -201,7 +201,7 @@ class InferenceSession(SessionAPI):
             g.initializers[vi.name] = np.array(values[vi.name], dt.np_dtype(vi.elem_type))
             g.inputs.remove(vi)
         infer_shapes(model)
-        optimize(model, self._sess_options.graph_optimization_level)
+        optimize(model, self._sess_options.graph_optimization_level, inferred=True)
         infer_bodies(model)
         return Executor(model, self._providers, self._profiler)
 
