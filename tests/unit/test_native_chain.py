@@ -38,7 +38,7 @@ def _chains(sess):
     return [s for p in plans for s in p.steps if s.node.op_type == "NativeChain"]
 
 
-def _check(data, feeds, threads=1, optimize=False, chained=True):
+def _check(data, feeds, threads=1, optimize=False, chained=True, atol=1e-5):
     so = onnxide.SessionOptions()
     so.intra_op_num_threads = threads
     if not optimize:
@@ -49,7 +49,7 @@ def _check(data, feeds, threads=1, optimize=False, chained=True):
     want = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=atol)
     return sess, got
 
 
@@ -488,13 +488,15 @@ def test_max_pool_folds_into_the_conv_before_it(case, threads):
              helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
              helper.make_node("HardSwish", ["p"], ["y"])]
     inits = [("w", w), ("b", b)]
-    fused, got = _check(_model(nodes, {"x": x}, "y", inits), {"x": x}, threads)
+    # (sums of K = 4,608 products in another order than onnxruntime's differ by more than 1e-5 near 0: 1.6e-5 seen)
+    atol = 1e-5 * max(1.0, np.sqrt(w[0].size / 64))
+    fused, got = _check(_model(nodes, {"x": x}, "y", inits), {"x": x}, threads, atol=atol)
     assert "maxpool" not in _chain_ops(fused) and "act" in _chain_ops(fused)
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, x.shape)],
                           [helper.make_tensor_value_info(n, F, None) for n in ("y", "r")],
                           [numpy_helper.from_array(a, n) for n, a in inits])
     apart, want = _check(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
-                                           ir_version=9).SerializeToString(), {"x": x}, threads)
+                                           ir_version=9).SerializeToString(), {"x": x}, threads, atol=atol)
     assert "maxpool" in _chain_ops(apart)
     np.testing.assert_array_equal(got[0], want[0])
     x[0, 0, 1, 2] = np.nan  # (onnxruntime's pool drops a NaN where numpy's max, and so onnxide, propagates it)
