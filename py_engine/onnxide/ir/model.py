@@ -105,6 +105,9 @@ _VALUE_FIELD = {S.ATTR_FLOAT: "f", S.ATTR_INT: "i", S.ATTR_STRING: "s", S.ATTR_T
                 S.ATTR_SPARSE_TENSORS: "sparse_tensors", S.ATTR_TYPE_PROTOS: "type_protos"}
 
 
+_FIELD_ORDER = {f: i for i, f in enumerate(_VALUE_FIELD.values())}
+
+
 def _present(v):
     """Whether a decoded field holds a value (a message, a non-empty list / bytes, a non-zero number)."""
     if v is None:
@@ -116,8 +119,8 @@ def _check_attribute(a, t, where):
     """onnx's checker rule: the value fields set belong to the declared type, one at most."""
     if t not in _VALUE_FIELD:
         raise InvalidGraph(f"{where}attribute '{a.name}' has unsupported type {a.type}")
-    fields = vars(a)  # (the fields decoded or set; the others hold their class defaults: proto/wire.py)
-    used = [f for f in _VALUE_FIELD.values() if f in fields and _present(fields[f])]
+    # (only the fields decoded or set can hold a value: the others are their class defaults, proto/wire.py)
+    used = sorted((f for f, v in vars(a).items() if f in _FIELD_ORDER and _present(v)), key=_FIELD_ORDER.get)
     if len(used) > 1:
         raise InvalidGraph(f"{where}attribute '{a.name}' should not contain more than one value field "
                            f"({', '.join(used)})")

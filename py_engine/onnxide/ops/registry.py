@@ -109,6 +109,7 @@ def op(op_type, since=1, domain=ONNX_DOMAIN, infer=None, host_inputs=(), meta_in
         defs.append(OpDef(domain, op_type, since, fn, infer, host_inputs, meta_inputs))
         _DOMAINS.add(domain)
         defs.sort(key=lambda d: d.since)
+        _FOUND.clear()
         return fn
 
     return deco
@@ -118,8 +119,15 @@ def normalize_domain(domain):
     return "" if domain in ("", "ai.onnx") else domain
 
 
+_FOUND = {}  # (domain, op_type, opset) -> OpDef that lookup found (cleared when an op is registered)
+
+
 def lookup(domain, op_type, opset):
     """The OpDef for `op_type` at `opset` of `domain`, or raise onnxide's NotImplemented naming the op."""
+    key = (domain, op_type, opset)
+    found = _FOUND.get(key)
+    if found is not None:
+        return found
     domain = normalize_domain(domain)
     defs = _REGISTRY.get((domain, op_type))
     if not defs:
@@ -133,6 +141,7 @@ def lookup(domain, op_type, opset):
         raise OrtNotImplemented(
             f"Could not find an implementation for {op_type}({opset}) node of domain '{domain or 'ai.onnx'}'"
             f" (implemented from opset {defs[0].since})")
+    _FOUND[key] = best
     return best
 
 
