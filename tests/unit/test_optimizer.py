@@ -330,6 +330,21 @@ def test_if_body_folds_outer_constants(tmp_path):
     assert [n.op_type for n in then_g.nodes] == ["MatMul"]
 
 
+def test_bodies_are_optimized_once_when_their_outer_constants_are_constant_nodes(monkeypatch):
+    """The enclosing graphs' Constant nodes become initializers before any body is optimized: a body slicing them
+    folds in its first run, and no body runs again for constants that appeared after it (silero VAD: 61 -> 56
+    graph runs, session creation ~14 % shorter, measured at the time)."""
+    from onnxide import optimizer
+    runs = []
+    real_run = optimizer._run
+    monkeypatch.setattr(optimizer, "_run", lambda scope, *a, **k: runs.append(scope.graph.name) or
+                        real_run(scope, *a, **k))
+    m = _if_model(rng.standard_normal((8, 4)).astype(np.float32), [helper.make_node("Add", ["x", "x"], ["else_y"])])
+    sess = ort.InferenceSession(m.SerializeToString())
+    assert [n.op_type for n in sess._model.graph.nodes[0].attrs["then_branch"].nodes] == ["MatMul"]
+    assert runs.count("then") == 1 and runs.count("else") == 1, runs
+
+
 def test_if_on_static_shape_inlines_its_branch(tmp_path):
     # silero VAD's pattern, inside a body that runs on a run-time condition: If(Shape(x)[0] == 1) squeezes or
     # passes x through; with x's shape known in the enclosing graph the condition folds and the taken branch

@@ -106,16 +106,40 @@ def _run(scope, passes, max_rounds, inferred=False):
     return any_change
 
 
+CONSTANTS_FIRST = True
+
+
+def _constant_nodes_outer_first(model):
+    """Fold the Constant nodes of the main graph, then of its bodies, outermost first (the sweeps optimize the
+    bodies innermost first, and a body whose enclosing graph gains constants afterwards is optimized again); True
+    when the main graph changed. A model without bodies is left to the sweeps."""
+    def walk(graph):
+        yield graph
+        for n in graph.nodes:
+            for g in subgraphs(n):
+                yield from walk(g)
+    bodies = list(walk(model.graph))[1:]
+    if not bodies:
+        return False
+    changed = constant_folding.fold_constant_nodes(model)
+    for body in bodies:
+        constant_folding.fold_constant_nodes(GraphScope(model, body))
+    return changed
+
+
+def _outer_reads(body, outer):
+    """The enclosing graphs' constants `body` reads: {name: array}."""
+    return {k: outer[k] for k in free_names(body) if k in outer}
+
+
 def _at_fixed_point(done, body, outer):
-    """Whether `body` was optimized before with the same outer constant objects it reads now (nothing new from the
-    enclosing graphs: running it again changes nothing); else records the constants it is about to be run with."""
-    reads = {k: outer[k] for k in free_names(body) if k in outer}
+    """Whether `body` reached its fixed point before with the same outer constant objects it reads now (nothing new
+    from the enclosing graphs: running it again changes nothing)."""
     last = done.get(id(body))
-    if last is not None and last[0] is body and last[1].keys() == reads.keys() and all(
-            last[1][k] is v for k, v in reads.items()):
-        return True
-    done[id(body)] = (body, reads)
-    return False
+    if last is None or last[0] is not body:
+        return False
+    reads = _outer_reads(body, outer)
+    return last[1].keys() == reads.keys() and all(last[1][k] is v for k, v in reads.items())
 
 
 def optimize(model, level, max_rounds=8, max_sweeps=3, inferred=False):
@@ -126,8 +150,10 @@ def optimize(model, level, max_rounds=8, max_sweeps=3, inferred=False):
     Bodies go innermost first, then the main graph; the sweep repeats while a graph changed and the model has
     subgraphs, since folding an enclosing graph's Constant nodes into initializers lets its bodies fold more."""
     passes = passes_for(level)
-    done = {}  # id(body) -> (body, the outer constants it read at its last fixed point)
+    done = {}  # id(body) -> (body, the outer constants it reads at its last fixed point)
     with np.errstate(all="ignore"):  # folding NaN/inf constants is the model's business, not a warning
+        if constant_folding.fold_constants in passes and CONSTANTS_FIRST and _constant_nodes_outer_first(model):
+            inferred = False  # (the main graph changed since)
         for sweep in range(max_sweeps if passes else 1):
             bodies = list(_bodies_with_constants(model.graph)) if passes else []
             changed = False
@@ -135,6 +161,8 @@ def optimize(model, level, max_rounds=8, max_sweeps=3, inferred=False):
                 if _at_fixed_point(done, body, outer):
                     continue
                 changed |= _run(GraphScope(model, body, outer, enclosing), passes, max_rounds)
+                done[id(body)] = (body, _outer_reads(body, outer))  # (what it reads at its fixed point: folding
+                # may have dropped some reads)
             changed |= _run(model, passes, max_rounds, inferred=inferred and sweep == 0 and not changed)
             if not bodies or not changed:
                 break

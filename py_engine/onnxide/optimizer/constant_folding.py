@@ -42,6 +42,24 @@ def fold_constants(model):
     return changed
 
 
+def fold_constant_nodes(model):
+    """Constant nodes ⇒ initializers, as fold_constants folds them (optimize runs this on every graph outermost
+    first, so that each body starts with the constants of the graphs around it)."""
+    g = model.graph
+    kept = []
+    for n in g.nodes:
+        folded = _try_fold(model, n, {}, set()) if n.op_type == "Constant" and n.domain in ("", "ai.onnx") else None
+        if folded is None:
+            kept.append(n)
+            continue
+        for name, value in zip(n.outputs, folded):
+            if name:
+                g.initializers[name] = value
+    changed = len(kept) != len(g.nodes)
+    g.nodes = kept
+    return changed
+
+
 def _static_shape(model, name):
     """The value's dims when all are known: declared / inferred here, or (in a body) an enclosing graph's value."""
     dims = dims_of(model.graph, name)
