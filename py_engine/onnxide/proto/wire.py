@@ -79,7 +79,7 @@ class Message:
         return len(data)
 
     def Clear(self):  # noqa: N802
-        type(self).__init__(self)
+        vars(self).clear()  # (every field back to its class default)
 
     def ClearField(self, name):  # noqa: N802
         f = self._field(name)
