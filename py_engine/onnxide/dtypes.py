@@ -17,18 +17,18 @@ numpy has no bfloat16 / float8 / float4 / int4 / int2. onnxide holds them in one
 (round to nearest even, ONNX Cast saturation rules); `to_user` turns structured arrays into ml_dtypes ones when
 ml_dtypes is installed (outputs), `from_user` converts a fed array into this mode's representation.
 """
+import importlib.util
 import os
 
 import numpy as np
 
-try:  # optional natively; absent in Pyodide; ONNXIDE_NO_ML_DTYPES=1 makes onnxide behave as if absent
-    if os.environ.get("ONNXIDE_NO_ML_DTYPES", "") not in ("", "0"):
-        raise ImportError("ml_dtypes disabled by ONNXIDE_NO_ML_DTYPES")
-    import ml_dtypes as _mld
-except ImportError:  # pragma: no cover - depends on environment
-    _mld = None
-
-HAVE_ML_DTYPES = _mld is not None
+# ml_dtypes: optional natively, absent in Pyodide; ONNXIDE_NO_ML_DTYPES=1 makes onnxide behave as if absent. It is
+# imported when an exotic type is first met (its import took ~0.9 s of `import onnxide`'s ~1.1 s here, for models
+# that mostly never use one): _ml_dtypes().
+HAVE_ML_DTYPES = os.environ.get("ONNXIDE_NO_ML_DTYPES", "") in ("", "0") and \
+    importlib.util.find_spec("ml_dtypes") is not None
+_mld = None
+_mld_looked_up = False
 
 UNDEFINED = 0
 FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL = 1, 2, 3, 4, 5, 6, 7, 8, 9
@@ -72,8 +72,22 @@ _CODE_BY_ML_NAME = {v: k for k, v in _ML_DTYPE_NAMES.items()}
 CODE_BY_NAME = {v: k for k, v in NAMES.items()}
 
 
+def _ml_dtypes():
+    """The ml_dtypes module, imported on first use with its dtypes added to the code table; None without it."""
+    global _mld, _mld_looked_up
+    if not _mld_looked_up:
+        if HAVE_ML_DTYPES:
+            import ml_dtypes
+            for code, name in _ML_DTYPE_NAMES.items():
+                if hasattr(ml_dtypes, name):
+                    _CODE_BY_NP[np.dtype(getattr(ml_dtypes, name))] = code
+            _mld = ml_dtypes
+        _mld_looked_up = True
+    return _mld
+
+
 def _ml(code):
-    if _mld is None or code not in _ML_DTYPE_NAMES:
+    if code not in _ML_DTYPE_NAMES or _ml_dtypes() is None:
         return None
     return getattr(_mld, _ML_DTYPE_NAMES[code], None)
 
@@ -93,11 +107,6 @@ def np_dtype(code):
 _CODE_BY_NP = {np.dtype(v): k for k, v in _STORAGE.items()}
 _CODE_BY_NP[np.dtype(np.str_)] = STRING
 _CODE_BY_NP.update({d: c for c, d in STRUCT_DTYPES.items()})
-if _mld is not None:
-    for _c in _ML_DTYPE_NAMES:
-        _t = _ml(_c)
-        if _t is not None:
-            _CODE_BY_NP[np.dtype(_t)] = _c
 
 
 def code_of(dtype):
@@ -105,10 +114,12 @@ def code_of(dtype):
     dt = np.dtype(dtype)
     if dt.kind == "U" or dt.kind == "S":
         return STRING
-    try:
-        return _CODE_BY_NP[dt]
-    except KeyError:
-        raise KeyError(f"numpy dtype {dt} has no ONNX element type") from None
+    code = _CODE_BY_NP.get(dt)
+    if code is None and _ml_dtypes() is not None:  # (an ml_dtypes array fed before onnxide needed the module)
+        code = _CODE_BY_NP.get(dt)
+    if code is None:
+        raise KeyError(f"numpy dtype {dt} has no ONNX element type")
+    return code
 
 
 def type_string(code):
@@ -209,7 +220,7 @@ def to_user(value):
     """Output hand-off: structured exotic arrays become ml_dtypes arrays when ml_dtypes is installed (lists too)."""
     if isinstance(value, list):
         return [to_user(v) for v in value]
-    if _mld is None or not isinstance(value, np.ndarray) or value.dtype.names is None:
+    if not isinstance(value, np.ndarray) or value.dtype.names is None or _ml_dtypes() is None:
         return value
     code = _CODE_BY_NP.get(value.dtype, 0)
     return wrap(raw(value, code), code) if code in _RAW else value

@@ -148,3 +148,39 @@ def test_ml_dtypes_mode_uses_ml_dtypes():
     assert dt.np_dtype(dt.BFLOAT16) == np.dtype(ml_dtypes.bfloat16)
     t = helper.make_tensor("t", TensorProto.BFLOAT16, [2], [1.0, 2.0])
     assert tensors.to_numpy(t).astype(np.float32).tolist() == [1.0, 2.0]
+
+
+_LAZY_ML_SCRIPT = textwrap.dedent(r"""
+    import sys
+    import numpy as np
+    import onnxide
+
+    float_model, bf16_model = sys.argv[1:3]
+    s = onnxide.InferenceSession(float_model, providers=["CPUExecutionProvider"])
+    s.run(None, {"x": np.ones(2, np.float32)})
+    assert "ml_dtypes" not in sys.modules, "a float32 model imported ml_dtypes"
+    s = onnxide.InferenceSession(bf16_model, providers=["CPUExecutionProvider"])
+    import ml_dtypes
+    (y,) = s.run(None, {"x": np.array([1.5, -2], ml_dtypes.bfloat16)})
+    assert y.dtype == np.dtype(ml_dtypes.bfloat16) and y.astype(np.float32).tolist() == [1.5, -2.0]
+    print("LAZY_OK")
+""")
+
+
+def test_ml_dtypes_is_imported_only_for_a_model_that_needs_it(tmp_path):
+    """`import onnxide` and a float32 model leave ml_dtypes unimported (its import took ~0.75 s of `import onnxide`
+    here; onnx, which imports it, stays out of the subprocess); a bfloat16 model and an ml_dtypes feed still work."""
+    paths = []
+    for elem in (TensorProto.FLOAT, TensorProto.BFLOAT16):
+        g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", elem, [2])],
+                              [helper.make_tensor_value_info("y", elem, [2])])
+        paths.append(str(tmp_path / f"{elem}.onnx"))
+        with open(paths[-1], "wb") as f:
+            f.write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString())
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "py_engine"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    env.pop("ONNXIDE_NO_ML_DTYPES", None)
+    r = subprocess.run([sys.executable, "-c", _LAZY_ML_SCRIPT, *paths], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "LAZY_OK" in r.stdout, r.stderr[-3000:]
