@@ -540,6 +540,34 @@ def test_a_one_chain_plan_runs_directly_with_the_general_paths_results_and_error
     assert errors[0] == errors[1] and "no scratch" in errors[0][1]
 
 
+def test_a_one_chain_plan_leaves_blas_threads_alone_and_other_plans_set_them(monkeypatch):
+    """A run of a plan that is one chain (one C call, no BLAS) does not get or set BLAS's thread count; a plan with
+    a step on the numpy CPU EP still runs with BLAS on one thread (the native EP splits its kernels itself) and
+    gets the count back after; the EP reads the session's count in both."""
+    from onnxide.runtime import threads as T
+    calls, seen = [], []
+    monkeypatch.setattr(T, "_blas", [(lambda: calls.append("get") or 4, lambda n: calls.append(("set", n)))])
+    x = _w(1, 64)
+    chained = _model([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])],
+                     {"x": x}, "y", [("w", _w(64, 32))])
+    s = _w(3, 3)  # (a Det of a fed matrix: a numpy step)
+    mixed = _model([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["r"]),
+                    helper.make_node("Det", ["s"], ["d"]), helper.make_node("Mul", ["r", "d"], ["y"])],
+                   {"x": x, "s": s}, "y", [("w", _w(64, 32))])
+    so = onnxide.SessionOptions()
+    so.intra_op_num_threads = 2
+    for data, feeds, want in ((chained, {"x": x}, []), (mixed, {"x": x, "s": s}, ["get", ("set", 1), ("set", 4)])):
+        sess = onnxide.InferenceSession(data, so, providers=[NATIVE, "CPUExecutionProvider"])
+        assert sess._executor.one_chain == (want == [])
+        chain = _chains(sess)[0].kernel
+        real = chain.backend.run
+        monkeypatch.setattr(chain.backend, "run", lambda *a, real=real: seen.append(T.current()) or real(*a))
+        calls.clear()
+        sess.run(None, feeds)
+        assert calls == want
+    assert seen == [2, 2]
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("zero_point,bias,per_column", [(False, False, False), (True, True, True),
                                                         (True, False, False), (False, True, True)])

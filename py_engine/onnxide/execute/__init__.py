@@ -101,8 +101,11 @@ class Executor:
         if self.devices:  # the weights placed on devices go back when the executor goes (a session, set_providers)
             weakref.finalize(self, _free_constants, list(_device_constants(self.main_plan)))
         self._output_slot = dict(zip(self.main_plan.output_names, self.main_plan.output_keys))  # name -> env key
-        # a plan that is one chain runs without the step loop (_run_single) when nothing is profiled or moved
-        self._single = _one_chain(self.main_plan) if profiler is None else None
+        # a plan that is one chain (one call into C or WASM: no BLAS) runs without the step loop (_run_single)
+        # when nothing is profiled or moved
+        single = _one_chain(self.main_plan)
+        self.one_chain = single is not None
+        self._single = single if profiler is None else None
 
     # --- the two drivers ---------------------------------------------------------------------------------------
     def run(self, feeds, output_names, fetch_devices=None, control=None):

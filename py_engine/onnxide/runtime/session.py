@@ -21,7 +21,7 @@ from . import devices
 from .iobinding import IOBinding
 from .ortvalue import OrtValue, from_external, now
 from .memory import keep_freed_memory
-from .threads import blas_threads
+from .threads import blas_threads, blas_untouched
 from . import limits
 from .options import SessionOptions
 from . import model_io
@@ -137,6 +137,7 @@ class InferenceSession(SessionAPI):
         self._proto, self._base_dir = mp, base_dir
         self._specialized = self._specializations()
         self._threads = blas_threads(self._intra_threads, any(p.own_threads for p in self._providers))
+        self._chain_threads = blas_untouched(self._threads)
         g = self._model.graph
         self._inputs = [v for v in g.inputs if v.name not in g.initializers]
         self._overridable = [v for v in g.inputs if v.name in g.initializers]
@@ -172,6 +173,7 @@ class InferenceSession(SessionAPI):
         self._providers = create_providers(*provider_list(providers, provider_options))
         self._threads = blas_threads(self._intra_threads,
                                      any(p.own_threads for p in self._providers))
+        self._chain_threads = blas_untouched(self._threads)
         with session_ops(self._custom_ops):
             self._executor = Executor(self._model, self._providers, self._profiler)
         self._specialized = self._specializations()
@@ -187,7 +189,8 @@ class InferenceSession(SessionAPI):
                                           specialize.value_inputs(self._model))
 
     def _specialized_executor(self, shapes, values):
-        with session_ops(self._custom_ops):
+        # (as the session's creation: folding may call BLAS and allocate)
+        with session_ops(self._custom_ops), self._threads, limits.use(self._memory_limit):
             return self._specialized_build(shapes, values)
 
     def _specialized_build(self, shapes, values):
@@ -204,6 +207,10 @@ class InferenceSession(SessionAPI):
         optimize(model, self._sess_options.graph_optimization_level, inferred=True)
         infer_bodies(model)
         return Executor(model, self._providers, self._profiler)
+
+    def _threads_for(self, ex):
+        """The thread limit a run of `ex` enters: BLAS's pools are left alone for a plan that is one chain."""
+        return self._chain_threads if ex.one_chain else self._threads
 
     def _executor_for(self, feeds):
         ex = self._specialized.executor_for(feeds) if self._specialized is not None else None
@@ -241,12 +248,13 @@ class InferenceSession(SessionAPI):
         names, feeds = self._prepare(output_names, with_adapters(input_feed, run_options))
         control = RunControl.of(run_options)
         try:
-            with self._threads, self._profiled_run(), limits.use(self._memory_limit):
-                ex = self._executor_for(feeds)
+            ex = self._executor_for(feeds)
+            with self._threads_for(ex), self._profiled_run(), limits.use(self._memory_limit):
                 try:
                     outs = ex.run(feeds, names, fetch_devices, control)
                 except OnnxideError:
-                    outs = self._after_failure(ex, feeds, control).run(feeds, names, fetch_devices, control)
+                    with self._threads:
+                        outs = self._after_failure(ex, feeds, control).run(feeds, names, fetch_devices, control)
                 return self._output_values(names, [_owned(v) for v in outs])
         except RecursionError:
             raise Fail("Model execution exceeded the maximum nesting depth") from None
@@ -282,12 +290,14 @@ class InferenceSession(SessionAPI):
         API's preferredOutputLocation)."""
         names, feeds = self._prepare(output_names, with_adapters(input_feed, run_options))
         control = RunControl.of(run_options)
-        with self._threads, self._profiled_run(), limits.use(self._memory_limit):  # as `run`
-            ex = self._executor_for(feeds)
+        ex = self._executor_for(feeds)
+        with self._threads_for(ex), self._profiled_run(), limits.use(self._memory_limit):  # as `run`
             try:
                 outs = await ex.run_async(feeds, names, fetch_devices, control)
             except OnnxideError:
-                outs = await self._after_failure(ex, feeds, control).run_async(feeds, names, fetch_devices, control)
+                with self._threads:
+                    outs = await self._after_failure(ex, feeds, control).run_async(feeds, names, fetch_devices,
+                                                                                   control)
             return self._output_values(names, [_owned(v) for v in outs])
 
     def _check_feeds(self, input_feed):

@@ -50,6 +50,12 @@ def blas_threads(n, own_threads=False):
     return _Limit(_blas_libraries(), int(n))
 
 
+def blas_untouched(limit):
+    """`limit` (from blas_threads) for runs that call no BLAS (a plan that is one native or WASM chain): the count
+    EPs read, with BLAS's pools left as they are (their get / set calls cost ~0.8 us a run, measured at the time)."""
+    return _Limit((), limit.n, limit.blas) if isinstance(limit, _Limit) else limit
+
+
 class _Limit:
     """One session's limit; entered by each of its runs, in whichever thread (what a run changes is kept per thread,
     not on the shared instance)."""
