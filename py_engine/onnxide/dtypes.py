@@ -23,8 +23,8 @@ import os
 import numpy as np
 
 # ml_dtypes: optional natively, absent in Pyodide; ONNXIDE_NO_ML_DTYPES=1 makes onnxide behave as if absent. It is
-# imported when an exotic type is first met (its import took ~0.9 s of `import onnxide`'s ~1.1 s here, for models
-# that mostly never use one): _ml_dtypes().
+# imported when an exotic type is first met (its import took ~0.8 s of the ~1.2 s `import onnxide` took here, for
+# models that mostly never use one): _ml_dtypes().
 HAVE_ML_DTYPES = os.environ.get("ONNXIDE_NO_ML_DTYPES", "") in ("", "0") and \
     importlib.util.find_spec("ml_dtypes") is not None
 _mld = None

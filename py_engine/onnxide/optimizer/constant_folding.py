@@ -25,30 +25,24 @@ class _FoldContext:
 
 
 def fold_constants(model):
-    g, changed = model.graph, False
-    kept = []
+    g = model.graph
     outer = getattr(model, "outer_constants", {})
     local = {v.name for v in g.inputs} | {o for n in g.nodes for o in n.outputs} if outer else set()
-    for n in g.nodes:
-        folded = _try_fold(model, n, outer, local)
-        if folded is None:
-            kept.append(n)
-            continue
-        for name, value in zip(n.outputs, folded):
-            if name:
-                g.initializers[name] = value
-        changed = True
-    g.nodes = kept
-    return changed
+    return _fold_nodes(g, lambda n: _try_fold(model, n, outer, local))
 
 
 def fold_constant_nodes(model):
     """Constant nodes ⇒ initializers, as fold_constants folds them (optimize runs this on every graph outermost
     first, so that each body starts with the constants of the graphs around it)."""
-    g = model.graph
+    return _fold_nodes(model.graph, lambda n: _try_fold(model, n, {}, set())
+                       if n.op_type == "Constant" and n.domain in ("", "ai.onnx") else None)
+
+
+def _fold_nodes(g, fold):
+    """The nodes of `g` that `fold(node)` gives values for become initializers; True when any did."""
     kept = []
     for n in g.nodes:
-        folded = _try_fold(model, n, {}, set()) if n.op_type == "Constant" and n.domain in ("", "ai.onnx") else None
+        folded = fold(n)
         if folded is None:
             kept.append(n)
             continue
