@@ -12,7 +12,7 @@ from .. import dtypes as dt
 from ..errors import Fail, OnnxideError
 from ..ops.inference import UNKNOWN, Facts, OptionalOf, SequenceOf, entry_of, type_proto, type_string
 from ..ops.registry import resolve_opdef
-from .model import ValueInfo, subgraphs, type_dims
+from .model import ValueInfo, has_subgraphs, subgraphs, type_dims
 
 
 def dims_of(g, name):
@@ -92,7 +92,7 @@ def infer_shapes(model, check=False):
 def infer_bodies(model):
     """Infer a graph with If / Loop / Scan bodies again, every body included (nested ones too), so the partitioner
     knows what a body's values are."""
-    if any(next(subgraphs(n), None) is not None for n in model.graph.nodes):
+    if any(has_subgraphs(n) for n in model.graph.nodes):
         _infer(model, every_body=True)
 
 
@@ -252,8 +252,8 @@ def _record(g, node, res, types, previous):
             continue
         types[name] = res[i]
         old = previous.get(name)
-        g.value_info[name] = old if old is not None and entry_of(old.type) == res[i] else \
-            ValueInfo(name, type_proto(*res[i]), inferred=True)
+        g.value_info[name] = old if old is not None and old.entry == res[i] else \
+            ValueInfo(name, type_proto(*res[i]), inferred=True, entry=res[i])
 
 
 def _merged(declared, inferred):
@@ -307,4 +307,4 @@ class _Body:
 
 def _reads_undeclared_outputs(node):
     """True when a body of `node` has an output without a declared type (its node's rule needs it inferred)."""
-    return any(o.type is None or o.inferred for body in subgraphs(node) for o in body.outputs)
+    return has_subgraphs(node) and any(o.type is None or o.inferred for body in subgraphs(node) for o in body.outputs)

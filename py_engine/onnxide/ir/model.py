@@ -10,11 +10,12 @@ from ..tensors import sparse_to_numpy, to_numpy
 class ValueInfo:
     """A named value's declared type: the TypeProto (or None when undeclared)."""
 
-    __slots__ = ("name", "type", "doc", "inferred")
+    __slots__ = ("name", "type", "doc", "inferred", "entry")
 
-    def __init__(self, name, type_proto=None, doc="", inferred=False):
+    def __init__(self, name, type_proto=None, doc="", inferred=False, entry=None):
         self.name, self.type, self.doc = name, type_proto, doc
         self.inferred = inferred  # True when onnxide's inference, not the model, gave the type
+        self.entry = entry  # inference's (elem type, dims) this type was built from (ir/infer.py), else None
 
     @property
     def elem_type(self):
@@ -51,6 +52,14 @@ class Node:
 
     def __repr__(self):
         return f"Node({self.op_type}, {self.name!r}, {self.inputs} -> {self.outputs})"
+
+
+def has_subgraphs(node):
+    """Whether `node` holds a graph (subgraphs without making a generator: asked of every node on every inference)."""
+    for v in node.attrs.values():
+        if hasattr(v, "nodes") or type(v) is list and v and hasattr(v[0], "nodes"):
+            return True
+    return False
 
 
 def subgraphs(node):
@@ -384,7 +393,7 @@ def _reads(nodes, own):
     reading its own node's output is a cycle)."""
     from .scope import body_reads  # (scope reads this module's subgraphs)
 
-    return {id(n): list(n.inputs) + sorted(body_reads(n) & own) for n in nodes if next(subgraphs(n), None) is not None}
+    return {id(n): list(n.inputs) + sorted(body_reads(n) & own) for n in nodes if has_subgraphs(n)}
 
 
 def _sorted(nodes, ready, reads=None):

@@ -3,7 +3,7 @@ If whose condition is constant is replaced by the branch it takes."""
 import numpy as np
 
 from ..ir.infer import dims_of
-from ..ir.model import Node, subgraphs
+from ..ir.model import Node, has_subgraphs, subgraphs
 from ..ops.registry import resolve_opdef
 from .eliminate import _NONDETERMINISTIC
 from .graph import constant_value
@@ -89,7 +89,7 @@ def _try_fold(model, n, outer, local):
     shape = _fold_shape(model, n)
     if shape is not None and n.outputs[0] not in {v.name for v in model.graph.outputs}:
         return shape
-    if n.op_type in _NONDETERMINISTIC or next(subgraphs(n), None) is not None:
+    if n.op_type in _NONDETERMINISTIC or has_subgraphs(n):
         return None
     g = model.graph
     args = []

@@ -6,7 +6,7 @@ output the enclosing node reads on the host). So Shape -> Gather -> Concat -> Re
 Reshape reads it, with no transfer either way — onnxruntime's CPU-preferred shape nodes, decided here from the
 op facts (ops/registry.py)."""
 from .. import dtypes as dt
-from ..ir.model import subgraphs
+from ..ir.model import has_subgraphs
 from ..ir.scope import body_reads
 
 SMALL = 64  # elements: a float result this small (Resize scales, a computed scalar) counts as shape-like
@@ -51,7 +51,7 @@ def prefer_host(placed, graph, providers, input_devices, output_wants, outer_hom
         return outer_homes.get(x) is not None and outer_homes[x].is_host
 
     for p in placed:
-        if not p.device.is_host and next(subgraphs(p.node), None) is None and _shape_like(p.spec):
+        if not p.device.is_host and not has_subgraphs(p.node) and _shape_like(p.spec):
             candidates.add(id(p))
 
     def reads_host_only(p):

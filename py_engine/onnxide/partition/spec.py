@@ -3,7 +3,7 @@ inputs' and outputs' types and shapes as far as the graph fixes them — and the
 import numpy as np
 
 from .. import dtypes as dt
-from ..ir.model import subgraphs, type_dims
+from ..ir.model import has_subgraphs, type_dims
 
 SEQUENCE, MAP, OPTIONAL, SPARSE = "sequence", "map", "optional", "sparse"  # the non-tensor kinds of a type
 
@@ -77,7 +77,7 @@ class NodeSpec:
         return [self.static_shape(i) if x else None for i, x in enumerate(self.node.inputs)]
 
     def has_subgraphs(self):
-        return next(subgraphs(self.node), None) is not None
+        return has_subgraphs(self.node)
 
     def tensor_inputs(self):
         """True when every present input is a tensor of a known element type."""
