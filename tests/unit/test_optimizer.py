@@ -451,6 +451,21 @@ def test_quick_gelu_fusion_leaves_a_shared_sigmoid(tmp_path):
     _check(m, {"x": rng.standard_normal((2, 8)).astype(np.float32)}, tmp_path, ["MatMul", "Sigmoid", "Mul"])
 
 
+def test_quick_gelu_fusion_of_chained_and_scaled_silus(tmp_path):
+    """SiLU of a SiLU's output, a scaled SiLU of that, and a SiLU whose input the next one also reads: each fuses
+    (the pass keeps its reader / producer maps up to date across the fusions instead of rebuilding them)."""
+    nodes = []
+    for i, (src, alpha) in enumerate([("x", None), ("y0", None), ("y1", "a"), ("y2", None)]):
+        s_in = src
+        if alpha:
+            nodes.append(helper.make_node("Mul", [src, alpha], [f"sc{i}"]))
+            s_in = f"sc{i}"
+        nodes += [helper.make_node("Sigmoid", [s_in], [f"s{i}"]), helper.make_node("Mul", [src, f"s{i}"], [f"y{i}"])]
+    nodes.append(helper.make_node("Add", ["y3", "y2"], ["y"]))
+    m = _model(nodes, [_vi("x", [2, 8])], [_vi("y", [2, 8])], [_const("a", np.float32(1.702))])
+    _check(m, {"x": rng.standard_normal((2, 8)).astype(np.float32) * 3}, tmp_path, ["QuickGelu"] * 4 + ["Add"])
+
+
 def test_quick_gelu_fusion_float32_only():
     """float16 SiLU stays two ops: QuickGelu's kernels compute float16 in float32, which would change its bits."""
     nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])]

@@ -79,13 +79,17 @@ def fuse_quick_gelu(model):
                 not is_float32(g, x):
             continue
         first = inner if inner is not None else sig
-        g.nodes[g.nodes.index(first)] = Node("QuickGelu", [x], mul.outputs, {"alpha": alpha}, MS,
-                                             (mul.name or "silu") + "_quick_gelu")
+        fused = Node("QuickGelu", [x], mul.outputs, {"alpha": alpha}, MS, (mul.name or "silu") + "_quick_gelu")
+        g.nodes[g.nodes.index(first)] = fused
         for n in (sig, mul):
             if n in g.nodes:
                 g.nodes.remove(n)
         model.opsets.setdefault(MS, 1)
-        uses, prod = consumers(g), producers(g)
+        # the maps kept up to date in place (rebuilding them per fusion was O(n^2): YOLOv8n has 57): x's readers
+        # lose the removed nodes and gain the fused one, which now makes the Mul's outputs; the removed nodes'
+        # own outputs had no other readers
+        uses[x] = [n for n in uses.get(x, ()) if n is not first and n is not mul] + [fused]
+        prod.update((o, fused) for o in mul.outputs)
         changed = True
     return changed
 
