@@ -136,8 +136,7 @@ class InferenceSession(SessionAPI):
         self._executor = Executor(self._model, self._providers, self._profiler)
         self._proto, self._base_dir = mp, base_dir
         self._specialized = self._specializations()
-        self._threads = blas_threads(self._intra_threads, any(p.own_threads for p in self._providers))
-        self._chain_threads = blas_untouched(self._threads)
+        self._set_thread_limits()
         g = self._model.graph
         self._inputs = [v for v in g.inputs if v.name not in g.initializers]
         self._overridable = [v for v in g.inputs if v.name in g.initializers]
@@ -171,9 +170,7 @@ class InferenceSession(SessionAPI):
 
     def set_providers(self, providers=None, provider_options=None):
         self._providers = create_providers(*provider_list(providers, provider_options))
-        self._threads = blas_threads(self._intra_threads,
-                                     any(p.own_threads for p in self._providers))
-        self._chain_threads = blas_untouched(self._threads)
+        self._set_thread_limits()
         with session_ops(self._custom_ops):
             self._executor = Executor(self._model, self._providers, self._profiler)
         self._specialized = self._specializations()
@@ -207,6 +204,11 @@ class InferenceSession(SessionAPI):
         optimize(model, self._sess_options.graph_optimization_level, inferred=True)
         infer_bodies(model)
         return Executor(model, self._providers, self._profiler)
+
+    def _set_thread_limits(self):
+        """The limits a run enters (_threads_for), for the session's providers."""
+        self._threads = blas_threads(self._intra_threads, any(p.own_threads for p in self._providers))
+        self._chain_threads = blas_untouched(self._threads)
 
     def _threads_for(self, ex):
         """The thread limit a run of `ex` enters: BLAS's pools are left alone for a plan that is one chain."""
