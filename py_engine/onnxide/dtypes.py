@@ -17,18 +17,17 @@ numpy has no bfloat16 / float8 / float4 / int4 / int2. onnxide holds them in one
 (round to nearest even, ONNX Cast saturation rules); `to_user` turns structured arrays into ml_dtypes ones when
 ml_dtypes is installed (outputs), `from_user` converts a fed array into this mode's representation.
 """
+import functools
 import importlib.util
 import os
 
 import numpy as np
 
 # ml_dtypes: optional natively, absent in Pyodide; ONNXIDE_NO_ML_DTYPES=1 makes onnxide behave as if absent. It is
-# imported when an exotic type is first met (its import took ~0.8 s of the ~1.2 s `import onnxide` took here, for
-# models that mostly never use one): _ml_dtypes().
+# imported when an exotic type is first met, by _ml_dtypes() (`python -X importtime -c "import onnxide"` put its
+# import at ~0.8 s of ~1.2 s here, measured at the time; most models never use one).
 HAVE_ML_DTYPES = os.environ.get("ONNXIDE_NO_ML_DTYPES", "") in ("", "0") and \
     importlib.util.find_spec("ml_dtypes") is not None
-_mld = None
-_mld_looked_up = False
 
 UNDEFINED = 0
 FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL = 1, 2, 3, 4, 5, 6, 7, 8, 9
@@ -72,24 +71,21 @@ _CODE_BY_ML_NAME = {v: k for k, v in _ML_DTYPE_NAMES.items()}
 CODE_BY_NAME = {v: k for k, v in NAMES.items()}
 
 
+@functools.lru_cache(maxsize=None)
 def _ml_dtypes():
     """The ml_dtypes module, imported on first use with its dtypes added to the code table; None without it."""
-    global _mld, _mld_looked_up
-    if not _mld_looked_up:
-        if HAVE_ML_DTYPES:
-            import ml_dtypes
-            for code, name in _ML_DTYPE_NAMES.items():
-                if hasattr(ml_dtypes, name):
-                    _CODE_BY_NP[np.dtype(getattr(ml_dtypes, name))] = code
-            _mld = ml_dtypes
-        _mld_looked_up = True
-    return _mld
+    if not HAVE_ML_DTYPES:
+        return None
+    import ml_dtypes
+    for code, name in _ML_DTYPE_NAMES.items():
+        if hasattr(ml_dtypes, name):
+            _CODE_BY_NP[np.dtype(getattr(ml_dtypes, name))] = code
+    return ml_dtypes
 
 
 def _ml(code):
-    if code not in _ML_DTYPE_NAMES or _ml_dtypes() is None:
-        return None
-    return getattr(_mld, _ML_DTYPE_NAMES[code], None)
+    mld = _ml_dtypes() if code in _ML_DTYPE_NAMES else None
+    return None if mld is None else getattr(mld, _ML_DTYPE_NAMES[code], None)
 
 
 def np_dtype(code):
