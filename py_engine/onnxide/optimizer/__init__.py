@@ -106,19 +106,11 @@ def _run(scope, passes, max_rounds, inferred=False):
     return any_change
 
 
-CONSTANTS_FIRST = True
-
-
 def _constant_nodes_outer_first(model):
     """Fold the Constant nodes of the main graph, then of its bodies, outermost first (the sweeps optimize the
     bodies innermost first, and a body whose enclosing graph gains constants afterwards is optimized again); True
     when the main graph changed. A model without bodies is left to the sweeps."""
-    def walk(graph):
-        yield graph
-        for n in graph.nodes:
-            for g in subgraphs(n):
-                yield from walk(g)
-    bodies = list(walk(model.graph))[1:]
+    bodies = [body for body, _, _ in reversed(list(_bodies_with_constants(model.graph)))]  # (each before its own)
     if not bodies:
         return False
     changed = constant_folding.fold_constant_nodes(model)
@@ -152,7 +144,7 @@ def optimize(model, level, max_rounds=8, max_sweeps=3, inferred=False):
     passes = passes_for(level)
     done = {}  # id(body) -> (body, the outer constants it reads at its last fixed point)
     with np.errstate(all="ignore"):  # folding NaN/inf constants is the model's business, not a warning
-        if constant_folding.fold_constants in passes and CONSTANTS_FIRST and _constant_nodes_outer_first(model):
+        if constant_folding.fold_constants in passes and _constant_nodes_outer_first(model):
             inferred = False  # (the main graph changed since)
         for sweep in range(max_sweeps if passes else 1):
             bodies = list(_bodies_with_constants(model.graph)) if passes else []
