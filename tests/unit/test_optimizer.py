@@ -452,8 +452,8 @@ def test_quick_gelu_fusion_leaves_a_shared_sigmoid(tmp_path):
 
 
 def test_quick_gelu_fusion_of_chained_and_scaled_silus(tmp_path):
-    """SiLU of a SiLU's output, a scaled SiLU of that, and a SiLU whose input the next one also reads: each fuses
-    (the pass keeps its reader / producer maps up to date across the fusions instead of rebuilding them)."""
+    """SiLU of a SiLU's output, a scaled SiLU of that, and a SiLU whose input a later node also reads: each fuses in
+    one pass over the graph, the later matches seeing the earlier fusions."""
     nodes = []
     for i, (src, alpha) in enumerate([("x", None), ("y0", None), ("y1", "a"), ("y2", None)]):
         s_in = src
