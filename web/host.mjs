@@ -18,6 +18,54 @@ function wholeSnapshot(bytes) {
   return bytes;
 }
 
+const fetchAll = (urls) => Promise.all(urls.map(async (url) => [url.split('/').pop(), await fetchBytes(url)]));
+
+/** {pyodide, boot} with numpy and onnxide installed (not imported) from resolved `assets`: boot 'snapshot' — the
+ * interpreter restored from a memory snapshot taken after start-up (.ci/pyodide_snapshot.mjs) and site-packages
+ * (numpy, its bytecode, onnxide) written from one archive, both downloading meanwhile — or 'plain' when the assets
+ * have no snapshot, extra `packages` are asked for, or the restore fails. onLoadPyodide: called once pyodide.mjs is
+ * in. (The host's boot; web/bench/cold.mjs times it alone as the floor under any Pyodide page.) */
+export async function bootPyodide(assets, indexURL, { packages = [], stdio = {}, log = () => {}, onLoadPyodide } = {}) {
+  const { loadPyodide } = await import(new URL('pyodide.mjs', assets.indexURL).href);
+  onLoadPyodide?.();
+  let pyodide = null;
+  let boot = 'plain';
+  if (assets.snapshotURL && assets.sitePackagesURL && !packages.length) {
+    const snapshot = fetchBytes(assets.snapshotURL).then(gunzip).then(wholeSnapshot);
+    const site = fetchBytes(assets.sitePackagesURL).then(gunzip);
+    snapshot.catch(() => {});  // (a failed download or restore is caught below: the plain boot)
+    site.catch(() => {});
+    try {
+      pyodide = await loadPyodide({ indexURL, ...stdio, _loadSnapshot: snapshot });
+      const folder = pyodide.runPython('import site; site.getsitepackages()[0]');
+      writeTar(pyodide.FS, await site, folder);
+      // only site-packages' finder forgets its listing: importlib.invalidate_caches() would also make each of the
+      // snapshot's ~20 zipimporters re-read the standard library's zip directory in Python (~0.7 s, measured at
+      // the time)
+      pyodide.runPython(`import sys; sys.path_importer_cache.pop(${JSON.stringify(folder)}, None)`);
+      boot = 'snapshot';
+    } catch (e) {
+      log(`onnxide: booting Pyodide without its snapshot (${e.message})`);
+      pyodide = null;
+    }
+  }
+  if (!pyodide) {
+    // numpy's bytecode downloads while Pyodide boots; numpy and the onnxide wheel download and unpack meanwhile
+    // (loadPyodide's `packages`); a package that fails to load is reported on stderr, not by a rejection
+    const bytecode = fetchAll(assets.bytecodeURLs);
+    bytecode.catch(() => {});
+    const wheel = await forPyodide(assets.wheelURL);
+    pyodide = await loadPyodide({ indexURL, ...stdio, packages: ['numpy', wheel, ...packages] });
+    // pycs beside numpy's modules (checked-hash: used only where they match the source), so it is not compiled
+    const pycs = await bytecode;
+    if (pycs.length) {
+      const folder = pyodide.runPython('import site; site.getsitepackages()[0]');
+      for (const [, zip] of pycs) pyodide.unpackArchive(zip, 'zip', { extractDir: folder });
+    }
+  }
+  return { pyodide, boot };
+}
+
 function unwrap(proxy) {
   // bridge functions return a JS object already (to_js); errors come back as {error, code}
   if (proxy && proxy.error !== undefined) {
@@ -54,52 +102,13 @@ export class PyodideHost {
     const assets = await resolveAssets(assetsURL);
     const indexURL = await forPyodide(assets.indexURL);
     // the WASM EP's kernel modules download while Pyodide boots
-    const fetchAll = (urls) => Promise.all(urls.map(async (url) => [url.split('/').pop(), await fetchBytes(url)]));
     const kernels = fetchAll(assets.wasmKernelURLs);
     kernels.catch(() => {});
-    const { loadPyodide } = await import(new URL('pyodide.mjs', assets.indexURL).href);
     const log = onLog || (() => {});
     let errors = []; // stderr while booting (a package that failed to load), for the import error below
     const stdio = { stdout: log, stderr: (m) => { errors?.push(m); log(m); } };
-    marks.loadPyodide = mark();
-    // fast boot: the interpreter restored from a memory snapshot taken after start-up (.ci/pyodide_snapshot.mjs)
-    // and site-packages (numpy, its bytecode, onnxide) written from one archive, both downloading meanwhile; the
-    // plain boot when the assets have no snapshot, extra packages are asked for, or the restore fails
-    let pyodide = null;
-    let boot = 'plain';
-    if (assets.snapshotURL && assets.sitePackagesURL && !packages.length) {
-      const snapshot = fetchBytes(assets.snapshotURL).then(gunzip).then(wholeSnapshot);
-      const site = fetchBytes(assets.sitePackagesURL).then(gunzip);
-      snapshot.catch(() => {});  // (a failed download or restore is caught below: the plain boot)
-      site.catch(() => {});
-      try {
-        pyodide = await loadPyodide({ indexURL, ...stdio, _loadSnapshot: snapshot });
-        const folder = pyodide.runPython('import site; site.getsitepackages()[0]');
-        writeTar(pyodide.FS, await site, folder);
-        // only site-packages' finder forgets its listing: importlib.invalidate_caches() would also make each of the
-        // snapshot's ~20 zipimporters re-read the standard library's zip directory in Python (~0.7 s, measured at
-        // the time)
-        pyodide.runPython(`import sys; sys.path_importer_cache.pop(${JSON.stringify(folder)}, None)`);
-        boot = 'snapshot';
-      } catch (e) {
-        log(`onnxide: booting Pyodide without its snapshot (${e.message})`);
-        pyodide = null;
-      }
-    }
-    if (!pyodide) {
-      // numpy's bytecode downloads while Pyodide boots; numpy and the onnxide wheel download and unpack meanwhile
-      // (loadPyodide's `packages`); a package that fails to load is reported on stderr, not by a rejection
-      const bytecode = fetchAll(assets.bytecodeURLs);
-      bytecode.catch(() => {});
-      const wheel = await forPyodide(assets.wheelURL);
-      pyodide = await loadPyodide({ indexURL, ...stdio, packages: ['numpy', wheel, ...packages] });
-      // pycs beside numpy's modules (checked-hash: used only where they match the source), so it is not compiled
-      const pycs = await bytecode;
-      if (pycs.length) {
-        const folder = pyodide.runPython('import site; site.getsitepackages()[0]');
-        for (const [, zip] of pycs) pyodide.unpackArchive(zip, 'zip', { extractDir: folder });
-      }
-    }
+    const { pyodide, boot } = await bootPyodide(assets, indexURL, { packages, stdio, log,
+      onLoadPyodide: () => { marks.loadPyodide = mark(); } });
     const t1 = performance.now();
     marks.pyodide = mark();
     // the WASM EP's kernels: into Pyodide's file system, found through ONNXIDE_WASM_DIR at import

@@ -113,18 +113,21 @@ def test_missing_assets_reject_instead_of_hanging(browser, server):
 
 
 def test_cold_start_page_both_engines(browser, server, tmp_path):
-    """web/bench/cold.html runs onnxide and onnxruntime-web through the same steps; cold_start.py's section
-    replaces itself in a Markdown file and keeps the rest."""
+    """web/bench/cold.html runs onnxide and onnxruntime-web through the same steps, and the Pyodide floor (the
+    host's boot + import numpy) alone; cold_start.py's section replaces itself in a Markdown file and keeps the rest."""
     from conftest import open_page
     sys.path.insert(0, os.path.join(ROOT, "web", "bench"))
     from cold_start import render, write_section
     res = {}
-    for engine in ("onnxide", "ort"):
+    for engine in ("onnxide", "ort", "pyodide"):
         page = open_page(browser, f"{server.url}web/bench/cold.html?engine={engine}", "() => window.coldStart", 240_000)
         r = page.evaluate("() => window.coldStart")
         page.close()
         assert "error" not in r, r
-        assert r["engine"] == engine and len(r["segments"]) == 2, r  # both engines find the clip's two spoken parts
+        if engine == "pyodide":  # the floor runs no model; the host's fast boot is what it times
+            assert r["segments"] is None and r["parts"][2]["part"] == "Pyodide boot (snapshot)", r
+        else:  # both engines find the clip's two spoken parts
+            assert r["engine"] == engine and len(r["segments"]) == 2, r
         assert all(p["ms"] >= 0 for p in r["parts"]) and r["totalMs"] > 0
         assert abs(sum(p["ms"] for p in r["parts"]) - r["totalMs"]) < 1e-6 * r["totalMs"] + 1e-3
         res[engine] = [r]
@@ -136,3 +139,4 @@ def test_cold_start_page_both_engines(browser, server, tmp_path):
     assert text.startswith("# Bench\n\ntable\n\n## Cold start\n") and "old numbers" not in text
     assert text.count("## Cold start") == 1 and text.endswith("## Notes\n\n- kept\n")
     assert "| onnxide (Worker host, WASM EP)" in text and "| onnxruntime-web (wasm, 1 thread, in the page)" in text
+    assert "| floor: Pyodide booted as the host boots it" in text and "| n/a |" in text

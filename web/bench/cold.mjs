@@ -1,6 +1,8 @@
 // cold.mjs — owns the cold-start page's logic: the same steps for onnxide and onnxruntime-web (?engine=onnxide|ort):
 // import the engine's ESM entry, InferenceSession.create(silero_vad.onnx URL, wasm EP), run the synthetic clip
 // chunk by chunk; publishes window.coldStart = {engine, totalMs, parts, overlapped, segments, warmMedianMs}.
+// ?engine=pyodide is the floor under any page built on Pyodide: the host's own boot (web/host.mjs, memory snapshot
+// and all) and `import numpy`, in the page, then nothing of onnxide.
 // onnxruntime-web is npm's build served from build/web/ort/ (1 thread: the page is not cross-origin isolated).
 import { synthSpeech } from '../demo/synth.mjs';
 import { runVad, segments } from '../demo/vad.mjs';
@@ -10,7 +12,28 @@ const engine = new URLSearchParams(location.search).get('engine') || 'onnxide';
 const modelURL = new URL('../../build/web/models/silero_vad.onnx', import.meta.url).href;
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 
+/** Navigation -> numpy imported through the host's boot, in parts. */
+async function pyodideFloor() {
+  const { defaultAssetsURL, resolveAssets, forPyodide } = await import('../assets.mjs');
+  const { bootPyodide } = await import('../host.mjs');
+  const pageReady = performance.now();
+  const assets = await resolveAssets(defaultAssetsURL());
+  let pyodideIn;
+  const { pyodide, boot } = await bootPyodide(assets, await forPyodide(assets.indexURL),
+    { onLoadPyodide: () => { pyodideIn = performance.now(); } });
+  const booted = performance.now();
+  pyodide.runPython('import numpy');
+  const numpyIn = performance.now();
+  return { engine, totalMs: numpyIn, overlapped: [], segments: null, warmMedianMs: null, version: pyodide.version,
+    parts: [
+      { part: 'page and JS modules', ms: pageReady },
+      { part: 'assets manifest, pyodide.mjs', ms: pyodideIn - pageReady },
+      { part: `Pyodide boot (${boot})`, ms: booted - pyodideIn },
+      { part: 'import numpy', ms: numpyIn - booted }] };
+}
+
 async function main() {
+  if (engine === 'pyodide') return pyodideFloor();
   const ort = engine === 'ort'
     ? await import('../../build/web/ort/ort.wasm.min.mjs')
     : await import('../onnxide-web.mjs');

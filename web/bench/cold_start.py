@@ -1,7 +1,7 @@
 """Cold start in the browser: navigation -> first silero VAD result, each load in a fresh Chromium profile, onnxide
 and onnxruntime-web alternating on the same page (web/bench/cold.html); medians, and onnxide's split into parts.
 
-usage: python3 web/bench/cold_start.py [--runs 5] [--engines onnxide,ort] [--doc docs/benchmarks-browser.md]
+usage: python3 web/bench/cold_start.py [--runs 5] [--engines onnxide,ort,pyodide] [--doc docs/benchmarks-browser.md]
                                        [--json out.json]
 `--doc` replaces (or appends) the file's "## Cold start" section and keeps the rest. Needs `bash .ci/setup_web.sh`.
 """
@@ -19,7 +19,8 @@ from chromium import Browser, bench_unavailable  # noqa: E402
 from devserver import ROOT, Server  # noqa: E402
 
 HEADING = "## Cold start"
-NAMES = {"onnxide": "onnxide (Worker host, WASM EP)", "ort": "onnxruntime-web (wasm, 1 thread, in the page)"}
+NAMES = {"onnxide": "onnxide (Worker host, WASM EP)", "ort": "onnxruntime-web (wasm, 1 thread, in the page)",
+         "pyodide": "floor: Pyodide booted as the host boots it + `import numpy`, in the page, no onnxide"}
 
 
 def load_once(url, engine, timeout_s):
@@ -40,7 +41,8 @@ def measure(runs, engines, timeout_s=300):
                 r = load_once(server.url, e, timeout_s)
                 if "error" in r:
                     raise RuntimeError(f"{e}: {r['error']}")
-                if len(r["segments"]) != 2:  # the clip holds two spoken parts: the engine really ran the model
+                # the clip holds two spoken parts: the engine really ran the model (the floor runs none)
+                if e != "pyodide" and len(r["segments"]) != 2:
                     raise RuntimeError(f"{e}: {len(r['segments'])} speech segments, expected 2")
                 out[e].append(r)
                 print(f"[cold] round {i + 1}/{runs} {e}: {r['totalMs']:.0f} ms", flush=True)
@@ -62,8 +64,9 @@ def render(res):
              "| engine | median ms | min ms | max ms | warm run median ms |", "|---|---:|---:|---:|---:|"]
     for e, rs in res.items():
         tot = [r["totalMs"] for r in rs]
+        warm = [r["warmMedianMs"] for r in rs if r["warmMedianMs"] is not None]
         lines.append(f"| {NAMES.get(e, e)} {rs[0].get('version', '')} | {med(tot):.0f} | {min(tot):.0f} | "
-                     f"{max(tot):.0f} | {med(r['warmMedianMs'] for r in rs):.2f} |")
+                     f"{max(tot):.0f} | {f'{med(warm):.2f}' if warm else 'n/a'} |")
     for e, rs in res.items():
         lines += ["", f"{NAMES.get(e, e)}, part by part (medians; consecutive parts, the overlapped one beside them):",
                   "", "| part | median ms |", "|---|---:|"]
@@ -95,7 +98,8 @@ def write_section(path, section):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="fresh-profile loads per engine")
-    ap.add_argument("--engines", default="onnxide,ort")
+    ap.add_argument("--engines", default="onnxide,ort,pyodide",
+                    help="pyodide: the floor under any Pyodide page (boot + import numpy, no model)")
     ap.add_argument("--doc", default=None, help="write the section into this Markdown file")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
