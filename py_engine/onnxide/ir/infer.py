@@ -162,14 +162,14 @@ def _known_types(model, types):
                         types[x] = t
     given = getattr(model, "given_inputs", None) or []
     for i, vi in enumerate(g.inputs):
-        k = entry_of(vi.type)
+        k = vi.type_entry()
         if k is None and i < len(given) and given[i][0] is not None:
             k, vi.type, vi.inferred = given[i], type_proto(*given[i]), True
         if k is not None:
             types[vi.name] = k
     inputs = {vi.name for vi in g.inputs if vi.type is not None}
     for vi in g.value_info.values():
-        k = entry_of(vi.type)
+        k = vi.type_entry()
         if k is not None and vi.name not in inputs:  # (a graph input's own declaration wins, as in onnxruntime)
             types[vi.name] = k
 
@@ -190,7 +190,7 @@ def check_body_inputs(node, types, opsets):
     given = _body_inputs(rule, facts) if rule is not None else None
     for body in subgraphs(node) if given else ():
         for i, (vi, got) in enumerate(zip(body.inputs, given)):
-            want = entry_of(vi.type)
+            want = vi.type_entry()
             if want is None or got is None or vi.inferred or not isinstance(want[0], int) or \
                     not isinstance(got[0], int):
                 continue
@@ -253,7 +253,7 @@ def _record(g, node, res, types, previous):
         types[name] = res[i]
         old = previous.get(name)
         g.value_info[name] = old if old is not None and old.entry == res[i] else \
-            ValueInfo(name, type_proto(*res[i]), inferred=True, entry=res[i])
+            ValueInfo(name, inferred=True, entry=res[i])
 
 
 def _merged(declared, inferred):
@@ -282,7 +282,7 @@ def value_types(graph):
             except KeyError:
                 pass
     for vi in list(graph.value_info.values()) + list(graph.outputs) + list(graph.inputs):
-        k = entry_of(vi.type)
+        k = vi.type_entry()
         if k is not None and k[0]:
             out[vi.name] = k
     return out

@@ -10,12 +10,32 @@ from ..tensors import sparse_to_numpy, to_numpy
 class ValueInfo:
     """A named value's declared type: the TypeProto (or None when undeclared)."""
 
-    __slots__ = ("name", "type", "doc", "inferred", "entry")
+    __slots__ = ("name", "_type", "doc", "inferred", "entry")
 
     def __init__(self, name, type_proto=None, doc="", inferred=False, entry=None):
-        self.name, self.type, self.doc = name, type_proto, doc
+        """`entry`: inference's (elem type, dims) the type is built from (ir/infer.py); with no `type_proto`, the
+        TypeProto is built from it when first read (most inferred types are only ever read as entries)."""
+        self.name, self._type, self.doc = name, type_proto, doc
         self.inferred = inferred  # True when onnxide's inference, not the model, gave the type
-        self.entry = entry  # inference's (elem type, dims) this type was built from (ir/infer.py), else None
+        self.entry = entry
+
+    @property
+    def type(self):
+        if self._type is None and self.entry is not None:
+            from ..ops.inference import type_proto
+            self._type = type_proto(*self.entry)
+        return self._type
+
+    @type.setter
+    def type(self, tp):
+        self._type, self.entry = tp, None
+
+    def type_entry(self):
+        """The (elem type, dims) entry of the type (ops/inference.py's entry_of), None for no or other types."""
+        if self.entry is not None:
+            return self.entry
+        from ..ops.inference import entry_of
+        return entry_of(self._type)
 
     @property
     def elem_type(self):
