@@ -345,6 +345,31 @@ def test_bodies_are_optimized_once_when_their_outer_constants_are_constant_nodes
     assert runs.count("then") == 1 and runs.count("else") == 1, runs
 
 
+def test_a_branch_never_taken_is_never_optimized(monkeypatch):
+    """An If whose condition folds from constants in the main graph is inlined before the bodies are optimized: a
+    session specialized to silero VAD's sample rate (its If on Equal(sr, 16000)) optimizes only the branch it takes
+    (the second run's stall 57 -> 37 ms natively, measured at the time)."""
+    from onnxide import optimizer
+    m = _if_model(rng.standard_normal((8, 4)).astype(np.float32), [helper.make_node("Add", ["x", "x"], ["else_y"])])
+    g = m.graph
+    g.node.insert(0, helper.make_node("Constant", [], ["rate"], value=_const("r", np.array(16000, np.int64))))
+    g.node.insert(1, helper.make_node("Equal", ["sr", "rate"], ["cond"]))
+    g.input.remove(next(v for v in g.input if v.name == "cond"))
+    g.input.append(_vi("sr", [], TensorProto.INT64))
+    sess = ort.InferenceSession(m.SerializeToString())
+    runs = []
+    real_run = optimizer._run
+    monkeypatch.setattr(optimizer, "_run", lambda scope, *a, **k: runs.append(scope.graph.name) or
+                        real_run(scope, *a, **k))
+    x = rng.random((2, 4), dtype=np.float32)
+    feeds = {"x": x, "sr": np.array(16000, np.int64)}
+    want = onnxruntime.InferenceSession(m.SerializeToString()).run(None, feeds)[0]
+    for _ in range(3):  # (the second run builds the specialized executor)
+        np.testing.assert_allclose(sess.run(None, feeds)[0], want, rtol=1e-6)
+    assert runs and "else" not in runs and "then" not in runs, runs  # (the taken branch's nodes: the main graph's)
+    assert "If" not in [n.op_type for n in next(iter(sess._specialized._executors.values())).model.graph.nodes]
+
+
 def test_if_on_static_shape_inlines_its_branch(tmp_path):
     # silero VAD's pattern, inside a body that runs on a run-time condition: If(Shape(x)[0] == 1) squeezes or
     # passes x through; with x's shape known in the enclosing graph the condition folds and the taken branch

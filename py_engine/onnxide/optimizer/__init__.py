@@ -119,6 +119,29 @@ def _constant_nodes_outer_first(model):
     return changed
 
 
+IF_BRANCH_FOLDING = [constant_folding.fold_constants, constant_folding.inline_constant_if, eliminate.remove_dead_nodes]
+
+
+def _inline_constant_ifs_first(model, max_rounds, inferred):
+    """Fold the main graph's constants and inline its Ifs of a constant condition before the sweeps optimize the
+    bodies, so that a branch that is never taken is never optimized (a specialized silero VAD: its sample-rate If
+    holds half the model's 50 bodies). True when the graph changed. Only where an If's condition is a constant or
+    a node's of constant inputs (a condition further from the constants is the sweeps' to fold)."""
+    g = model.graph
+    producer = {o: n for n in g.nodes for o in n.outputs}
+
+    def constant(name):
+        return name in g.initializers and name not in {v.name for v in g.inputs}
+
+    def foldable(cond):
+        n = producer.get(cond)
+        return constant(cond) or n is not None and n.inputs and all(constant(x) for x in n.inputs if x)
+
+    if not any(n.op_type == "If" and n.inputs and foldable(n.inputs[0]) for n in g.nodes):
+        return False
+    return _run(model, IF_BRANCH_FOLDING, max_rounds, inferred=inferred)
+
+
 def _outer_reads(body, outer):
     """The enclosing graphs' constants `body` reads: {name: array}."""
     return {k: outer[k] for k in free_names(body) if k in outer}
@@ -144,8 +167,11 @@ def optimize(model, level, max_rounds=8, max_sweeps=3, inferred=False):
     passes = passes_for(level)
     done = {}  # id(body) -> (body, the outer constants it reads at its last fixed point)
     with np.errstate(all="ignore"):  # folding NaN/inf constants is the model's business, not a warning
-        if constant_folding.fold_constants in passes and _constant_nodes_outer_first(model):
-            inferred = False  # (the main graph changed since)
+        if constant_folding.fold_constants in passes:
+            if _constant_nodes_outer_first(model):
+                inferred = False  # (the main graph changed since)
+            if _inline_constant_ifs_first(model, max_rounds, inferred):
+                inferred = True  # (_run infers the graph it changed)
         for sweep in range(max_sweeps if passes else 1):
             bodies = list(_bodies_with_constants(model.graph)) if passes else []
             changed = False
