@@ -446,8 +446,10 @@ class AttrRef:
 NEWEST_IR_VERSION = 14  # the newest IR version onnxruntime 1.32 loads (onnxide reads what it reads)
 
 
-def load_model(mp, base_dir=None):
-    """Build the IR Model from a decoded ModelProto: opsets, graph, inlined local functions."""
+def load_model(mp, base_dir=None, checked=False):
+    """Build the IR Model from a decoded ModelProto: opsets, graph, inlined local functions. `checked`: this
+    ModelProto was loaded (and its graph checked) before, so the graph's checks are skipped (a session's
+    specialized rebuild)."""
     if mp.graph is None:
         raise NoModel("Model has no graph")
     if mp.ir_version > NEWEST_IR_VERSION:
@@ -465,7 +467,7 @@ def load_model(mp, base_dir=None):
         if newest is not None and version > newest:
             raise Fail(f"Opset {version} of domain {domain or 'ai.onnx'} is newer than the newest released one "
                        f"(onnxide and onnxruntime support it till opset {newest})")
-    graph = build_graph(mp.graph, base_dir, check=not mp.functions, main=True)
+    graph = build_graph(mp.graph, base_dir, check=not mp.functions and not checked, main=True)
     model = Model(graph, opsets, mp.ir_version, mp.producer_name, mp.producer_version, mp.domain,
                   mp.model_version, mp.doc_string, {e.key: e.value for e in mp.metadata_props}, mp.functions)
     if mp.functions:
@@ -474,6 +476,7 @@ def load_model(mp, base_dir=None):
     for name, arr in graph.initializers.items():
         if isinstance(arr, np.ndarray) and arr.dtype == object and dt.code_of(arr.dtype) != dt.STRING:
             raise InvalidGraph(f"Initializer '{name}' has an unsupported element type")
-    from ..ops.validate import check_graph  # (ops reads the IR's classes: imported here, not at the top)
-    check_graph(graph, model.opsets)
+    if not checked:
+        from ..ops.validate import check_graph  # (ops reads the IR's classes: imported here, not at the top)
+        check_graph(graph, model.opsets)
     return model

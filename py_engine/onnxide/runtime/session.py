@@ -191,7 +191,7 @@ class InferenceSession(SessionAPI):
             return self._specialized_build(shapes, values)
 
     def _specialized_build(self, shapes, values):
-        model = load_model(self._proto, self._base_dir)
+        model = load_model(self._proto, self._base_dir, checked=True)
         g = model.graph
         _override_free_dims(g, self._sess_options._free_dims)
         for vi in g.inputs:  # fresh types: the loaded model shares the proto's with the general one
