@@ -67,6 +67,11 @@ def render(res):
         warm = [r["warmMedianMs"] for r in rs if r["warmMedianMs"] is not None]
         lines.append(f"| {NAMES.get(e, e)} {rs[0].get('version', '')} | {med(tot):.0f} | {min(tot):.0f} | "
                      f"{max(tot):.0f} | {f'{med(warm):.2f}' if warm else 'n/a'} |")
+    if "pyodide" in res and "ort" in res:
+        floor, peer = (med(r["totalMs"] for r in res[e]) for e in ("pyodide", "ort"))
+        lines += ["", f"The floor row is what any page built on Pyodide pays before a line of onnxide runs: the "
+                      f"host's own boot (memory snapshot, site-packages archive) and `import numpy`, in the page. "
+                      f"It is {floor / peer:.2f}x onnxruntime-web's whole cold start in this run."]
     for e, rs in res.items():
         lines += ["", f"{NAMES.get(e, e)}, part by part (medians; consecutive parts, the overlapped one beside them):",
                   "", "| part | median ms |", "|---|---:|"]
