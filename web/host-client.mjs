@@ -119,7 +119,7 @@ export function getHost() {
       const host = mode === 'worker' ? new WorkerHost(runtimeURL) : new LocalHost(mode, runtimeURL);
       let info;
       try {
-        info = await host.call('init', { assetsURL: assets.assetsURL, packages: [...env.onnxide.packages] });
+        info = await host.call('init', { assets, packages: [...env.onnxide.packages] });
       } catch (e) {
         host.terminate();
         throw e;

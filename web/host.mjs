@@ -87,19 +87,20 @@ export class PyodideHost {
     this.callKernel = null;
   }
 
-  /** Boot once; resolves to {pyodideVersion, onnxide, numpy, providers, timings}. */
+  /** Boot once; resolves to {pyodideVersion, onnxide, numpy, providers, timings}. config: {assetsURL, or assets
+   * (resolveAssets' result, when the caller has it: no second manifest fetch), packages, onLog}. */
   init(config = {}) {
     if (!this.booting) this.booting = this._boot(config);
     return this.booting;
   }
 
-  async _boot({ assetsURL, packages = [], onLog } = {}) {
+  async _boot({ assetsURL, assets: resolved, packages = [], onLog } = {}) {
     // marks: wall-clock times (performance.timeOrigin + now(), ms) so that the page can place the Worker's steps on
     // its own timeline (demo.mjs's cold-start table)
     const mark = () => performance.timeOrigin + performance.now();
     const marks = { start: mark() };
     const t0 = performance.now();
-    const assets = await resolveAssets(assetsURL);
+    const assets = resolved || await resolveAssets(assetsURL);
     const indexURL = await forPyodide(assets.indexURL);
     // the WASM EP's kernel modules download while Pyodide boots
     const kernels = fetchAll(assets.wasmKernelURLs);

@@ -3,6 +3,10 @@
 // A run that calls a JS custom-op kernel asks the page ({kernel: {callId, ...}}), where the kernel lives, and awaits
 // its {kernelReply: callId, outputs | error}.
 import { PyodideHost } from './host.mjs';
+// host.mjs's own imports, named here too: fetched one level below this module instead of three
+import './assets.mjs';
+import './layout.mjs';
+import './site_tar.mjs';
 
 const host = new PyodideHost();
 const kernelCalls = new Map(); // callId -> {resolve, reject}
