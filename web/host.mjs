@@ -102,9 +102,11 @@ export class PyodideHost {
     const t0 = performance.now();
     const assets = resolved || await resolveAssets(assetsURL);
     const indexURL = await forPyodide(assets.indexURL);
-    // the WASM EP's kernel modules download while Pyodide boots
+    // the WASM EP's kernel modules and bridge.py download while Pyodide boots
     const kernels = fetchAll(assets.wasmKernelURLs);
     kernels.catch(() => {});
+    const bridgeSource = fetchText(new URL('./bridge.py', import.meta.url));
+    bridgeSource.catch(() => {});
     const log = onLog || (() => {});
     let errors = []; // stderr while booting (a package that failed to load), for the import error below
     const stdio = { stdout: log, stderr: (m) => { errors?.push(m); log(m); } };
@@ -132,7 +134,7 @@ export class PyodideHost {
     errors = null;
     const t3 = performance.now();
     marks.onnxide = mark();
-    const src = await fetchText(new URL('./bridge.py', import.meta.url));
+    const src = await bridgeSource;
     pyodide.FS.mkdirTree('/home/pyodide/onnxide_web');
     pyodide.FS.writeFile(`/home/pyodide/onnxide_web/${BRIDGE}.py`, src);
     pyodide.runPython(`import sys; sys.path.insert(0, '/home/pyodide/onnxide_web')`);
