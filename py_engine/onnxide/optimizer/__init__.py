@@ -129,9 +129,10 @@ def _inline_constant_ifs_first(model, max_rounds, inferred):
     a node's of constant inputs (a condition further from the constants is the sweeps' to fold)."""
     g = model.graph
     producer = {o: n for n in g.nodes for o in n.outputs}
+    overridable = {v.name for v in g.inputs}
 
     def constant(name):
-        return name in g.initializers and name not in {v.name for v in g.inputs}
+        return name in g.initializers and name not in overridable
 
     def foldable(cond):
         n = producer.get(cond)
