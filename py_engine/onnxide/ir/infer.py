@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import Fail, OnnxideError
-from ..ops.inference import UNKNOWN, Facts, OptionalOf, SequenceOf, entry_of, type_proto, type_string
+from ..ops.inference import UNKNOWN, Facts, OptionalOf, SequenceOf, type_proto, type_string
 from ..ops.registry import resolve_opdef
 from .model import ValueInfo, has_subgraphs, subgraphs, type_dims
 
@@ -104,12 +104,12 @@ def _infer(model, every_body, check=False):
     _known_types(model, types)
     if check:  # (the graph's declared outputs, every declaration of a name listed twice, and value_info)
         declared = {}
-        for o in list(g.outputs) + list(g.value_info.values()):  # (maps, sparse tensors: entry_of has no entry)
+        for o in list(g.outputs) + list(g.value_info.values()):  # (maps, sparse tensors: no entry for them)
             if o.type is not None and (o.type.map_type is not None or o.type.sparse_tensor_type is not None):
                 declared.setdefault(o.name, []).append((_NotTensor(o.type), None))
         for o in g.outputs:
             if o.type is not None:
-                declared.setdefault(o.name, []).append(entry_of(o.type))
+                declared.setdefault(o.name, []).append(o.type_entry())
         for k, v in types.items():
             if k in g.value_info:
                 declared.setdefault(k, []).append(v)
@@ -129,7 +129,7 @@ def _infer(model, every_body, check=False):
         if o.type is None and o.name in types:
             o.type, o.inferred = type_proto(*types[o.name]), True
         elif o.type is not None and not o.inferred and o.name in types:
-            merged = _merged(entry_of(o.type), types[o.name])  # (as a value_info's, in _record)
+            merged = _merged(o.type_entry(), types[o.name])  # (as a value_info's, in _record)
             if merged is not None:
                 g.outputs[k] = ValueInfo(o.name, type_proto(*merged), o.doc)
     return types, sv

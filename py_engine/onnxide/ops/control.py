@@ -10,7 +10,7 @@ from .. import dtypes
 from ..errors import Fail, InvalidArgument
 from ..runtime import limits
 from ..runtime.devices import HostArrayOps
-from .inference import UNKNOWN, SequenceOf, entry_of, positive_axis, rule
+from .inference import UNKNOWN, SequenceOf, positive_axis, rule
 from .registry import op
 from .util import norm_axis
 
@@ -296,12 +296,12 @@ def _merged(a, b):
 def _if_rule(f):
     """If: each output as both branches declare it."""
     then, other = f.attr("then_branch"), f.attr("else_branch")
-    return [_merged(entry_of(x.type), entry_of(y.type)) for x, y in zip(then.outputs, other.outputs)]
+    return [_merged(x.type_entry(), y.type_entry()) for x, y in zip(then.outputs, other.outputs)]
 
 
 def _body_output(body, i):
     """The entry body output i has (declared, or inferred with its node), UNKNOWN when none."""
-    return (entry_of(body.outputs[i].type) if i < len(body.outputs) else None) or UNKNOWN
+    return (body.outputs[i].type_entry() if i < len(body.outputs) else None) or UNKNOWN
 
 
 def _stacked(entry, axis, count=None):

@@ -10,7 +10,7 @@ import numpy as np
 from ..ir.infer import infer_shapes
 from ..ir.model import subgraphs, type_dims
 from ..ir.scope import free_names
-from .graph import dedupe_node_names
+from .graph import constant_value, dedupe_node_names, producers
 from . import (constant_folding, eliminate, fuse_attention, fuse_conv, fuse_patterns, fuse_quant, fuse_transformer,
                shape_values, transpose)
 
@@ -128,11 +128,10 @@ def _inline_constant_ifs_first(model, max_rounds, inferred):
     holds half the model's 50 bodies). True when the graph changed. Only where an If's condition is a constant or
     a node's of constant inputs (a condition further from the constants is the sweeps' to fold)."""
     g = model.graph
-    producer = {o: n for n in g.nodes for o in n.outputs}
-    overridable = {v.name for v in g.inputs}
+    producer = producers(g)
 
     def constant(name):
-        return name in g.initializers and name not in overridable
+        return constant_value(g, name) is not None
 
     def foldable(cond):
         n = producer.get(cond)

@@ -255,8 +255,9 @@ class InferenceSession(SessionAPI):
                 try:
                     outs = ex.run(feeds, names, fetch_devices, control)
                 except OnnxideError:
-                    with self._threads:
-                        outs = self._after_failure(ex, feeds, control).run(feeds, names, fetch_devices, control)
+                    general = self._after_failure(ex, feeds, control)
+                    with self._threads_for(general):
+                        outs = general.run(feeds, names, fetch_devices, control)
                 return self._output_values(names, [_owned(v) for v in outs])
         except RecursionError:
             raise Fail("Model execution exceeded the maximum nesting depth") from None
@@ -297,9 +298,9 @@ class InferenceSession(SessionAPI):
             try:
                 outs = await ex.run_async(feeds, names, fetch_devices, control)
             except OnnxideError:
-                with self._threads:
-                    outs = await self._after_failure(ex, feeds, control).run_async(feeds, names, fetch_devices,
-                                                                                   control)
+                general = self._after_failure(ex, feeds, control)
+                with self._threads_for(general):
+                    outs = await general.run_async(feeds, names, fetch_devices, control)
             return self._output_values(names, [_owned(v) for v in outs])
 
     def _check_feeds(self, input_feed):
