@@ -25,7 +25,8 @@ const fetchAll = (urls) => Promise.all(urls.map(async (url) => [url.split('/').p
  * (numpy, its bytecode, onnxide) written from one archive, both downloading meanwhile — or 'plain' when the assets
  * have no snapshot, extra `packages` are asked for, or the restore fails. onLoadPyodide: called once pyodide.mjs is
  * in. (The host's boot; web/bench/cold.mjs times it alone as the floor under any Pyodide page.) */
-export async function bootPyodide(assets, indexURL, { packages = [], stdio = {}, log = () => {}, onLoadPyodide } = {}) {
+export async function bootPyodide(assets, { packages = [], stdio = {}, log = () => {}, onLoadPyodide } = {}) {
+  const indexURL = await forPyodide(assets.indexURL);
   const { loadPyodide } = await import(new URL('pyodide.mjs', assets.indexURL).href);
   onLoadPyodide?.();
   let pyodide = null;
@@ -101,7 +102,6 @@ export class PyodideHost {
     const marks = { start: mark() };
     const t0 = performance.now();
     const assets = resolved || await resolveAssets(assetsURL);
-    const indexURL = await forPyodide(assets.indexURL);
     // the WASM EP's kernel modules and bridge.py download while Pyodide boots
     const kernels = fetchAll(assets.wasmKernelURLs);
     kernels.catch(() => {});
@@ -110,7 +110,7 @@ export class PyodideHost {
     const log = onLog || (() => {});
     let errors = []; // stderr while booting (a package that failed to load), for the import error below
     const stdio = { stdout: log, stderr: (m) => { errors?.push(m); log(m); } };
-    const { pyodide, boot } = await bootPyodide(assets, indexURL, { packages, stdio, log,
+    const { pyodide, boot } = await bootPyodide(assets, { packages, stdio, log,
       onLoadPyodide: () => { marks.loadPyodide = mark(); } });
     const t1 = performance.now();
     marks.pyodide = mark();

@@ -14,13 +14,12 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.len
 
 /** Navigation -> numpy imported through the host's boot, in parts. */
 async function pyodideFloor() {
-  const { defaultAssetsURL, resolveAssets, forPyodide } = await import('../assets.mjs');
+  const { defaultAssetsURL, resolveAssets } = await import('../assets.mjs');
   const { bootPyodide } = await import('../host.mjs');
   const pageReady = performance.now();
   const assets = await resolveAssets(defaultAssetsURL());
   let pyodideIn;
-  const { pyodide, boot } = await bootPyodide(assets, await forPyodide(assets.indexURL),
-    { onLoadPyodide: () => { pyodideIn = performance.now(); } });
+  const { pyodide, boot } = await bootPyodide(assets, { onLoadPyodide: () => { pyodideIn = performance.now(); } });
   const booted = performance.now();
   pyodide.runPython('import numpy');
   const numpyIn = performance.now();
